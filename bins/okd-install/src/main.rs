@@ -1,0 +1,2 @@
+//! okd-install command line.
+fn main() {}

@@ -1,0 +1,15 @@
+//! Wire types and encodings shared by okd-install.
+//!
+//! * [`release`]: the target release and the rules that depend on it.
+//! * [`goyaml`]: YAML exactly as openshift-install writes it (sigs.k8s.io/yaml
+//!   over go-yaml v2: sorted keys, compact lists, 80-column folding).
+//! * [`gojson`]: JSON as Go's encoding/json writes it (HTML-escaped, compact or
+//!   indented).
+//! * [`dataurl`]: RFC 2397 data URLs with Go's `http.DetectContentType` sniffing.
+//! * [`ignition`]: Ignition config spec 3.0–3.4 types in Go field order.
+
+pub mod dataurl;
+pub mod gojson;
+pub mod goyaml;
+pub mod ignition;
+pub mod release;
