@@ -1,2 +1,178 @@
-//! okd-install command line.
-fn main() {}
+//! `okd-install`: openshift-install's user-provisioned workflow in one binary.
+//!
+//! `main` parses arguments, sets up logging, runs the command and maps errors to
+//! openshift-install's exit codes (3 for install-config errors, 1 otherwise).
+
+mod interactive;
+mod logging;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use okd_assets::{AssetDir, GenCtx, Target};
+use okd_types::release::{DEFAULT_RELEASE_IMAGE, IgnitionSpec, ReleaseTarget};
+use tracing::{debug, error, warn};
+
+/// Installs OKD/OpenShift 4 on infrastructure you provision yourself.
+#[derive(Parser, Debug)]
+#[command(name = "okd-install", version, help_expected = true)]
+struct Cli {
+    /// Assets directory.
+    #[arg(long, global = true, default_value = ".")]
+    dir: PathBuf,
+    /// Log level (debug, info, warn, error).
+    #[arg(long = "log-level", global = true, default_value = "info")]
+    log_level: String,
+    /// Release image to install [env: OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE];
+    /// its tag selects the target release (default: a current OKD 4.x).
+    #[arg(long = "release-image", global = true)]
+    release_image: Option<String>,
+    /// Target release 4.<minor> when the image tag does not tell (e.g. a digest).
+    #[arg(long = "release-version", global = true)]
+    release_version: Option<String>,
+    /// Ignition spec to write (3.0.0-3.4.0); default follows the release.
+    #[arg(long = "ignition-spec", global = true)]
+    ignition_spec: Option<String>,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Create part of an OpenShift cluster.
+    #[command(subcommand)]
+    Create(CreateCmd),
+    /// Print version information.
+    Version,
+    /// Print the asset graph of a target in Graphviz DOT.
+    Graph {
+        /// Target: install-config, manifests, ignition-configs, single-node-ignition-config.
+        #[arg(default_value = "ignition-configs")]
+        target: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum CreateCmd {
+    /// Generates the Install Config asset.
+    InstallConfig(interactive::InstallConfigOpts),
+    /// Generates the Kubernetes manifests.
+    Manifests,
+    /// Generates the Ignition Config asset.
+    IgnitionConfigs,
+    /// Generates the bootstrap-in-place Ignition config for a single node.
+    SingleNodeIgnitionConfig,
+}
+
+fn target_of(word: &str) -> Option<Target> {
+    [Target::InstallConfig, Target::Manifests, Target::IgnitionConfigs, Target::SingleNodeIgnitionConfig]
+        .into_iter()
+        .find(|t| t.command() == word)
+}
+
+/// Decides the release image, target and Ignition spec: flag, else env, else
+/// the value an earlier run recorded in the state file, else the default.
+fn release_context(cli: &Cli) -> anyhow::Result<GenCtx> {
+    let env = std::env::var("OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE").ok().filter(|s| !s.is_empty());
+    if env.is_some() && cli.release_image.is_none() {
+        warn!("Found override for release image ({}). Please be warned, this is not advised", env.as_deref().unwrap_or_default());
+    }
+    let recorded = std::fs::read(cli.dir.join(okd_assets::store::STATE_FILE))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.get("*releaseimage.Image")?.get("PullSpec")?.as_str().map(String::from));
+    let image = cli.release_image.clone().or(env).or(recorded).unwrap_or_else(|| DEFAULT_RELEASE_IMAGE.to_string());
+    let okd_hint = image.contains("okd");
+    let target = match &cli.release_version {
+        Some(v) => ReleaseTarget::parse_version(v, okd_hint)?,
+        None => ReleaseTarget::from_release_image(&image).ok_or_else(|| {
+            anyhow::anyhow!("cannot tell the release version from {image:?}: add --release-version 4.<minor>")
+        })?,
+    };
+    let spec = match &cli.ignition_spec {
+        Some(s) => s.parse::<IgnitionSpec>()?,
+        None => target.ignition_spec(),
+    };
+    let mut ctx = GenCtx::new(image, target, spec);
+    if let Ok(inv) = std::env::var("OPENSHIFT_INSTALL_INVOKER") {
+        if !inv.is_empty() {
+            ctx.invoker = inv;
+        }
+    }
+    Ok(ctx)
+}
+
+fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
+    let fail = |e: anyhow::Error| (e, 1u8);
+    match &cli.cmd {
+        Cmd::Version => {
+            let ctx = release_context(&cli).map_err(fail)?;
+            println!("okd-install v{}", env!("CARGO_PKG_VERSION"));
+            println!("built from commit {}", option_env!("OKD_INSTALL_COMMIT").unwrap_or("unknown"));
+            println!("release image {}", ctx.release_image);
+            println!("release architecture amd64");
+            println!("target release {} (Ignition spec {})", ctx.target, ctx.ignition_spec);
+            Ok(())
+        }
+        Cmd::Graph { target } => {
+            let t = target_of(target).ok_or_else(|| fail(anyhow::anyhow!("unknown target {target:?}")))?;
+            print!("{}", okd_assets::store::graph_dot(&t.assets()));
+            Ok(())
+        }
+        Cmd::Create(c) => {
+            let target = match c {
+                CreateCmd::InstallConfig(opts) => {
+                    interactive::install(opts.clone());
+                    Target::InstallConfig
+                }
+                CreateCmd::Manifests => Target::Manifests,
+                CreateCmd::IgnitionConfigs => Target::IgnitionConfigs,
+                CreateCmd::SingleNodeIgnitionConfig => Target::SingleNodeIgnitionConfig,
+            };
+            let mut ctx = release_context(&cli).map_err(fail)?;
+            debug!("OpenShift Installer okd-install v{}", env!("CARGO_PKG_VERSION"));
+            debug!("Built from commit {}", option_env!("OKD_INSTALL_COMMIT").unwrap_or("unknown"));
+            debug!("Target release {}, Ignition spec {}, release image {}", ctx.target, ctx.ignition_spec, ctx.release_image);
+            let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+            okd_assets::create(&AssetDir::new(&cli.dir), &mut ctx, target, threads).map_err(|e| {
+                let code = if e.is_install_config_error() { 3 } else { 1 };
+                (anyhow::anyhow!(okd_assets::chain(&e)), code)
+            })?;
+            Ok(())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let level = match logging::parse_level(&cli.log_level) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("level=fatal msg={e}");
+            return ExitCode::from(1);
+        }
+    };
+    let log_dir = matches!(cli.cmd, Cmd::Create(_)).then(|| cli.dir.clone());
+    if let Err(e) = logging::init(level, log_dir.as_deref()) {
+        eprintln!("level=fatal msg=setting up logging in {}: {e:#}", cli.dir.display());
+        return ExitCode::from(1);
+    }
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err((e, code)) => {
+            error!("{e:#}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -1,1 +1,32 @@
-//! (being written)
+//! The openshift-install asset graph in Rust: install-config → manifests →
+//! Ignition configs, PKI, auth and metadata, with openshift-install's commands,
+//! directory semantics and file formats (`reference/installer.md` §1–§5, §9).
+//!
+//! * [`store`]: typed assets, the load/fetch/save/purge walk, the state file.
+//! * [`targets`]: what each `create` command produces.
+//! * one module per family: [`installconfig`], [`tls`], [`manifests`],
+//!   [`machines`], [`kubeconfig`], [`password`], [`ignition`], [`metadata`].
+//!
+//! Generation is synchronous (a one-shot tool); the only concurrency is the RSA
+//! key pool in [`ctx::GenCtx`], which generates keys on background threads
+//! while the graph is walked.
+
+pub mod ctx;
+pub mod dir;
+pub mod error;
+pub mod ignition;
+pub mod installconfig;
+pub mod kubeconfig;
+pub mod machines;
+pub mod manifests;
+pub mod metadata;
+mod network_crd;
+pub mod password;
+pub mod store;
+pub mod targets;
+pub mod tls;
+
+pub use ctx::GenCtx;
+pub use dir::AssetDir;
+pub use error::{AssetError, chain};
+pub use targets::{Target, create};

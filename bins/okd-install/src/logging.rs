@@ -1,0 +1,103 @@
+//! Logging in openshift-install's formats (installer.md §1.7): stderr gets
+//! `level=info msg=…` (or `INFO …` in colour on a terminal) at the chosen level;
+//! `<dir>/.openshift_install.log` is appended at debug level in logrus text
+//! format with a timestamp.
+
+use std::fs::OpenOptions;
+use std::io::{IsTerminal, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::Mutex;
+
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::{Context, SubscriberExt};
+
+struct Sink {
+    console_level: Level,
+    tty: bool,
+    file: Option<Mutex<std::fs::File>>,
+}
+
+fn level_name(l: &Level) -> &'static str {
+    match *l {
+        Level::ERROR => "error",
+        Level::WARN => "warning",
+        Level::INFO => "info",
+        Level::DEBUG => "debug",
+        Level::TRACE => "trace",
+    }
+}
+
+struct Msg(String);
+impl tracing::field::Visit for Msg {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() == "message" {
+            self.0 = value.to_string();
+        }
+    }
+}
+
+impl<S: Subscriber> Layer<S> for Sink {
+    fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+        let mut m = Msg(String::new());
+        event.record(&mut m);
+        let lvl = *event.metadata().level();
+        for line in m.0.lines() {
+            if lvl <= self.console_level {
+                let mut err = std::io::stderr().lock();
+                if self.tty {
+                    let (color, name) = match lvl {
+                        Level::ERROR => ("31", "ERROR"),
+                        Level::WARN => ("33", "WARNING"),
+                        Level::INFO => ("36", "INFO"),
+                        _ => ("37", "DEBUG"),
+                    };
+                    let _ = writeln!(err, "\x1b[{color}m{name}\x1b[0m {line}");
+                } else {
+                    let _ = writeln!(err, "level={} msg={line}", level_name(&lvl));
+                }
+            }
+            if let Some(f) = &self.file {
+                let ts = time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
+                let escaped = line.replace('\\', "\\\\").replace('"', "\\\"");
+                if let Ok(mut f) = f.lock() {
+                    let _ = writeln!(f, "time=\"{ts}\" level={} msg=\"{escaped}\"", level_name(&lvl));
+                }
+            }
+        }
+    }
+}
+
+/// Parses `--log-level` (debug|info|warn|error).
+pub fn parse_level(s: &str) -> Result<Level, String> {
+    match s {
+        "trace" => Ok(Level::TRACE),
+        "debug" => Ok(Level::DEBUG),
+        "info" => Ok(Level::INFO),
+        "warn" | "warning" => Ok(Level::WARN),
+        "error" => Ok(Level::ERROR),
+        _ => Err(format!("invalid log-level {s:?}: use debug, info, warn or error")),
+    }
+}
+
+/// Installs the global subscriber; `dir` gets the log file when given.
+pub fn init(level: Level, dir: Option<&Path>) -> anyhow::Result<()> {
+    let file = match dir {
+        Some(d) => {
+            std::fs::DirBuilder::new().recursive(true).create(d)?;
+            let f = OpenOptions::new().create(true).append(true).mode(0o644).open(d.join(".openshift_install.log"))?;
+            Some(Mutex::new(f))
+        }
+        None => None,
+    };
+    let sink = Sink { console_level: level, tty: std::io::stderr().is_terminal(), file };
+    let subscriber = tracing_subscriber::registry().with(sink);
+    tracing::subscriber::set_global_default(subscriber)?;
+    Ok(())
+}

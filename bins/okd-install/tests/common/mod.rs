@@ -1,0 +1,149 @@
+//! Shared harness for the binary-level tests: run `okd-install` in a temporary
+//! copy of an example, find the real programs, decode Ignition configs.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use base64::Engine as _;
+use serde_json::Value;
+
+/// Repository root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// OCP 4.13, the release the reference data was measured on.
+pub const OCP_413: &str = "quay.io/openshift-release-dev/ocp-release:4.13.0-x86_64";
+/// The OKD 4.5 release of the examples' guides (Ignition spec 3.0.0).
+pub const OKD_45: &str = "quay.io/openshift/okd:4.5.0-0.okd-2020-08-12-020541";
+
+/// A fresh temp dir holding `examples/<name>/install-config.yaml`.
+pub fn example_dir(name: &str) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::copy(repo().join("examples").join(name).join("install-config.yaml"), d.path().join("install-config.yaml")).unwrap();
+    d
+}
+
+/// Runs okd-install with `args` plus `--dir dir`.
+pub fn okd(dir: &Path, args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_okd-install"))
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .env_remove("OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE")
+        .output()
+        .expect("run okd-install");
+    out
+}
+
+/// Runs okd-install and asserts success, returning stderr.
+pub fn okd_ok(dir: &Path, args: &[&str]) -> String {
+    let out = okd(dir, args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "okd-install {args:?} failed: {err}");
+    err
+}
+
+/// Finds a program; `None` (after a loud message) when missing, unless
+/// `OKD_REQUIRE_TOOLS=1` (CI), where a missing tool fails the test.
+pub fn tool(name: &str, paths: &[&str]) -> Option<PathBuf> {
+    for p in paths {
+        if Path::new(p).exists() {
+            return Some(PathBuf::from(p));
+        }
+    }
+    if let Ok(out) = Command::new("sh").arg("-c").arg(format!("command -v {name}")).output() {
+        let s = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if out.status.success() && !s.is_empty() {
+            return Some(PathBuf::from(s));
+        }
+    }
+    if std::env::var("OKD_REQUIRE_TOOLS").as_deref() == Ok("1") {
+        panic!("required program {name} is not installed (run .ci/run, or apt-get install it)");
+    }
+    eprintln!("SKIPPING part of this test: {name} is not installed");
+    None
+}
+
+/// Reads and parses an Ignition config file.
+pub fn read_ign(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// Decodes a `data:` URL (base64 or percent-encoded).
+pub fn decode_data_url(src: &str) -> Vec<u8> {
+    let (meta, data) = src.strip_prefix("data:").unwrap().split_once(',').unwrap();
+    if meta.ends_with(";base64") {
+        base64::engine::general_purpose::STANDARD.decode(data).unwrap()
+    } else {
+        let b = data.as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'%' {
+                out.push(u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap(), 16).unwrap());
+                i += 3;
+            } else {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+        out
+    }
+}
+
+/// The storage files of an Ignition config: path → (mode, contents, append?).
+pub fn ign_files(ign: &Value) -> BTreeMap<String, (u32, Vec<u8>, bool)> {
+    let mut m = BTreeMap::new();
+    for f in ign.pointer("/storage/files").and_then(Value::as_array).cloned().unwrap_or_default() {
+        let path = f["path"].as_str().unwrap().to_string();
+        let mode = f["mode"].as_u64().unwrap_or(0) as u32;
+        if let Some(src) = f.pointer("/contents/source").and_then(Value::as_str) {
+            m.insert(path, (mode, decode_data_url(src), false));
+        } else if let Some(app) = f.get("append").and_then(Value::as_array) {
+            let data = app.iter().filter_map(|a| a["source"].as_str()).flat_map(decode_data_url).collect();
+            m.insert(path, (mode, data, true));
+        } else {
+            m.insert(path, (mode, Vec::new(), false));
+        }
+    }
+    m
+}
+
+/// Mode bits of a path.
+pub fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+/// Every file and directory below `dir`, relative, sorted (directories end in `/`).
+pub fn tree(dir: &Path) -> Vec<String> {
+    fn walk(base: &Path, d: &Path, out: &mut Vec<String>) {
+        let mut ents: Vec<_> = std::fs::read_dir(d).unwrap().filter_map(|e| e.ok()).collect();
+        ents.sort_by_key(|e| e.file_name());
+        for e in ents {
+            let rel = e.path().strip_prefix(base).unwrap().display().to_string();
+            if e.file_type().unwrap().is_dir() {
+                out.push(format!("{rel}/"));
+                walk(base, &e.path(), out);
+            } else {
+                out.push(rel);
+            }
+        }
+    }
+    let mut v = Vec::new();
+    walk(dir, dir, &mut v);
+    v
+}
+
+/// Reads a reference TSV from tests-data/reference (header row skipped, `#` lines skipped).
+pub fn reference_rows(file: &str) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(repo().join("tests-data/reference").join(file)).unwrap();
+    let mut lines = text.lines().filter(|l| !l.starts_with('#'));
+    if file != "ignition-index.tsv" {
+        lines.next();
+    }
+    lines.map(|l| l.split('\t').map(String::from).collect()).collect()
+}

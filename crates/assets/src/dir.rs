@@ -1,0 +1,182 @@
+//! The asset directory (`--dir`): reading user inputs, atomic writes, purging.
+//!
+//! Layout and modes follow openshift-install (installer.md §1.3, §1.4,
+//! Appendix B.5): directories 0750, files 0640, the state file
+//! `.openshift_install_state.json` 0640. Every write goes to a temporary file in
+//! the same directory, is fsynced, renamed over the target and the directory is
+//! fsynced, so an interrupted run never leaves a half-written asset.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+
+use crate::error::AssetError;
+
+/// Mode of every file written to the asset directory (openshift-install's 0640).
+pub const FILE_MODE: u32 = 0o640;
+/// Mode of every directory created in the asset directory.
+pub const DIR_MODE: u32 = 0o750;
+
+/// One file of a writable asset: a path relative to the asset directory and its bytes.
+///
+/// Serialized as in openshift-install's state file: `{"Filename": "...", "Data": "<base64>"}`
+/// (`pkg/asset/asset.go` File).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AssetFile {
+    /// Path relative to the asset directory, `/`-separated, e.g. `manifests/cvo-overrides.yaml`.
+    #[serde(rename = "Filename")]
+    pub filename: String,
+    /// File contents.
+    #[serde(rename = "Data", with = "b64")]
+    pub data: Vec<u8>,
+}
+
+impl AssetFile {
+    /// A file with the given relative name and contents.
+    pub fn new(filename: impl Into<String>, data: impl Into<Vec<u8>>) -> Self {
+        AssetFile { filename: filename.into(), data: data.into() }
+    }
+}
+
+/// serde helper: `Vec<u8>` as standard base64, like Go's encoding/json for `[]byte`.
+pub(crate) mod b64 {
+    use base64::Engine as _;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(v))
+    }
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let s = Option::<String>::deserialize(d)?.unwrap_or_default();
+        base64::engine::general_purpose::STANDARD.decode(s.as_bytes()).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Encodes bytes as standard base64 (used for Secret data and kubeconfig fields).
+pub fn base64_std(data: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(data)
+}
+
+/// The directory an install is generated in.
+#[derive(Debug, Clone)]
+pub struct AssetDir {
+    root: PathBuf,
+}
+
+impl AssetDir {
+    /// Wraps `root`; it need not exist yet (it is created 0750 on first write).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        AssetDir { root: root.into() }
+    }
+
+    /// The directory itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Absolute-or-relative path of `rel` inside the directory.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    /// Reads `rel`; `Ok(None)` if it does not exist.
+    pub fn read(&self, rel: &str) -> Result<Option<Vec<u8>>, AssetError> {
+        let p = self.path(rel);
+        match fs::read(&p) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(AssetError::io("reading", p, e)),
+        }
+    }
+
+    /// Every regular file directly in directory `sub` (e.g. `manifests`) whose
+    /// name ends in one of `exts`, sorted by name, as [`AssetFile`]s with
+    /// `sub/name` file names. Empty if `sub` does not exist.
+    pub fn read_dir_files(&self, sub: &str, exts: &[&str]) -> Result<Vec<AssetFile>, AssetError> {
+        let d = self.path(sub);
+        let rd = match fs::read_dir(&d) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(AssetError::io("listing", d, e)),
+        };
+        let mut names = Vec::new();
+        for ent in rd {
+            let ent = ent.map_err(|e| AssetError::io("listing", &d, e))?;
+            let name = ent.file_name().to_string_lossy().into_owned();
+            let ft = ent.file_type().map_err(|e| AssetError::io("listing", &d, e))?;
+            if ft.is_file() && (exts.is_empty() || exts.iter().any(|x| name.ends_with(x))) {
+                names.push(name);
+            }
+        }
+        names.sort();
+        let mut out = Vec::with_capacity(names.len());
+        for n in names {
+            let rel = format!("{sub}/{n}");
+            let data = fs::read(self.path(&rel)).map_err(|e| AssetError::io("reading", self.path(&rel), e))?;
+            out.push(AssetFile::new(rel, data));
+        }
+        Ok(out)
+    }
+
+    /// Writes `data` to `rel` atomically with `mode`, creating parent directories 0750.
+    pub fn write(&self, rel: &str, data: &[u8], mode: u32) -> Result<(), AssetError> {
+        write_atomic(&self.path(rel), data, mode)
+    }
+
+    /// Deletes `rel` (consumed input); then removes its parent directories inside
+    /// the asset directory that became empty. Missing files are not an error.
+    pub fn remove(&self, rel: &str) -> Result<(), AssetError> {
+        let p = self.path(rel);
+        match fs::remove_file(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(AssetError::io("removing", p, e)),
+        }
+        let mut parent = Path::new(rel).parent();
+        while let Some(par) = parent {
+            if par.as_os_str().is_empty() {
+                break;
+            }
+            // Only succeeds when empty; anything else (user files) keeps the directory.
+            if fs::remove_dir(self.root.join(par)).is_err() {
+                break;
+            }
+            parent = par.parent();
+        }
+        Ok(())
+    }
+}
+
+/// Creates `dir` and missing parents with mode 0750.
+pub fn create_dir_all(dir: &Path) -> Result<(), AssetError> {
+    if dir.as_os_str().is_empty() || dir.is_dir() {
+        return Ok(());
+    }
+    fs::DirBuilder::new().recursive(true).mode(DIR_MODE).create(dir).map_err(|e| AssetError::io("creating directory", dir, e))
+}
+
+/// Writes a file atomically: temp file in the same directory with `mode`,
+/// fsync, rename over `path`, fsync the directory.
+pub fn write_atomic(path: &Path, data: &[u8], mode: u32) -> Result<(), AssetError> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    create_dir_all(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".okd-install-")
+        .permissions(fs::Permissions::from_mode(mode))
+        .tempfile_in(dir)
+        .map_err(|e| AssetError::io("creating temporary file in", dir, e))?;
+    tmp.write_all(data).map_err(|e| AssetError::io("writing", path, e))?;
+    // umask may have narrowed the mode at creation; set it exactly.
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(mode)).map_err(|e| AssetError::io("setting mode of", path, e))?;
+    tmp.as_file().sync_all().map_err(|e| AssetError::io("syncing", path, e))?;
+    tmp.persist(path).map_err(|e| AssetError::io("renaming into place", path, e.error))?;
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}

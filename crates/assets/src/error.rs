@@ -1,0 +1,119 @@
+//! The error type of asset loading and generation.
+//!
+//! Messages follow openshift-install's wrapping so a user of either tool reads
+//! the same chain, e.g. `failed to fetch Master Machines: failed to load asset
+//! "Install Config": failed to create install config: invalid
+//! "install-config.yaml" file: pullSecret: …` (installer.md §1.3, §2.1).
+//! Each variant's text never repeats its source; print with [`chain`].
+
+use std::path::PathBuf;
+
+/// Errors from the asset store and from generating or loading assets.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AssetError {
+    /// install-config.yaml could not be parsed or failed validation (exit code 3).
+    #[error("failed to create install config")]
+    InstallConfig(#[source] okd_installconfig::LoadError),
+    /// A file in the asset directory could not be read or written.
+    #[error("{action} {}", path.display())]
+    Io {
+        /// What was being done, e.g. "reading".
+        action: &'static str,
+        /// The file or directory concerned.
+        path: PathBuf,
+        /// The underlying I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file in the asset directory has content that cannot be used; names the file and the rule.
+    #[error("{}: {message}", path.display())]
+    BadFile {
+        /// The offending file, relative to the asset directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// An input is valid on its own but not for this asset (e.g. bootstrap-in-place checks, §9).
+    #[error("{0}")]
+    Invalid(String),
+    /// Certificate or key generation failed.
+    #[error("generating {what}")]
+    Pki {
+        /// The certificate or key being made.
+        what: String,
+        /// The PKI error.
+        #[source]
+        source: okd_pki::PkiError,
+    },
+    /// The state file `.openshift_install_state.json` holds an entry we cannot decode.
+    #[error("state file entry {key} cannot be read")]
+    State {
+        /// The state key, e.g. `*tls.RootCA`.
+        key: String,
+        /// Decode error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Wraps an error with the store step and asset name: `failed to generate asset "Root CA"`.
+    #[error("failed to {step} asset \"{name}\"")]
+    Step {
+        /// `load`, `generate` or `fetch dependency of`.
+        step: &'static str,
+        /// The asset's display name.
+        name: &'static str,
+        /// What went wrong inside.
+        #[source]
+        source: Box<AssetError>,
+    },
+    /// Top-level wrap of a target: `failed to fetch Master Machines`.
+    #[error("failed to fetch {name}")]
+    Fetch {
+        /// The target asset's display name.
+        name: &'static str,
+        /// What went wrong inside.
+        #[source]
+        source: Box<AssetError>,
+    },
+    /// Writing a target's files failed: `failed to write asset (Bootstrap Ignition Config) to disk`.
+    #[error("failed to write asset ({name}) to disk")]
+    Persist {
+        /// The asset's display name.
+        name: &'static str,
+        /// What went wrong.
+        #[source]
+        source: Box<AssetError>,
+    },
+}
+
+impl AssetError {
+    /// True if an install-config load/validation error is anywhere in the chain:
+    /// openshift-install exits with code 3 for those (installer.md §1.7).
+    pub fn is_install_config_error(&self) -> bool {
+        let mut e: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(err) = e {
+            if let Some(AssetError::InstallConfig(_)) = err.downcast_ref::<AssetError>() {
+                return true;
+            }
+            e = err.source();
+        }
+        false
+    }
+
+    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        AssetError::Io { action, path: path.into(), source }
+    }
+}
+
+/// Renders an error and all its sources joined by `": "`, the way
+/// openshift-install prints its wrapped errors.
+pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = err.to_string();
+    let mut src = err.source();
+    while let Some(s) = src {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        src = s.source();
+    }
+    out
+}

@@ -1,0 +1,319 @@
+//! Ignition configs (installer.md §5): the master/worker pointer configs,
+//! `bootstrap.ign` and the single-node `bootstrap-in-place-for-live-iso.ign`.
+//!
+//! bootstrap.ign carries, in order: the bootstrap node's own files and units
+//! (okd-bootstrap-files), every manifest under `/opt/openshift/{manifests,openshift}`
+//! with the CVO-ignore version of `cvo-overrides.yaml`, the original overrides
+//! patch, the three internal kubeconfigs and the TLS files (§4.4).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use okd_types::ignition::{Config, File, Resource, Unit};
+
+use crate::ctx::GenCtx;
+use crate::dir::{AssetDir, AssetFile};
+use crate::error::AssetError;
+use crate::installconfig::{InstallConfigAsset, ReleaseImage};
+use crate::kubeconfig::{AdminInternalClient, Kubelet, LoopbackClient};
+use crate::machines::{MasterMachines, OpenshiftInstallManifests, WorkerMachines};
+use crate::manifests::{CommonManifests, CvoIgnore, OpenshiftManifests, no_proxy_status};
+use crate::store::{Asset, Dep, Parents, dep};
+use crate::tls::{BootstrapSshKeyPair, RootCa, api_vips, bootstrap_tls_deps, bootstrap_tls_files};
+
+/// An Ignition config asset: `{"Config": {ignition JSON}, "File": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IgnitionAsset {
+    /// The config as a JSON object.
+    #[serde(rename = "Config")]
+    pub config: Value,
+    /// The compact JSON file.
+    #[serde(rename = "File")]
+    pub file: AssetFile,
+}
+
+impl IgnitionAsset {
+    fn new(path: &str, cfg: &Config) -> Result<Self, AssetError> {
+        cfg.check_spec().map_err(|e| AssetError::Invalid(format!("{path}: {e}")))?;
+        let text = cfg.to_json();
+        let config: Value = serde_json::from_str(&text).map_err(|e| AssetError::Invalid(format!("{path}: {e}")))?;
+        Ok(IgnitionAsset { config, file: AssetFile::new(path, text) })
+    }
+
+    fn load(dir: &AssetDir, path: &str) -> Result<Option<Self>, AssetError> {
+        let Some(data) = dir.read(path)? else { return Ok(None) };
+        let config: Value =
+            serde_json::from_slice(&data).map_err(|e| AssetError::BadFile { path: path.into(), message: format!("not an Ignition config: {e}") })?;
+        Ok(Some(IgnitionAsset { config, file: AssetFile::new(path, data) }))
+    }
+}
+
+/// The machine-config-server URL a pool's pointer config merges:
+/// `https://api-int.<cluster domain>:22623/config/<role>`, or the first API VIP
+/// on baremetal (bracketed if IPv6) (installer.md §5.4).
+pub fn pointer_url(ic: &okd_installconfig::InstallConfig, role: &str) -> String {
+    let host = match api_vips(ic).first() {
+        Some(v) if v.contains(':') => format!("[{v}]"),
+        Some(v) => v.clone(),
+        None => format!("api-int.{}", ic.cluster_domain()),
+    };
+    format!("https://{host}:22623/config/{role}")
+}
+
+/// A pointer config: merge from the machine-config server, trust root-ca.
+pub fn pointer_config(ctx: &GenCtx, url: String, root_ca_pem: &str) -> Config {
+    let mut c = Config::new(ctx.ignition_spec);
+    c.ignition.config.merge.push(Resource { source: Some(url), ..Default::default() });
+    c.ignition.security.tls.certificate_authorities.push(Resource {
+        source: Some(okd_types::dataurl::encode(root_ca_pem.as_bytes())),
+        ..Default::default()
+    });
+    c
+}
+
+macro_rules! pointer_asset {
+    ($(#[$m:meta])* $ty:ident, $key:literal, $name:literal, $file:literal, $role:literal) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $ty(pub IgnitionAsset);
+
+        impl std::ops::Deref for $ty {
+            type Target = IgnitionAsset;
+            fn deref(&self) -> &IgnitionAsset {
+                &self.0
+            }
+        }
+
+        impl Asset for $ty {
+            const NAME: &'static str = $name;
+            const STATE_KEY: &'static str = $key;
+            const WRITABLE: bool = true;
+            fn dependencies() -> Vec<Dep> {
+                vec![dep::<InstallConfigAsset>(), dep::<RootCa>()]
+            }
+            fn generate(ctx: &GenCtx, p: &Parents<'_>) -> Result<Self, AssetError> {
+                let ic = &p.get::<InstallConfigAsset>().config;
+                let cfg = pointer_config(ctx, pointer_url(ic, $role), p.get::<RootCa>().0.cert_pem());
+                Ok($ty(IgnitionAsset::new($file, &cfg)?))
+            }
+            fn files(&self) -> Vec<AssetFile> {
+                vec![self.0.file.clone()]
+            }
+            fn load(dir: &AssetDir, _: &GenCtx) -> Result<Option<Self>, AssetError> {
+                Ok(IgnitionAsset::load(dir, $file)?.map($ty))
+            }
+        }
+    };
+}
+
+pointer_asset!(
+    /// `master.ign`: pointer config for the control plane pool.
+    MasterIgnition, "*machine.Master", "Master Ignition Config", "master.ign", "master");
+pointer_asset!(
+    /// `worker.ign`: pointer config for the compute pool.
+    WorkerIgnition, "*machine.Worker", "Worker Ignition Config", "worker.ign", "worker");
+
+fn bootstrap_deps() -> Vec<Dep> {
+    let mut v = vec![
+        dep::<CvoIgnore>(),
+        dep::<InstallConfigAsset>(),
+        dep::<AdminInternalClient>(),
+        dep::<Kubelet>(),
+        dep::<LoopbackClient>(),
+        dep::<MasterMachines>(),
+        dep::<WorkerMachines>(),
+        dep::<CommonManifests>(),
+        dep::<OpenshiftManifests>(),
+        dep::<OpenshiftInstallManifests>(),
+        dep::<ReleaseImage>(),
+    ];
+    v.extend(bootstrap_tls_deps());
+    v
+}
+
+/// Renders a bootstrap config: our node files and units plus everything under /opt/openshift.
+fn bootstrap_config(ctx: &GenCtx, p: &Parents<'_>, in_place: bool) -> Result<Config, AssetError> {
+    let ic = &p.get::<InstallConfigAsset>().config;
+    let domain = ic.cluster_domain();
+    let proxy = ic.proxy.as_ref().filter(|p| p.http_proxy.is_some() || p.https_proxy.is_some()).map(|px| okd_bootstrap_files::ProxyStatus {
+        http_proxy: px.http_proxy.clone().unwrap_or_default(),
+        https_proxy: px.https_proxy.clone().unwrap_or_default(),
+        no_proxy: no_proxy_status(ic),
+    });
+    let data = okd_bootstrap_files::TemplateData {
+        release_image: p.get::<ReleaseImage>().pull_spec.clone(),
+        pull_secret: ic.pull_secret.clone(),
+        ssh_key: ic.ssh_key.clone().unwrap_or_default(),
+        proxy,
+        registries: ic
+            .image_sources()
+            .into_iter()
+            .map(|s| okd_bootstrap_files::Registry { source: s.source, mirrors: s.mirrors })
+            .collect(),
+        additional_trust_bundle: ic.additional_trust_bundle.clone().unwrap_or_default(),
+        fips: ic.fips,
+        cluster_profile: std::env::var("OPENSHIFT_INSTALL_EXPERIMENTAL_CLUSTER_PROFILE").ok(),
+        bootstrap_in_place: if in_place { ic.bootstrap_in_place.as_ref().map(|b| b.installation_disk.clone()) } else { None },
+        use_ipv6_for_node_ip: ic.service_networks().first().is_some_and(|n| matches!(n, ipnet::IpNet::V6(_))),
+        use_dual_for_node_ip: ic.service_networks().len() > 1,
+        api_server_url: format!("api.{domain}"),
+        api_int_server_url: format!("api-int.{domain}"),
+        cluster_domain: domain.clone(),
+        feature_set: ic.feature_set.clone().unwrap_or_default(),
+        invoker: ctx.invoker.clone(),
+        okd: ctx.target.okd,
+        platform: ic.platform_name().to_string(),
+        etcd_endpoints: (0..ic.control_plane_replicas().max(0)).map(|i| format!("https://etcd-{i}.{domain}:2379")).collect(),
+        bootstrap_node_ip: std::env::var("OPENSHIFT_INSTALL_BOOTSTRAP_NODE_IP").ok(),
+        control_plane_replicas: ic.control_plane_replicas(),
+    };
+    let mut cfg = Config::new(ctx.ignition_spec);
+    let ssh_pub = String::from_utf8_lossy(&p.get::<BootstrapSshKeyPair>().public).into_owned();
+    cfg.passwd.users.push(okd_types::ignition::PasswdUser {
+        name: "core".to_string(),
+        ssh_authorized_keys: vec![ic.ssh_key.clone().unwrap_or_default(), ssh_pub],
+        ..Default::default()
+    });
+    let mut files: Vec<File> = Vec::new();
+    let mut push = |f: File| {
+        files.retain(|x| x.path != f.path);
+        files.push(f);
+    };
+    for f in okd_bootstrap_files::files(&data) {
+        push(if f.append { File::append_data(&f.path, f.mode, &f.contents) } else { File::data(&f.path, f.mode, &f.contents) });
+    }
+    let cvo = p.get::<CvoIgnore>();
+    let manifest_sets: [&[AssetFile]; 5] = [
+        &p.get::<CommonManifests>().0.file_list,
+        &p.get::<OpenshiftManifests>().0.file_list,
+        &p.get::<OpenshiftInstallManifests>().0.file_list,
+        &p.get::<MasterMachines>().0.file_list,
+        &p.get::<WorkerMachines>().0.file_list,
+    ];
+    for set in manifest_sets {
+        for f in set {
+            let data = cvo.file_list.iter().find(|c| c.filename == f.filename).map(|c| &c.data).unwrap_or(&f.data);
+            push(File::data(&format!("/opt/openshift/{}", f.filename), 0o644, data));
+        }
+    }
+    for c in cvo.file_list.iter().filter(|c| !c.filename.starts_with("manifests/")) {
+        push(File::data(&format!("/opt/openshift/{}", c.filename), 0o644, &c.data));
+    }
+    for k in [&p.get::<AdminInternalClient>().0.file, &p.get::<Kubelet>().0.file, &p.get::<LoopbackClient>().0.file] {
+        push(File::data(&format!("/opt/openshift/{}", k.filename), 0o600, &k.data));
+    }
+    for t in bootstrap_tls_files(p) {
+        push(File::data(&format!("/opt/openshift/{}", t.filename), 0o600, &t.data));
+    }
+    push(File::data("/opt/openshift/tls/root-ca.crt", 0o644, &p.get::<RootCa>().0.cert_raw));
+    cfg.storage.files = files;
+    for u in okd_bootstrap_files::units(&data) {
+        let mut unit = Unit::new(&u.name, u.contents.clone(), u.enabled);
+        unit.dropins = u.dropins.iter().map(|d| okd_types::ignition::Dropin { name: d.name.clone(), contents: Some(d.contents.clone()) }).collect();
+        cfg.systemd.units.push(unit);
+    }
+    Ok(cfg)
+}
+
+/// Checks every certificate under `/opt/openshift/tls/` of a loaded bootstrap
+/// config: an expired one is an error naming each certificate and its expiry
+/// (the 24-hour trap, installer.md §5.3 and §10.3).
+fn check_expiry(path: &str, cfg: &Value, now: time::OffsetDateTime) -> Result<(), AssetError> {
+    let mut expired = Vec::new();
+    let files = cfg.pointer("/storage/files").and_then(Value::as_array).cloned().unwrap_or_default();
+    for f in files {
+        let p = f.get("path").and_then(Value::as_str).unwrap_or("");
+        if !(p.starts_with("/opt/openshift/tls/") && p.ends_with(".crt")) {
+            continue;
+        }
+        let Some(src) = f.pointer("/contents/source").and_then(Value::as_str) else { continue };
+        let Ok(bytes) = okd_types::dataurl::decode(src) else { continue };
+        let Ok(infos) = okd_pki::parse_certs(&String::from_utf8_lossy(&bytes)) else { continue };
+        if let Some(first) = infos.first().filter(|i| i.not_after < now) {
+            let at = first.not_after.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
+            expired.push(format!("Bootstrap Ignition-Config Certificate {} expired at {at}.", p.rsplit('/').next().unwrap_or(p)));
+        }
+    }
+    if expired.is_empty() {
+        return Ok(());
+    }
+    Err(AssetError::BadFile {
+        path: path.into(),
+        message: format!("{} Please regenerate ignition configuration files in a new directory.", expired.join(" ")),
+    })
+}
+
+/// `bootstrap.ign` (`*bootstrap.Bootstrap`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct BootstrapIgnition(pub IgnitionAsset);
+
+impl Asset for BootstrapIgnition {
+    const NAME: &'static str = "Bootstrap Ignition Config";
+    const STATE_KEY: &'static str = "*bootstrap.Bootstrap";
+    const WRITABLE: bool = true;
+
+    fn dependencies() -> Vec<Dep> {
+        bootstrap_deps()
+    }
+
+    fn generate(ctx: &GenCtx, p: &Parents<'_>) -> Result<Self, AssetError> {
+        Ok(BootstrapIgnition(IgnitionAsset::new("bootstrap.ign", &bootstrap_config(ctx, p, false)?)?))
+    }
+
+    fn files(&self) -> Vec<AssetFile> {
+        vec![self.0.file.clone()]
+    }
+
+    fn load(dir: &AssetDir, ctx: &GenCtx) -> Result<Option<Self>, AssetError> {
+        let Some(a) = IgnitionAsset::load(dir, "bootstrap.ign")? else { return Ok(None) };
+        check_expiry("bootstrap.ign", &a.config, ctx.now)?;
+        Ok(Some(BootstrapIgnition(a)))
+    }
+}
+
+/// `bootstrap-in-place-for-live-iso.ign` for single-node installs (installer.md §9).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SingleNodeBootstrapInPlace(pub IgnitionAsset);
+
+/// File name of the single-node bootstrap-in-place config.
+pub const BIP_FILE: &str = "bootstrap-in-place-for-live-iso.ign";
+
+impl Asset for SingleNodeBootstrapInPlace {
+    const NAME: &'static str = "Single node bootstrap In Place Ignition Config";
+    const STATE_KEY: &'static str = "*bootstrap.SingleNodeBootstrapInPlace";
+    const WRITABLE: bool = true;
+
+    fn dependencies() -> Vec<Dep> {
+        bootstrap_deps()
+    }
+
+    fn generate(ctx: &GenCtx, p: &Parents<'_>) -> Result<Self, AssetError> {
+        let ic = &p.get::<InstallConfigAsset>().config;
+        match ic.control_plane.as_ref().and_then(|c| c.replicas) {
+            None => return Err(AssetError::Invalid("controlPlane.replicas: Required value: bootstrap in place requires ControlPlane.Replicas configuration".into())),
+            Some(1) => {}
+            Some(n) => return Err(AssetError::Invalid(format!("controlPlane.replicas: Invalid value: {n}: bootstrap in place requires a single ControlPlane replica"))),
+        }
+        match &ic.bootstrap_in_place {
+            None => return Err(AssetError::Invalid("bootstrapInPlace: Required value: bootstrapInPlace is required when creating a single node bootstrap-in-place ignition".into())),
+            Some(b) if b.installation_disk.is_empty() => {
+                return Err(AssetError::Invalid("bootstrapInPlace.installationDisk: Required value: installationDisk must be set the target disk drive for the installation".into()));
+            }
+            Some(_) => {}
+        }
+        Ok(SingleNodeBootstrapInPlace(IgnitionAsset::new(BIP_FILE, &bootstrap_config(ctx, p, true)?)?))
+    }
+
+    fn files(&self) -> Vec<AssetFile> {
+        vec![self.0.file.clone()]
+    }
+
+    fn load(dir: &AssetDir, ctx: &GenCtx) -> Result<Option<Self>, AssetError> {
+        let Some(a) = IgnitionAsset::load(dir, BIP_FILE)? else { return Ok(None) };
+        check_expiry(BIP_FILE, &a.config, ctx.now)?;
+        Ok(Some(SingleNodeBootstrapInPlace(a)))
+    }
+}

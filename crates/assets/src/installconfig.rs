@@ -1,0 +1,153 @@
+//! The install-config asset, the cluster ID and the release image.
+//!
+//! `install-config.yaml` is the root of the graph (installer.md §2). Loading it
+//! runs okd-installconfig's pipeline (strict parse, up-conversion, defaults,
+//! validation with every error collected) and re-serializes the normalized
+//! config, so a file that differs only in whitespace or in defaults made
+//! explicit still equals the state copy. It is consumed by `create manifests`.
+
+use okd_installconfig::{InstallConfig, LoadOptions};
+use serde::{Deserialize, Serialize};
+use tracing::{info, warn};
+
+use crate::ctx::GenCtx;
+use crate::dir::{AssetDir, AssetFile};
+use crate::error::AssetError;
+use crate::store::{Asset, Dep, Parents, dep};
+
+/// File name of the install-config in the asset directory.
+pub const INSTALL_CONFIG_FILE: &str = "install-config.yaml";
+
+/// `install-config.yaml`: state shape `{"config": {...}, "file": {File}}`
+/// (`pkg/asset/installconfig/installconfigbase.go`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstallConfigAsset {
+    /// The normalized config (defaults explicit).
+    pub config: InstallConfig,
+    /// The normalized YAML as written by `create install-config`.
+    pub file: AssetFile,
+}
+
+impl InstallConfigAsset {
+    /// Wraps a validated config and renders its normalized YAML.
+    pub fn from_config(config: InstallConfig) -> Self {
+        let yaml = okd_types::goyaml::to_string(&config.to_json_value());
+        InstallConfigAsset { config, file: AssetFile::new(INSTALL_CONFIG_FILE, yaml) }
+    }
+
+    /// The load options for the context's target release.
+    pub fn options(ctx: &GenCtx) -> LoadOptions {
+        LoadOptions { target: ctx.target, host_fips: ctx.host_fips }
+    }
+}
+
+fn log_outcome(l: &okd_installconfig::Loaded) {
+    for w in &l.warnings {
+        warn!("{w}");
+    }
+    for i in &l.infos {
+        info!("{i}");
+    }
+}
+
+/// How `create install-config` obtains a config when the directory has none:
+/// the binary installs interactive prompts or a non-interactive answer file here.
+pub type InstallConfigSource = Box<dyn Fn() -> Result<InstallConfig, AssetError> + Send + Sync>;
+
+static SOURCE: std::sync::OnceLock<InstallConfigSource> = std::sync::OnceLock::new();
+
+/// Registers the source used when `install-config.yaml` is absent (once per process).
+pub fn set_install_config_source(src: InstallConfigSource) {
+    let _ = SOURCE.set(src);
+}
+
+impl Asset for InstallConfigAsset {
+    const NAME: &'static str = "Install Config";
+    const STATE_KEY: &'static str = "*installconfig.InstallConfig";
+    const WRITABLE: bool = true;
+
+    fn dependencies() -> Vec<Dep> {
+        Vec::new()
+    }
+
+    fn generate(ctx: &GenCtx, _: &Parents<'_>) -> Result<Self, AssetError> {
+        let src = SOURCE.get().ok_or_else(|| {
+            AssetError::Invalid(format!(
+                "{INSTALL_CONFIG_FILE} not found in the asset directory: write one, or run `okd-install create install-config --dir <dir>`"
+            ))
+        })?;
+        let config = src()?;
+        let loaded = okd_installconfig::finish(config, &Self::options(ctx)).map_err(AssetError::InstallConfig)?;
+        log_outcome(&loaded);
+        Ok(Self::from_config(loaded.config))
+    }
+
+    fn files(&self) -> Vec<AssetFile> {
+        vec![self.file.clone()]
+    }
+
+    fn load(dir: &AssetDir, ctx: &GenCtx) -> Result<Option<Self>, AssetError> {
+        let Some(bytes) = dir.read(INSTALL_CONFIG_FILE)? else { return Ok(None) };
+        let loaded = okd_installconfig::load(INSTALL_CONFIG_FILE, &bytes, &Self::options(ctx)).map_err(AssetError::InstallConfig)?;
+        log_outcome(&loaded);
+        Ok(Some(Self::from_config(loaded.config)))
+    }
+
+    fn same_as(&self, other: &Self) -> bool {
+        self.config.to_json_value() == other.config.to_json_value()
+    }
+}
+
+/// The cluster's identity: `{"UUID": "<uuid v4>", "InfraID": "<name>-<5 chars>"}` (§3.3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterId {
+    /// Random UUID v4, lowercase canonical form; `spec.clusterID` and metadata.json.
+    #[serde(rename = "UUID")]
+    pub uuid: String,
+    /// The infrastructure name: sanitized cluster name (≤ 21 chars) + `-` + 5 random chars.
+    #[serde(rename = "InfraID")]
+    pub infra_id: String,
+}
+
+impl Asset for ClusterId {
+    const NAME: &'static str = "Cluster ID";
+    const STATE_KEY: &'static str = "*installconfig.ClusterID";
+
+    fn dependencies() -> Vec<Dep> {
+        vec![dep::<InstallConfigAsset>()]
+    }
+
+    fn generate(_: &GenCtx, p: &Parents<'_>) -> Result<Self, AssetError> {
+        use rand::Rng as _;
+        let ic = &p.get::<InstallConfigAsset>().config;
+        let alphabet: Vec<char> = okd_installconfig::INFRA_ID_ALPHABET.chars().collect();
+        let mut rng = rand::rng();
+        let suffix: String = (0..5).map(|_| alphabet[rng.random_range(0..alphabet.len())]).collect();
+        let (infra_id, warning) = okd_installconfig::infra_id(&ic.metadata.name, &suffix);
+        if let Some(w) = warning {
+            warn!("{w}");
+        }
+        Ok(ClusterId { uuid: uuid::Uuid::new_v4().to_string(), infra_id })
+    }
+}
+
+/// The release image pull spec: `{"PullSpec": "..."}` (`pkg/asset/releaseimage`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseImage {
+    /// e.g. `quay.io/openshift/okd:4.5.0-0.okd-2020-08-12-020541`.
+    #[serde(rename = "PullSpec")]
+    pub pull_spec: String,
+}
+
+impl Asset for ReleaseImage {
+    const NAME: &'static str = "Release Image Pull Spec";
+    const STATE_KEY: &'static str = "*releaseimage.Image";
+
+    fn dependencies() -> Vec<Dep> {
+        Vec::new()
+    }
+
+    fn generate(ctx: &GenCtx, _: &Parents<'_>) -> Result<Self, AssetError> {
+        Ok(ReleaseImage { pull_spec: ctx.release_image.clone() })
+    }
+}
