@@ -67,7 +67,9 @@ impl fmt::Display for IgnitionSpec {
 #[non_exhaustive]
 pub enum ParseVersionError {
     /// Not one of 3.0, 3.1, 3.2, 3.3, 3.4 (with or without `.0`).
-    #[error("unsupported Ignition spec version {0:?}: supported values are 3.0.0, 3.1.0, 3.2.0, 3.3.0, 3.4.0")]
+    #[error(
+        "unsupported Ignition spec version {0:?}: supported values are 3.0.0, 3.1.0, 3.2.0, 3.3.0, 3.4.0"
+    )]
     IgnitionSpec(String),
     /// Not `4.<minor>`; the text is echoed back.
     #[error("invalid release version {0:?}: expected 4.<minor>, e.g. 4.13")]
@@ -92,7 +94,11 @@ impl FromStr for IgnitionSpec {
 impl ReleaseTarget {
     /// Target `4.<minor>` of the given flavour.
     pub const fn new(minor: u32, okd: bool) -> Self {
-        ReleaseTarget { major: 4, minor, okd }
+        ReleaseTarget {
+            major: 4,
+            minor,
+            okd,
+        }
     }
 
     /// Parses `4.13`, `4.13.0`, `4.5.0-0.okd-2020-08-12-020541` (flavour OKD if the
@@ -105,7 +111,11 @@ impl ReleaseTarget {
         if major != 4 {
             return Err(err());
         }
-        Ok(ReleaseTarget { major, minor, okd: okd || s.contains("okd") })
+        Ok(ReleaseTarget {
+            major,
+            minor,
+            okd: okd || s.contains("okd"),
+        })
     }
 
     /// Derives the target from a release image pull spec such as
@@ -122,7 +132,8 @@ impl ReleaseTarget {
 
     /// The release of [`DEFAULT_RELEASE_IMAGE`].
     pub fn default_target() -> Self {
-        ReleaseTarget::from_release_image(DEFAULT_RELEASE_IMAGE).expect("default release image has a version tag")
+        ReleaseTarget::from_release_image(DEFAULT_RELEASE_IMAGE)
+            .expect("default release image has a version tag")
     }
 
     /// True if this release is `4.<minor>` or later.
@@ -177,13 +188,23 @@ impl ReleaseTarget {
 
     /// The update channel written to `cvo-overrides.yaml`.
     pub fn channel(&self) -> String {
-        if self.okd { "stable-4".to_string() } else { format!("stable-{}.{}", self.major, self.minor) }
+        if self.okd {
+            "stable-4".to_string()
+        } else {
+            format!("stable-{}.{}", self.major, self.minor)
+        }
     }
 }
 
 impl fmt::Display for ReleaseTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}{}", self.major, self.minor, if self.okd { " (OKD)" } else { "" })
+        write!(
+            f,
+            "{}.{}{}",
+            self.major,
+            self.minor,
+            if self.okd { " (OKD)" } else { "" }
+        )
     }
 }
 
@@ -193,10 +214,16 @@ mod tests {
 
     #[test]
     fn release_image_tags_give_the_target() {
-        let t = ReleaseTarget::from_release_image("quay.io/openshift/okd:4.5.0-0.okd-2020-08-12-020541").unwrap();
+        let t = ReleaseTarget::from_release_image(
+            "quay.io/openshift/okd:4.5.0-0.okd-2020-08-12-020541",
+        )
+        .unwrap();
         assert_eq!(t, ReleaseTarget::new(5, true));
         assert_eq!(t.ignition_spec(), IgnitionSpec::V3_0);
-        let t = ReleaseTarget::from_release_image("quay.io/openshift-release-dev/ocp-release:4.13.0-x86_64").unwrap();
+        let t = ReleaseTarget::from_release_image(
+            "quay.io/openshift-release-dev/ocp-release:4.13.0-x86_64",
+        )
+        .unwrap();
         assert_eq!(t, ReleaseTarget::new(13, false));
         assert_eq!(t.ignition_spec().as_str(), "3.2.0");
         assert!(ReleaseTarget::from_release_image("registry:5000/ocp@sha256:abcd").is_none());
@@ -207,7 +234,10 @@ mod tests {
     fn version_rules_follow_the_dated_changes() {
         assert!(ReleaseTarget::new(14, false).allows_openshift_sdn());
         assert!(!ReleaseTarget::new(15, false).allows_openshift_sdn());
-        assert_eq!(ReleaseTarget::new(6, false).ignition_spec(), IgnitionSpec::V3_1);
+        assert_eq!(
+            ReleaseTarget::new(6, false).ignition_spec(),
+            IgnitionSpec::V3_1
+        );
         assert_eq!("3.3".parse::<IgnitionSpec>().unwrap(), IgnitionSpec::V3_3);
         assert!("2.2.0".parse::<IgnitionSpec>().is_err());
         assert!(ReleaseTarget::parse_version("5.1", false).is_err());
