@@ -1,1 +1,344 @@
-//! (being written)
+//! `install-config.yaml`: model, load pipeline, defaults and validation.
+//!
+//! Follows `reference/installer.md` §2: strict parse with an unknown-field
+//! fallback (§2.1 step 1), up-conversion of deprecated fields (step 2),
+//! defaults (§2.3), and `ValidateInstallConfig` (§2.4) with every error
+//! collected in evaluation order and reported in one aggregate message. Also
+//! the infraID derivation of §3.3.
+
+mod convert;
+mod types;
+mod validate;
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use okd_types::release::ReleaseTarget;
+use serde_json::Value;
+
+pub use types::*;
+
+/// Options of one load: the target release (version-dependent rules such as
+/// OpenShiftSDN refusal) and whether the host runs in FIPS mode (§2.4 `sshKey`/`fips`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// The release the install is generated for.
+    pub target: ReleaseTarget,
+    /// True when `/proc/sys/crypto/fips_enabled` is 1 on the installer host.
+    pub host_fips: bool,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            target: ReleaseTarget::default_target(),
+            host_fips: false,
+        }
+    }
+}
+
+/// A loaded, up-converted, defaulted and validated config plus its log lines.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    /// The normalized config (defaults explicit, apiVersion `v1`).
+    pub config: InstallConfig,
+    /// Lines openshift-install logs at warning level (unknown field, Docker bridge
+    /// overlap, deprecated imageContentSources, expired trust-bundle certificate, ...).
+    pub warnings: Vec<String>,
+    /// Lines logged at info level (the non-strict reparse notice).
+    pub infos: Vec<String>,
+}
+
+/// Why an install-config could not be loaded (§2.1). The texts follow
+/// openshift-install's wrapping; the caller adds `failed to create install config`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// YAML syntax or type error; the message carries line/column when known.
+    #[error("failed to unmarshal {file}: {message}")]
+    Parse {
+        /// The file name, e.g. `install-config.yaml`.
+        file: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// Up-conversion failed (empty or unknown apiVersion, conflicting deprecated fields).
+    #[error("failed to upconvert {file}: {message}")]
+    Convert {
+        /// The file name (or `install config` for in-memory configs).
+        file: String,
+        /// `<path>: <type>: <detail>`.
+        message: String,
+    },
+    /// Validation failed; every error in evaluation order, each `<path>: <type>: <detail>`.
+    #[error("{}", invalid_text(file.as_deref(), errors))]
+    Invalid {
+        /// `Some(file)` for a config read from disk, `None` for a generated one.
+        file: Option<String>,
+        /// The field errors.
+        errors: Vec<String>,
+    },
+}
+
+fn invalid_text(file: Option<&str>, errors: &[String]) -> String {
+    let agg = if errors.len() == 1 {
+        errors[0].clone()
+    } else {
+        format!("[{}]", errors.join(", "))
+    };
+    match file {
+        Some(f) => format!("invalid {f:?} file: {agg}"),
+        None => format!("invalid install config: {agg}"),
+    }
+}
+
+/// Loads `bytes` (the content of `file_name`) through the whole pipeline of
+/// §2.1: YAML parse (syntax errors name the line), unknown-field fallback
+/// (warning + info, then non-strict parse), up-conversion, defaults (§2.3),
+/// validation (§2.4). Errors: [`LoadError::Parse`], [`LoadError::Convert`],
+/// [`LoadError::Invalid`] (with `file = Some(file_name)`).
+pub fn load(file_name: &str, bytes: &[u8], opts: &LoadOptions) -> Result<Loaded, LoadError> {
+    let mut warnings = Vec::new();
+    let mut infos = Vec::new();
+    let cfg = convert::parse(file_name, bytes, &mut warnings, &mut infos)?;
+    let cfg = convert::upconvert(cfg).map_err(|message| LoadError::Convert {
+        file: file_name.to_string(),
+        message,
+    })?;
+    run(cfg, Some(file_name), opts, warnings, infos)
+}
+
+/// Defaults and validates an in-memory config (the interactive/generated path of
+/// §2.5): up-conversion, §2.3 defaults, §2.4 validation. Validation failures read
+/// `invalid install config: …`.
+pub fn finish(cfg: InstallConfig, opts: &LoadOptions) -> Result<Loaded, LoadError> {
+    let cfg = convert::upconvert(cfg).map_err(|message| LoadError::Convert {
+        file: "install config".to_string(),
+        message,
+    })?;
+    run(cfg, None, opts, Vec::new(), Vec::new())
+}
+
+fn run(
+    mut cfg: InstallConfig,
+    file: Option<&str>,
+    opts: &LoadOptions,
+    mut warnings: Vec<String>,
+    infos: Vec<String>,
+) -> Result<Loaded, LoadError> {
+    convert::apply_defaults(&mut cfg);
+    let errors = validate::validate(&cfg, opts, &mut warnings);
+    if !errors.is_empty() {
+        return Err(LoadError::Invalid {
+            file: file.map(String::from),
+            errors,
+        });
+    }
+    Ok(Loaded {
+        config: cfg,
+        warnings,
+        infos,
+    })
+}
+
+/// The 27 characters random infraID suffixes are drawn from (§3.3): no vowels, no 0, 1 or 3.
+pub const INFRA_ID_ALPHABET: &str = "bcdfghjklmnpqrstvwxz2456789";
+
+/// Maximum length of the sanitized cluster-name part of an infraID (27 − 6).
+const INFRA_NAME_MAX: usize = 21;
+
+/// Derives the infraID from the cluster name and a 5-character random suffix
+/// (§3.3): non `[A-Za-z0-9-]` → `-`, dash runs collapsed, truncated to 21
+/// characters (with the returned warning text), trailing dashes trimmed, then
+/// `-<suffix>`. Returns `(infra_id, warning)`.
+pub fn infra_id(name: &str, suffix: &str) -> (String, Option<String>) {
+    let mut s = String::new();
+    for c in name.chars() {
+        let c = if c.is_ascii_alphanumeric() || c == '-' {
+            c
+        } else {
+            '-'
+        };
+        if c == '-' && s.ends_with('-') {
+            continue;
+        }
+        s.push(c);
+    }
+    let mut warning = None;
+    if s.len() > INFRA_NAME_MAX {
+        let short: String = s.chars().take(INFRA_NAME_MAX).collect();
+        warning = Some(format!(
+            "Length of cluster name {s:?} is {} which is greater than the max {INFRA_NAME_MAX} allowed. The name will be truncated to {short:?}",
+            s.len()
+        ));
+        s = short;
+    }
+    let base = s.trim_end_matches('-');
+    (format!("{base}-{suffix}"), warning)
+}
+
+fn parse_nets<'a>(it: impl Iterator<Item = &'a str>) -> Vec<IpNet> {
+    it.filter_map(|c| c.trim().parse::<IpNet>().ok()).collect()
+}
+
+impl InstallConfig {
+    /// The normalized document as JSON: Go field order, empty/None fields omitted,
+    /// `metadata.creationTimestamp: null` (what §2.1 step 5 re-serializes).
+    pub fn to_json_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// A copy for `cluster-config.yaml` (§3.1): `pullSecret: ""`, vSphere
+    /// `username`/`password` removed from every object of the vSphere stanza.
+    pub fn redacted(&self) -> InstallConfig {
+        let mut c = self.clone();
+        c.pull_secret = String::new();
+        if let Some(v) = c.platform.vsphere.as_mut() {
+            strip_creds(v);
+        }
+        c
+    }
+
+    /// `<metadata.name>.<baseDomain>` (a trailing dot of the base domain dropped).
+    pub fn cluster_domain(&self) -> String {
+        format!(
+            "{}.{}",
+            self.metadata.name,
+            self.base_domain.trim_end_matches('.')
+        )
+    }
+
+    /// The name of the (first) platform set: `none`, `baremetal`, `aws`, ... or `""`.
+    pub fn platform_name(&self) -> &'static str {
+        self.platform.names().first().copied().unwrap_or("")
+    }
+
+    /// Sum of the replicas of every compute pool (missing counts as 0).
+    pub fn compute_replicas(&self) -> i64 {
+        self.compute.iter().map(|p| p.replicas.unwrap_or(0)).sum()
+    }
+
+    /// Control-plane replicas (3 when the pool or its count is absent, as defaulted).
+    pub fn control_plane_replicas(&self) -> i64 {
+        self.control_plane
+            .as_ref()
+            .map_or(3, |p| p.replicas.unwrap_or(3))
+    }
+
+    /// Parsed `networking.machineNetwork[].cidr` (unparsable entries skipped).
+    pub fn machine_networks(&self) -> Vec<IpNet> {
+        self.networking
+            .as_ref()
+            .map(|n| parse_nets(n.machine_network.iter().map(|m| m.cidr.as_str())))
+            .unwrap_or_default()
+    }
+
+    /// Parsed `networking.serviceNetwork[]`.
+    pub fn service_networks(&self) -> Vec<IpNet> {
+        self.networking
+            .as_ref()
+            .map(|n| parse_nets(n.service_network.iter().map(String::as_str)))
+            .unwrap_or_default()
+    }
+
+    /// Parsed `networking.clusterNetwork[]` as `(cidr, hostPrefix)`; a prefix outside 0..=128 reads 0.
+    pub fn cluster_networks(&self) -> Vec<(IpNet, u8)> {
+        let Some(n) = &self.networking else {
+            return Vec::new();
+        };
+        n.cluster_network
+            .iter()
+            .filter_map(|c| {
+                c.cidr.trim().parse::<IpNet>().ok().map(|net| {
+                    (
+                        net,
+                        u8::try_from(c.host_prefix)
+                            .ok()
+                            .filter(|p| *p <= 128)
+                            .unwrap_or(0),
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// The mirror list: `imageDigestSources` if set, else `imageContentSources`.
+    pub fn image_sources(&self) -> Vec<ImageSource> {
+        if self.image_digest_sources.is_empty() {
+            self.image_content_sources.clone()
+        } else {
+            self.image_digest_sources.clone()
+        }
+    }
+
+    /// The API VIPs on baremetal (empty elsewhere), as IP addresses where they parse.
+    pub fn api_vip_addrs(&self) -> Vec<IpAddr> {
+        self.platform
+            .baremetal
+            .as_ref()
+            .map(|b| b.api_vips.iter().filter_map(|v| v.parse().ok()).collect())
+            .unwrap_or_default()
+    }
+}
+
+impl Platform {
+    /// The names of the platform keys that are set, in alphabetical order.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        let set = [
+            ("aws", self.aws.is_some()),
+            ("azure", self.azure.is_some()),
+            ("baremetal", self.baremetal.is_some()),
+            ("external", self.external.is_some()),
+            ("gcp", self.gcp.is_some()),
+            ("ibmcloud", self.ibmcloud.is_some()),
+            ("none", self.none.is_some()),
+            ("nutanix", self.nutanix.is_some()),
+            ("openstack", self.openstack.is_some()),
+            ("powervs", self.powervs.is_some()),
+            ("vsphere", self.vsphere.is_some()),
+        ];
+        for (n, on) in set {
+            if on {
+                v.push(n);
+            }
+        }
+        v
+    }
+}
+
+fn strip_creds(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.remove("username");
+            m.remove("password");
+            for x in m.values_mut() {
+                strip_creds(x);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_creds),
+        _ => {}
+    }
+}
+
+/// Checks one interactive answer the way §2.5 requires (same rules as §2.4):
+/// the cluster name for the chosen platform. Returns the detail text on error.
+pub fn check_cluster_name(name: &str, platform: &str) -> Result<(), String> {
+    validate::cluster_name_error(name, platform).map_or(Ok(()), Err)
+}
+
+/// Checks a base domain answer (§2.5/§2.4: DNS-1123 subdomain, one trailing dot allowed).
+pub fn check_base_domain(base_domain: &str) -> Result<(), String> {
+    validate::base_domain_error(base_domain).map_or(Ok(()), Err)
+}
+
+/// Checks a pull secret answer (§2.5/§2.4): JSON with a non-empty `auths` map whose
+/// entries carry `auth` or `credsStore`.
+pub fn check_pull_secret(pull_secret: &str) -> Result<(), String> {
+    validate::pull_secret_error(pull_secret).map_or(Ok(()), Err)
+}
+
+/// Checks an SSH public key answer (§2.5/§2.4): an authorized_keys line, e.g. `ssh: no key found`.
+pub fn check_ssh_key(key: &str) -> Result<(), String> {
+    validate::ssh_key_error(key).map_or(Ok(()), Err)
+}
