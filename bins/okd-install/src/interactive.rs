@@ -13,7 +13,7 @@ use serde_json::json;
 
 /// Answers for `create install-config`; any left out are asked on a terminal.
 #[derive(clap::Args, Debug, Clone, Default)]
-pub struct InstallConfigOpts {
+pub(crate) struct InstallConfigOpts {
     /// Public SSH key file for the core user (e.g. ~/.ssh/id_ed25519.pub); "none" for no key.
     #[arg(long = "ssh-key-file")]
     ssh_key_file: Option<String>,
@@ -157,7 +157,7 @@ fn resolve(o: &InstallConfigOpts) -> Result<serde_json::Value, AssetError> {
 }
 
 /// Registers the question/flag source for a missing install-config.yaml.
-pub fn install(opts: InstallConfigOpts) {
+pub(crate) fn install(opts: InstallConfigOpts) {
     okd_assets::installconfig::set_install_config_source(Box::new(move || {
         let v = resolve(&opts)?;
         serde_json::from_value(v).map_err(|e| AssetError::Invalid(format!("invalid install config: {e}")))

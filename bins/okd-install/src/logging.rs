@@ -75,7 +75,7 @@ impl<S: Subscriber> Layer<S> for Sink {
 }
 
 /// Parses `--log-level` (debug|info|warn|error).
-pub fn parse_level(s: &str) -> Result<Level, String> {
+pub(crate) fn parse_level(s: &str) -> Result<Level, String> {
     match s {
         "trace" => Ok(Level::TRACE),
         "debug" => Ok(Level::DEBUG),
@@ -87,7 +87,7 @@ pub fn parse_level(s: &str) -> Result<Level, String> {
 }
 
 /// Installs the global subscriber; `dir` gets the log file when given.
-pub fn init(level: Level, dir: Option<&Path>) -> anyhow::Result<()> {
+pub(crate) fn init(level: Level, dir: Option<&Path>) -> anyhow::Result<()> {
     let file = match dir {
         Some(d) => {
             std::fs::DirBuilder::new().recursive(true).create(d)?;

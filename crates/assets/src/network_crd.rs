@@ -5,7 +5,7 @@
 //! config/v1 types_network.go), not a copy of the upstream CRD.
 
 /// The CRD text (YAML, apiextensions.k8s.io/v1).
-pub const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+pub(crate) const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
   annotations:
