@@ -805,7 +805,7 @@ mod tests {
         let (_, body, _) = read_tlv(&n).unwrap();
         let (t1, set1, rest) = read_tlv(body).unwrap();
         assert_eq!(t1, 0x31);
-        assert_eq!(set1.iter().filter(|b| **b == 0x30).count() >= 2, true);
+        assert!(set1.iter().filter(|b| **b == 0x30).count() >= 2);
         let (_, set2, _) = read_tlv(rest).unwrap();
         assert!(set2.windows(2).any(|w| w == [0x0c, 0x03]));
     }
