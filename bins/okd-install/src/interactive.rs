@@ -51,14 +51,22 @@ fn ask(question: &str, help: &str) -> Result<String, AssetError> {
     let _ = write!(out, "? {question} [{help}]: ");
     let _ = out.flush();
     let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line).map_err(|e| AssetError::Invalid(format!("reading answer: {e}")))?;
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| AssetError::Invalid(format!("reading answer: {e}")))?;
     Ok(line.trim().to_string())
 }
 
 fn pick_ssh_key() -> Result<String, AssetError> {
     let home = std::env::var("HOME").unwrap_or_default();
     let mut keys: Vec<PathBuf> = std::fs::read_dir(PathBuf::from(&home).join(".ssh"))
-        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "pub")).collect())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "pub"))
+                .collect()
+        })
         .unwrap_or_default();
     keys.sort();
     let mut menu: Vec<String> = keys.iter().map(|k| k.display().to_string()).collect();
@@ -80,7 +88,11 @@ fn read_key(choice: &str) -> Result<String, AssetError> {
     }
     std::fs::read_to_string(choice)
         .map(|s| s.trim().to_string())
-        .map_err(|source| AssetError::Io { action: "reading SSH public key", path: choice.into(), source })
+        .map_err(|source| AssetError::Io {
+            action: "reading SSH public key",
+            path: choice.into(),
+            source,
+        })
 }
 
 fn resolve(o: &InstallConfigOpts) -> Result<serde_json::Value, AssetError> {
@@ -89,7 +101,9 @@ fn resolve(o: &InstallConfigOpts) -> Result<serde_json::Value, AssetError> {
         if v.is_some() || tty {
             Ok(v.clone())
         } else {
-            Err(AssetError::Invalid(format!("no install-config.yaml in the directory and stdin is not a terminal: pass {flag}")))
+            Err(AssetError::Invalid(format!(
+                "no install-config.yaml in the directory and stdin is not a terminal: pass {flag}"
+            )))
         }
     };
     let ssh = match &o.ssh_key_file {
@@ -160,6 +174,7 @@ fn resolve(o: &InstallConfigOpts) -> Result<serde_json::Value, AssetError> {
 pub(crate) fn install(opts: InstallConfigOpts) {
     okd_assets::installconfig::set_install_config_source(Box::new(move || {
         let v = resolve(&opts)?;
-        serde_json::from_value(v).map_err(|e| AssetError::Invalid(format!("invalid install config: {e}")))
+        serde_json::from_value(v)
+            .map_err(|e| AssetError::Invalid(format!("invalid install config: {e}")))
     }));
 }

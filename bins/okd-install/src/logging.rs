@@ -64,10 +64,16 @@ impl<S: Subscriber> Layer<S> for Sink {
                 }
             }
             if let Some(f) = &self.file {
-                let ts = time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
+                let ts = time::OffsetDateTime::now_utc()
+                    .format(&time::format_description::well_known::Rfc3339)
+                    .unwrap_or_default();
                 let escaped = line.replace('\\', "\\\\").replace('"', "\\\"");
                 if let Ok(mut f) = f.lock() {
-                    let _ = writeln!(f, "time=\"{ts}\" level={} msg=\"{escaped}\"", level_name(&lvl));
+                    let _ = writeln!(
+                        f,
+                        "time=\"{ts}\" level={} msg=\"{escaped}\"",
+                        level_name(&lvl)
+                    );
                 }
             }
         }
@@ -82,7 +88,9 @@ pub(crate) fn parse_level(s: &str) -> Result<Level, String> {
         "info" => Ok(Level::INFO),
         "warn" | "warning" => Ok(Level::WARN),
         "error" => Ok(Level::ERROR),
-        _ => Err(format!("invalid log-level {s:?}: use debug, info, warn or error")),
+        _ => Err(format!(
+            "invalid log-level {s:?}: use debug, info, warn or error"
+        )),
     }
 }
 
@@ -91,12 +99,20 @@ pub(crate) fn init(level: Level, dir: Option<&Path>) -> anyhow::Result<()> {
     let file = match dir {
         Some(d) => {
             std::fs::DirBuilder::new().recursive(true).create(d)?;
-            let f = OpenOptions::new().create(true).append(true).mode(0o644).open(d.join(".openshift_install.log"))?;
+            let f = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o644)
+                .open(d.join(".openshift_install.log"))?;
             Some(Mutex::new(f))
         }
         None => None,
     };
-    let sink = Sink { console_level: level, tty: std::io::stderr().is_terminal(), file };
+    let sink = Sink {
+        console_level: level,
+        tty: std::io::stderr().is_terminal(),
+        file,
+    };
     let subscriber = tracing_subscriber::registry().with(sink);
     tracing::subscriber::set_global_default(subscriber)?;
     Ok(())

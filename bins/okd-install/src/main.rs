@@ -66,28 +66,50 @@ enum CreateCmd {
 }
 
 fn target_of(word: &str) -> Option<Target> {
-    [Target::InstallConfig, Target::Manifests, Target::IgnitionConfigs, Target::SingleNodeIgnitionConfig]
-        .into_iter()
-        .find(|t| t.command() == word)
+    [
+        Target::InstallConfig,
+        Target::Manifests,
+        Target::IgnitionConfigs,
+        Target::SingleNodeIgnitionConfig,
+    ]
+    .into_iter()
+    .find(|t| t.command() == word)
 }
 
 /// Decides the release image, target and Ignition spec: flag, else env, else
 /// the value an earlier run recorded in the state file, else the default.
 fn release_context(cli: &Cli) -> anyhow::Result<GenCtx> {
-    let env = std::env::var("OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE").ok().filter(|s| !s.is_empty());
+    let env = std::env::var("OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE")
+        .ok()
+        .filter(|s| !s.is_empty());
     if env.is_some() && cli.release_image.is_none() {
-        warn!("Found override for release image ({}). Please be warned, this is not advised", env.as_deref().unwrap_or_default());
+        warn!(
+            "Found override for release image ({}). Please be warned, this is not advised",
+            env.as_deref().unwrap_or_default()
+        );
     }
     let recorded = std::fs::read(cli.dir.join(okd_assets::store::STATE_FILE))
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|v| v.get("*releaseimage.Image")?.get("PullSpec")?.as_str().map(String::from));
-    let image = cli.release_image.clone().or(env).or(recorded).unwrap_or_else(|| DEFAULT_RELEASE_IMAGE.to_string());
+        .and_then(|v| {
+            v.get("*releaseimage.Image")?
+                .get("PullSpec")?
+                .as_str()
+                .map(String::from)
+        });
+    let image = cli
+        .release_image
+        .clone()
+        .or(env)
+        .or(recorded)
+        .unwrap_or_else(|| DEFAULT_RELEASE_IMAGE.to_string());
     let okd_hint = image.contains("okd");
     let target = match &cli.release_version {
         Some(v) => ReleaseTarget::parse_version(v, okd_hint)?,
         None => ReleaseTarget::from_release_image(&image).ok_or_else(|| {
-            anyhow::anyhow!("cannot tell the release version from {image:?}: add --release-version 4.<minor>")
+            anyhow::anyhow!(
+                "cannot tell the release version from {image:?}: add --release-version 4.<minor>"
+            )
         })?,
     };
     let spec = match &cli.ignition_spec {
@@ -109,14 +131,21 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
         Cmd::Version => {
             let ctx = release_context(&cli).map_err(fail)?;
             println!("okd-install v{}", env!("CARGO_PKG_VERSION"));
-            println!("built from commit {}", option_env!("OKD_INSTALL_COMMIT").unwrap_or("unknown"));
+            println!(
+                "built from commit {}",
+                option_env!("OKD_INSTALL_COMMIT").unwrap_or("unknown")
+            );
             println!("release image {}", ctx.release_image);
             println!("release architecture amd64");
-            println!("target release {} (Ignition spec {})", ctx.target, ctx.ignition_spec);
+            println!(
+                "target release {} (Ignition spec {})",
+                ctx.target, ctx.ignition_spec
+            );
             Ok(())
         }
         Cmd::Graph { target } => {
-            let t = target_of(target).ok_or_else(|| fail(anyhow::anyhow!("unknown target {target:?}")))?;
+            let t = target_of(target)
+                .ok_or_else(|| fail(anyhow::anyhow!("unknown target {target:?}")))?;
             print!("{}", okd_assets::store::graph_dot(&t.assets()));
             Ok(())
         }
@@ -131,14 +160,27 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
                 CreateCmd::SingleNodeIgnitionConfig => Target::SingleNodeIgnitionConfig,
             };
             let mut ctx = release_context(&cli).map_err(fail)?;
-            debug!("OpenShift Installer okd-install v{}", env!("CARGO_PKG_VERSION"));
-            debug!("Built from commit {}", option_env!("OKD_INSTALL_COMMIT").unwrap_or("unknown"));
-            debug!("Target release {}, Ignition spec {}, release image {}", ctx.target, ctx.ignition_spec, ctx.release_image);
-            let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-            okd_assets::create(&AssetDir::new(&cli.dir), &mut ctx, target, threads).map_err(|e| {
-                let code = if e.is_install_config_error() { 3 } else { 1 };
-                (anyhow::anyhow!(okd_assets::chain(&e)), code)
-            })?;
+            debug!(
+                "OpenShift Installer okd-install v{}",
+                env!("CARGO_PKG_VERSION")
+            );
+            debug!(
+                "Built from commit {}",
+                option_env!("OKD_INSTALL_COMMIT").unwrap_or("unknown")
+            );
+            debug!(
+                "Target release {}, Ignition spec {}, release image {}",
+                ctx.target, ctx.ignition_spec, ctx.release_image
+            );
+            let threads = std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2);
+            okd_assets::create(&AssetDir::new(&cli.dir), &mut ctx, target, threads).map_err(
+                |e| {
+                    let code = if e.is_install_config_error() { 3 } else { 1 };
+                    (anyhow::anyhow!(okd_assets::chain(&e)), code)
+                },
+            )?;
             Ok(())
         }
     }
@@ -155,7 +197,10 @@ fn main() -> ExitCode {
     };
     let log_dir = matches!(cli.cmd, Cmd::Create(_)).then(|| cli.dir.clone());
     if let Err(e) = logging::init(level, log_dir.as_deref()) {
-        eprintln!("level=fatal msg=setting up logging in {}: {e:#}", cli.dir.display());
+        eprintln!(
+            "level=fatal msg=setting up logging in {}: {e:#}",
+            cli.dir.display()
+        );
         return ExitCode::from(1);
     }
     match run(cli) {

@@ -34,13 +34,17 @@ impl GenCtx {
     /// generated on demand until [`GenCtx::start_key_pool`] is called).
     pub fn new(release_image: String, target: ReleaseTarget, ignition_spec: IgnitionSpec) -> Self {
         GenCtx {
-            now: OffsetDateTime::now_utc().replace_nanosecond(0).expect("0 ns is valid"),
+            now: OffsetDateTime::now_utc()
+                .replace_nanosecond(0)
+                .expect("0 ns is valid"),
             release_image,
             target,
             ignition_spec,
             invoker: "user".to_string(),
             installer_version: format!("okd-install v{}", env!("CARGO_PKG_VERSION")),
-            host_fips: std::fs::read_to_string("/proc/sys/crypto/fips_enabled").map(|s| s.trim() == "1").unwrap_or(false),
+            host_fips: std::fs::read_to_string("/proc/sys/crypto/fips_enabled")
+                .map(|s| s.trim() == "1")
+                .unwrap_or(false),
             keys: None,
         }
     }
@@ -60,6 +64,9 @@ impl GenCtx {
             Some(pool) => pool.take(),
             None => RsaKey::generate(),
         };
-        r.map_err(|source| AssetError::Pki { what: what.to_string(), source })
+        r.map_err(|source| AssetError::Pki {
+            what: what.to_string(),
+            source,
+        })
     }
 }

@@ -38,7 +38,10 @@ pub struct AssetFile {
 impl AssetFile {
     /// A file with the given relative name and contents.
     pub fn new(filename: impl Into<String>, data: impl Into<Vec<u8>>) -> Self {
-        AssetFile { filename: filename.into(), data: data.into() }
+        AssetFile {
+            filename: filename.into(),
+            data: data.into(),
+        }
     }
 }
 
@@ -52,7 +55,9 @@ pub(crate) mod b64 {
     }
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
         let s = Option::<String>::deserialize(d)?.unwrap_or_default();
-        base64::engine::general_purpose::STANDARD.decode(s.as_bytes()).map_err(serde::de::Error::custom)
+        base64::engine::general_purpose::STANDARD
+            .decode(s.as_bytes())
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -107,7 +112,9 @@ impl AssetDir {
         for ent in rd {
             let ent = ent.map_err(|e| AssetError::io("listing", &d, e))?;
             let name = ent.file_name().to_string_lossy().into_owned();
-            let ft = ent.file_type().map_err(|e| AssetError::io("listing", &d, e))?;
+            let ft = ent
+                .file_type()
+                .map_err(|e| AssetError::io("listing", &d, e))?;
             if ft.is_file() && (exts.is_empty() || exts.iter().any(|x| name.ends_with(x))) {
                 names.push(name);
             }
@@ -116,7 +123,8 @@ impl AssetDir {
         let mut out = Vec::with_capacity(names.len());
         for n in names {
             let rel = format!("{sub}/{n}");
-            let data = fs::read(self.path(&rel)).map_err(|e| AssetError::io("reading", self.path(&rel), e))?;
+            let data = fs::read(self.path(&rel))
+                .map_err(|e| AssetError::io("reading", self.path(&rel), e))?;
             out.push(AssetFile::new(rel, data));
         }
         Ok(out)
@@ -156,25 +164,38 @@ pub fn create_dir_all(dir: &Path) -> Result<(), AssetError> {
     if dir.as_os_str().is_empty() || dir.is_dir() {
         return Ok(());
     }
-    fs::DirBuilder::new().recursive(true).mode(DIR_MODE).create(dir).map_err(|e| AssetError::io("creating directory", dir, e))
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(dir)
+        .map_err(|e| AssetError::io("creating directory", dir, e))
 }
 
 /// Writes a file atomically: temp file in the same directory with `mode`,
 /// fsync, rename over `path`, fsync the directory.
 pub fn write_atomic(path: &Path, data: &[u8], mode: u32) -> Result<(), AssetError> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
     create_dir_all(dir)?;
     let mut tmp = tempfile::Builder::new()
         .prefix(".okd-install-")
         .permissions(fs::Permissions::from_mode(mode))
         .tempfile_in(dir)
         .map_err(|e| AssetError::io("creating temporary file in", dir, e))?;
-    tmp.write_all(data).map_err(|e| AssetError::io("writing", path, e))?;
+    tmp.write_all(data)
+        .map_err(|e| AssetError::io("writing", path, e))?;
     // umask may have narrowed the mode at creation; set it exactly.
-    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(mode)).map_err(|e| AssetError::io("setting mode of", path, e))?;
-    tmp.as_file().sync_all().map_err(|e| AssetError::io("syncing", path, e))?;
-    tmp.persist(path).map_err(|e| AssetError::io("renaming into place", path, e.error))?;
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(mode))
+        .map_err(|e| AssetError::io("setting mode of", path, e))?;
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| AssetError::io("syncing", path, e))?;
+    tmp.persist(path)
+        .map_err(|e| AssetError::io("renaming into place", path, e.error))?;
     if let Ok(d) = fs::File::open(dir) {
         let _ = d.sync_all();
     }

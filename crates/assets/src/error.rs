@@ -100,8 +100,16 @@ impl AssetError {
         false
     }
 
-    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        AssetError::Io { action, path: path.into(), source }
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
+        AssetError::Io {
+            action,
+            path: path.into(),
+            source,
+        }
     }
 }
 

@@ -34,17 +34,29 @@ pub struct IgnitionAsset {
 
 impl IgnitionAsset {
     fn new(path: &str, cfg: &Config) -> Result<Self, AssetError> {
-        cfg.check_spec().map_err(|e| AssetError::Invalid(format!("{path}: {e}")))?;
+        cfg.check_spec()
+            .map_err(|e| AssetError::Invalid(format!("{path}: {e}")))?;
         let text = cfg.to_json();
-        let config: Value = serde_json::from_str(&text).map_err(|e| AssetError::Invalid(format!("{path}: {e}")))?;
-        Ok(IgnitionAsset { config, file: AssetFile::new(path, text) })
+        let config: Value =
+            serde_json::from_str(&text).map_err(|e| AssetError::Invalid(format!("{path}: {e}")))?;
+        Ok(IgnitionAsset {
+            config,
+            file: AssetFile::new(path, text),
+        })
     }
 
     fn load(dir: &AssetDir, path: &str) -> Result<Option<Self>, AssetError> {
-        let Some(data) = dir.read(path)? else { return Ok(None) };
-        let config: Value =
-            serde_json::from_slice(&data).map_err(|e| AssetError::BadFile { path: path.into(), message: format!("not an Ignition config: {e}") })?;
-        Ok(Some(IgnitionAsset { config, file: AssetFile::new(path, data) }))
+        let Some(data) = dir.read(path)? else {
+            return Ok(None);
+        };
+        let config: Value = serde_json::from_slice(&data).map_err(|e| AssetError::BadFile {
+            path: path.into(),
+            message: format!("not an Ignition config: {e}"),
+        })?;
+        Ok(Some(IgnitionAsset {
+            config,
+            file: AssetFile::new(path, data),
+        }))
     }
 }
 
@@ -63,11 +75,18 @@ pub fn pointer_url(ic: &okd_installconfig::InstallConfig, role: &str) -> String 
 /// A pointer config: merge from the machine-config server, trust root-ca.
 pub fn pointer_config(ctx: &GenCtx, url: String, root_ca_pem: &str) -> Config {
     let mut c = Config::new(ctx.ignition_spec);
-    c.ignition.config.merge.push(Resource { source: Some(url), ..Default::default() });
-    c.ignition.security.tls.certificate_authorities.push(Resource {
-        source: Some(okd_types::dataurl::encode(root_ca_pem.as_bytes())),
+    c.ignition.config.merge.push(Resource {
+        source: Some(url),
         ..Default::default()
     });
+    c.ignition
+        .security
+        .tls
+        .certificate_authorities
+        .push(Resource {
+            source: Some(okd_types::dataurl::encode(root_ca_pem.as_bytes())),
+            ..Default::default()
+        });
     c
 }
 
@@ -136,11 +155,15 @@ fn bootstrap_deps() -> Vec<Dep> {
 fn bootstrap_config(ctx: &GenCtx, p: &Parents<'_>, in_place: bool) -> Result<Config, AssetError> {
     let ic = &p.get::<InstallConfigAsset>().config;
     let domain = ic.cluster_domain();
-    let proxy = ic.proxy.as_ref().filter(|p| p.http_proxy.is_some() || p.https_proxy.is_some()).map(|px| okd_bootstrap_files::ProxyStatus {
-        http_proxy: px.http_proxy.clone().unwrap_or_default(),
-        https_proxy: px.https_proxy.clone().unwrap_or_default(),
-        no_proxy: no_proxy_status(ic),
-    });
+    let proxy = ic
+        .proxy
+        .as_ref()
+        .filter(|p| p.http_proxy.is_some() || p.https_proxy.is_some())
+        .map(|px| okd_bootstrap_files::ProxyStatus {
+            http_proxy: px.http_proxy.clone().unwrap_or_default(),
+            https_proxy: px.https_proxy.clone().unwrap_or_default(),
+            no_proxy: no_proxy_status(ic),
+        });
     let data = okd_bootstrap_files::TemplateData {
         release_image: p.get::<ReleaseImage>().pull_spec.clone(),
         pull_secret: ic.pull_secret.clone(),
@@ -149,13 +172,25 @@ fn bootstrap_config(ctx: &GenCtx, p: &Parents<'_>, in_place: bool) -> Result<Con
         registries: ic
             .image_sources()
             .into_iter()
-            .map(|s| okd_bootstrap_files::Registry { source: s.source, mirrors: s.mirrors })
+            .map(|s| okd_bootstrap_files::Registry {
+                source: s.source,
+                mirrors: s.mirrors,
+            })
             .collect(),
         additional_trust_bundle: ic.additional_trust_bundle.clone().unwrap_or_default(),
         fips: ic.fips,
         cluster_profile: std::env::var("OPENSHIFT_INSTALL_EXPERIMENTAL_CLUSTER_PROFILE").ok(),
-        bootstrap_in_place: if in_place { ic.bootstrap_in_place.as_ref().map(|b| b.installation_disk.clone()) } else { None },
-        use_ipv6_for_node_ip: ic.service_networks().first().is_some_and(|n| matches!(n, ipnet::IpNet::V6(_))),
+        bootstrap_in_place: if in_place {
+            ic.bootstrap_in_place
+                .as_ref()
+                .map(|b| b.installation_disk.clone())
+        } else {
+            None
+        },
+        use_ipv6_for_node_ip: ic
+            .service_networks()
+            .first()
+            .is_some_and(|n| matches!(n, ipnet::IpNet::V6(_))),
         use_dual_for_node_ip: ic.service_networks().len() > 1,
         api_server_url: format!("api.{domain}"),
         api_int_server_url: format!("api-int.{domain}"),
@@ -164,7 +199,9 @@ fn bootstrap_config(ctx: &GenCtx, p: &Parents<'_>, in_place: bool) -> Result<Con
         invoker: ctx.invoker.clone(),
         okd: ctx.target.okd,
         platform: ic.platform_name().to_string(),
-        etcd_endpoints: (0..ic.control_plane_replicas().max(0)).map(|i| format!("https://etcd-{i}.{domain}:2379")).collect(),
+        etcd_endpoints: (0..ic.control_plane_replicas().max(0))
+            .map(|i| format!("https://etcd-{i}.{domain}:2379"))
+            .collect(),
         bootstrap_node_ip: std::env::var("OPENSHIFT_INSTALL_BOOTSTRAP_NODE_IP").ok(),
         control_plane_replicas: ic.control_plane_replicas(),
     };
@@ -180,37 +217,102 @@ fn bootstrap_config(ctx: &GenCtx, p: &Parents<'_>, in_place: bool) -> Result<Con
         files.retain(|x| x.path != f.path);
         files.push(f);
     };
-    for f in okd_bootstrap_files::files(&data) {
-        push(if f.append { File::append_data(&f.path, f.mode, &f.contents) } else { File::data(&f.path, f.mode, &f.contents) });
+    // The bootstrap-in-place files come last, after root-ca.crt (as measured, installer.md §9).
+    let is_bip_file = |path: &str| {
+        path.starts_with("/opt/openshift/bootstrap-in-place/")
+            || path == "/usr/local/bin/bootstrap-in-place.sh"
+            || path == "/usr/local/bin/install-to-disk.sh"
+    };
+    let (bip_files, node_files): (Vec<_>, Vec<_>) = okd_bootstrap_files::files(&data)
+        .into_iter()
+        .partition(|f| in_place && is_bip_file(&f.path));
+    let to_file = |f: &okd_bootstrap_files::BootstrapFile| {
+        if f.append {
+            File::append_data(&f.path, f.mode, &f.contents)
+        } else {
+            File::data(&f.path, f.mode, &f.contents)
+        }
+    };
+    for f in &node_files {
+        push(to_file(f));
     }
     let cvo = p.get::<CvoIgnore>();
+    // In the single-node config the worker user-data secret precedes the worker
+    // MachineConfigs (the measured 4.13 order); bootstrap.ign has it after them.
+    let mut worker_files = p.get::<WorkerMachines>().0.file_list.clone();
+    if in_place {
+        worker_files.sort_by_key(|f| !f.filename.ends_with("-user-data-secret.yaml"));
+    }
     let manifest_sets: [&[AssetFile]; 5] = [
         &p.get::<CommonManifests>().0.file_list,
         &p.get::<OpenshiftManifests>().0.file_list,
         &p.get::<OpenshiftInstallManifests>().0.file_list,
         &p.get::<MasterMachines>().0.file_list,
-        &p.get::<WorkerMachines>().0.file_list,
+        &worker_files,
     ];
     for set in manifest_sets {
         for f in set {
-            let data = cvo.file_list.iter().find(|c| c.filename == f.filename).map(|c| &c.data).unwrap_or(&f.data);
-            push(File::data(&format!("/opt/openshift/{}", f.filename), 0o644, data));
+            let data = cvo
+                .file_list
+                .iter()
+                .find(|c| c.filename == f.filename)
+                .map(|c| &c.data)
+                .unwrap_or(&f.data);
+            push(File::data(
+                &format!("/opt/openshift/{}", f.filename),
+                0o644,
+                data,
+            ));
         }
     }
-    for c in cvo.file_list.iter().filter(|c| !c.filename.starts_with("manifests/")) {
-        push(File::data(&format!("/opt/openshift/{}", c.filename), 0o644, &c.data));
+    for c in cvo
+        .file_list
+        .iter()
+        .filter(|c| !c.filename.starts_with("manifests/"))
+    {
+        push(File::data(
+            &format!("/opt/openshift/{}", c.filename),
+            0o644,
+            &c.data,
+        ));
     }
-    for k in [&p.get::<AdminInternalClient>().0.file, &p.get::<Kubelet>().0.file, &p.get::<LoopbackClient>().0.file] {
-        push(File::data(&format!("/opt/openshift/{}", k.filename), 0o600, &k.data));
+    for k in [
+        &p.get::<AdminInternalClient>().0.file,
+        &p.get::<Kubelet>().0.file,
+        &p.get::<LoopbackClient>().0.file,
+    ] {
+        push(File::data(
+            &format!("/opt/openshift/{}", k.filename),
+            0o600,
+            &k.data,
+        ));
     }
     for t in bootstrap_tls_files(p) {
-        push(File::data(&format!("/opt/openshift/{}", t.filename), 0o600, &t.data));
+        push(File::data(
+            &format!("/opt/openshift/{}", t.filename),
+            0o600,
+            &t.data,
+        ));
     }
-    push(File::data("/opt/openshift/tls/root-ca.crt", 0o644, &p.get::<RootCa>().0.cert_raw));
+    push(File::data(
+        "/opt/openshift/tls/root-ca.crt",
+        0o644,
+        &p.get::<RootCa>().0.cert_raw,
+    ));
+    for f in &bip_files {
+        push(to_file(f));
+    }
     cfg.storage.files = files;
     for u in okd_bootstrap_files::units(&data) {
         let mut unit = Unit::new(&u.name, u.contents.clone(), u.enabled);
-        unit.dropins = u.dropins.iter().map(|d| okd_types::ignition::Dropin { name: d.name.clone(), contents: Some(d.contents.clone()) }).collect();
+        unit.dropins = u
+            .dropins
+            .iter()
+            .map(|d| okd_types::ignition::Dropin {
+                name: d.name.clone(),
+                contents: Some(d.contents.clone()),
+            })
+            .collect();
         cfg.systemd.units.push(unit);
     }
     Ok(cfg)
@@ -221,18 +323,34 @@ fn bootstrap_config(ctx: &GenCtx, p: &Parents<'_>, in_place: bool) -> Result<Con
 /// (the 24-hour trap, installer.md §5.3 and §10.3).
 fn check_expiry(path: &str, cfg: &Value, now: time::OffsetDateTime) -> Result<(), AssetError> {
     let mut expired = Vec::new();
-    let files = cfg.pointer("/storage/files").and_then(Value::as_array).cloned().unwrap_or_default();
+    let files = cfg
+        .pointer("/storage/files")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     for f in files {
         let p = f.get("path").and_then(Value::as_str).unwrap_or("");
         if !(p.starts_with("/opt/openshift/tls/") && p.ends_with(".crt")) {
             continue;
         }
-        let Some(src) = f.pointer("/contents/source").and_then(Value::as_str) else { continue };
-        let Ok(bytes) = okd_types::dataurl::decode(src) else { continue };
-        let Ok(infos) = okd_pki::parse_certs(&String::from_utf8_lossy(&bytes)) else { continue };
+        let Some(src) = f.pointer("/contents/source").and_then(Value::as_str) else {
+            continue;
+        };
+        let Ok(bytes) = okd_types::dataurl::decode(src) else {
+            continue;
+        };
+        let Ok(infos) = okd_pki::parse_certs(&String::from_utf8_lossy(&bytes)) else {
+            continue;
+        };
         if let Some(first) = infos.first().filter(|i| i.not_after < now) {
-            let at = first.not_after.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
-            expired.push(format!("Bootstrap Ignition-Config Certificate {} expired at {at}.", p.rsplit('/').next().unwrap_or(p)));
+            let at = first
+                .not_after
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default();
+            expired.push(format!(
+                "Bootstrap Ignition-Config Certificate {} expired at {at}.",
+                p.rsplit('/').next().unwrap_or(p)
+            ));
         }
     }
     if expired.is_empty() {
@@ -240,7 +358,10 @@ fn check_expiry(path: &str, cfg: &Value, now: time::OffsetDateTime) -> Result<()
     }
     Err(AssetError::BadFile {
         path: path.into(),
-        message: format!("{} Please regenerate ignition configuration files in a new directory.", expired.join(" ")),
+        message: format!(
+            "{} Please regenerate ignition configuration files in a new directory.",
+            expired.join(" ")
+        ),
     })
 }
 
@@ -259,7 +380,10 @@ impl Asset for BootstrapIgnition {
     }
 
     fn generate(ctx: &GenCtx, p: &Parents<'_>) -> Result<Self, AssetError> {
-        Ok(BootstrapIgnition(IgnitionAsset::new("bootstrap.ign", &bootstrap_config(ctx, p, false)?)?))
+        Ok(BootstrapIgnition(IgnitionAsset::new(
+            "bootstrap.ign",
+            &bootstrap_config(ctx, p, false)?,
+        )?))
     }
 
     fn files(&self) -> Vec<AssetFile> {
@@ -267,7 +391,9 @@ impl Asset for BootstrapIgnition {
     }
 
     fn load(dir: &AssetDir, ctx: &GenCtx) -> Result<Option<Self>, AssetError> {
-        let Some(a) = IgnitionAsset::load(dir, "bootstrap.ign")? else { return Ok(None) };
+        let Some(a) = IgnitionAsset::load(dir, "bootstrap.ign")? else {
+            return Ok(None);
+        };
         check_expiry("bootstrap.ign", &a.config, ctx.now)?;
         Ok(Some(BootstrapIgnition(a)))
     }
@@ -304,7 +430,10 @@ impl Asset for SingleNodeBootstrapInPlace {
             }
             Some(_) => {}
         }
-        Ok(SingleNodeBootstrapInPlace(IgnitionAsset::new(BIP_FILE, &bootstrap_config(ctx, p, true)?)?))
+        Ok(SingleNodeBootstrapInPlace(IgnitionAsset::new(
+            BIP_FILE,
+            &bootstrap_config(ctx, p, true)?,
+        )?))
     }
 
     fn files(&self) -> Vec<AssetFile> {
@@ -312,7 +441,9 @@ impl Asset for SingleNodeBootstrapInPlace {
     }
 
     fn load(dir: &AssetDir, ctx: &GenCtx) -> Result<Option<Self>, AssetError> {
-        let Some(a) = IgnitionAsset::load(dir, BIP_FILE)? else { return Ok(None) };
+        let Some(a) = IgnitionAsset::load(dir, BIP_FILE)? else {
+            return Ok(None);
+        };
         check_expiry(BIP_FILE, &a.config, ctx.now)?;
         Ok(Some(SingleNodeBootstrapInPlace(a)))
     }

@@ -32,12 +32,18 @@ impl InstallConfigAsset {
     /// Wraps a validated config and renders its normalized YAML.
     pub fn from_config(config: InstallConfig) -> Self {
         let yaml = okd_types::goyaml::to_string(&config.to_json_value());
-        InstallConfigAsset { config, file: AssetFile::new(INSTALL_CONFIG_FILE, yaml) }
+        InstallConfigAsset {
+            config,
+            file: AssetFile::new(INSTALL_CONFIG_FILE, yaml),
+        }
     }
 
     /// The load options for the context's target release.
     pub fn options(ctx: &GenCtx) -> LoadOptions {
-        LoadOptions { target: ctx.target, host_fips: ctx.host_fips }
+        LoadOptions {
+            target: ctx.target,
+            host_fips: ctx.host_fips,
+        }
     }
 }
 
@@ -77,7 +83,8 @@ impl Asset for InstallConfigAsset {
             ))
         })?;
         let config = src()?;
-        let loaded = okd_installconfig::finish(config, &Self::options(ctx)).map_err(AssetError::InstallConfig)?;
+        let loaded = okd_installconfig::finish(config, &Self::options(ctx))
+            .map_err(AssetError::InstallConfig)?;
         log_outcome(&loaded);
         Ok(Self::from_config(loaded.config))
     }
@@ -87,8 +94,11 @@ impl Asset for InstallConfigAsset {
     }
 
     fn load(dir: &AssetDir, ctx: &GenCtx) -> Result<Option<Self>, AssetError> {
-        let Some(bytes) = dir.read(INSTALL_CONFIG_FILE)? else { return Ok(None) };
-        let loaded = okd_installconfig::load(INSTALL_CONFIG_FILE, &bytes, &Self::options(ctx)).map_err(AssetError::InstallConfig)?;
+        let Some(bytes) = dir.read(INSTALL_CONFIG_FILE)? else {
+            return Ok(None);
+        };
+        let loaded = okd_installconfig::load(INSTALL_CONFIG_FILE, &bytes, &Self::options(ctx))
+            .map_err(AssetError::InstallConfig)?;
         log_outcome(&loaded);
         Ok(Some(Self::from_config(loaded.config)))
     }
@@ -122,12 +132,17 @@ impl Asset for ClusterId {
         let ic = &p.get::<InstallConfigAsset>().config;
         let alphabet: Vec<char> = okd_installconfig::INFRA_ID_ALPHABET.chars().collect();
         let mut rng = rand::rng();
-        let suffix: String = (0..5).map(|_| alphabet[rng.random_range(0..alphabet.len())]).collect();
+        let suffix: String = (0..5)
+            .map(|_| alphabet[rng.random_range(0..alphabet.len())])
+            .collect();
         let (infra_id, warning) = okd_installconfig::infra_id(&ic.metadata.name, &suffix);
         if let Some(w) = warning {
             warn!("{w}");
         }
-        Ok(ClusterId { uuid: uuid::Uuid::new_v4().to_string(), infra_id })
+        Ok(ClusterId {
+            uuid: uuid::Uuid::new_v4().to_string(),
+            infra_id,
+        })
     }
 }
 
@@ -148,6 +163,8 @@ impl Asset for ReleaseImage {
     }
 
     fn generate(ctx: &GenCtx, _: &Parents<'_>) -> Result<Self, AssetError> {
-        Ok(ReleaseImage { pull_spec: ctx.release_image.clone() })
+        Ok(ReleaseImage {
+            pull_spec: ctx.release_image.clone(),
+        })
     }
 }

@@ -9,7 +9,10 @@ use crate::dir::{AssetDir, AssetFile, base64_std};
 use crate::error::AssetError;
 use crate::installconfig::InstallConfigAsset;
 use crate::store::{Asset, Dep, Parents, dep};
-use crate::tls::{AdminKubeConfigClient, CertKeyAsset, KubeApiServerCompleteCaBundle, KubeApiServerLocalhostCaBundle, KubeletClient};
+use crate::tls::{
+    AdminKubeConfigClient, CertKeyAsset, KubeApiServerCompleteCaBundle,
+    KubeApiServerLocalhostCaBundle, KubeletClient,
+};
 
 /// `{"Config": {clientcmd v1}, "File": {...}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,7 +26,14 @@ pub struct KubeconfigAsset {
 }
 
 /// Builds a kubeconfig for `user` against `server` trusting `ca_pem`.
-pub fn kubeconfig(path: &str, cluster: &str, server: &str, ca_pem: &str, user: &str, client: &CertKeyAsset) -> KubeconfigAsset {
+pub fn kubeconfig(
+    path: &str,
+    cluster: &str,
+    server: &str,
+    ca_pem: &str,
+    user: &str,
+    client: &CertKeyAsset,
+) -> KubeconfigAsset {
     let config = json!({
         "clusters": [{"cluster": {"certificate-authority-data": base64_std(ca_pem.as_bytes()), "server": server}, "name": cluster}],
         "contexts": [{"context": {"cluster": cluster, "user": user}, "name": user}],

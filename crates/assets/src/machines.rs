@@ -41,7 +41,12 @@ impl Asset for OpenshiftInstallManifests {
         let body = yaml(&json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"creationTimestamp": null, "name": "openshift-install-manifests", "namespace": "openshift-config"},
             "data": {"invoker": ctx.invoker, "version": ctx.installer_version}}));
-        Ok(OpenshiftInstallManifests(FileListAsset { file_list: vec![AssetFile::new(format!("openshift/{OPENSHIFT_INSTALL_MANIFEST}"), body)] }))
+        Ok(OpenshiftInstallManifests(FileListAsset {
+            file_list: vec![AssetFile::new(
+                format!("openshift/{OPENSHIFT_INSTALL_MANIFEST}"),
+                body,
+            )],
+        }))
     }
 
     fn files(&self) -> Vec<AssetFile> {
@@ -50,7 +55,11 @@ impl Asset for OpenshiftInstallManifests {
 
     fn load(dir: &AssetDir, _: &GenCtx) -> Result<Option<Self>, AssetError> {
         let rel = format!("openshift/{OPENSHIFT_INSTALL_MANIFEST}");
-        Ok(dir.read(&rel)?.map(|d| OpenshiftInstallManifests(FileListAsset { file_list: vec![AssetFile::new(rel, d)] })))
+        Ok(dir.read(&rel)?.map(|d| {
+            OpenshiftInstallManifests(FileListAsset {
+                file_list: vec![AssetFile::new(rel, d)],
+            })
+        }))
     }
 }
 
@@ -64,7 +73,14 @@ fn user_data_secret(role: &str, pointer: &[u8]) -> AssetFile {
     )
 }
 
-fn machine_config(ctx: &GenCtx, role: &str, suffix: &str, config: Value, fips: bool, kargs: Value) -> AssetFile {
+fn machine_config(
+    ctx: &GenCtx,
+    role: &str,
+    suffix: &str,
+    config: Value,
+    fips: bool,
+    kargs: Value,
+) -> AssetFile {
     let mut spec = json!({
         "config": config, "extensions": null, "fips": fips, "kernelArguments": kargs, "kernelType": "", "osImageURL": "",
     });
@@ -74,14 +90,21 @@ fn machine_config(ctx: &GenCtx, role: &str, suffix: &str, config: Value, fips: b
     let name = format!("99-{role}-{suffix}");
     AssetFile::new(
         format!("openshift/99_openshift-machineconfig_{name}.yaml"),
-        yaml(&json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        yaml(
+            &json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
             "metadata": {"creationTimestamp": null, "labels": {"machineconfiguration.openshift.io/role": role}, "name": name},
-            "spec": spec})),
+            "spec": spec}),
+        ),
     )
 }
 
 /// The installer MachineConfigs of one pool: SSH key, FIPS, hyperthreading.
-fn pool_machine_configs(ctx: &GenCtx, ic: &okd_installconfig::InstallConfig, role: &str, hyperthreading: Option<&str>) -> Vec<AssetFile> {
+fn pool_machine_configs(
+    ctx: &GenCtx,
+    ic: &okd_installconfig::InstallConfig,
+    role: &str,
+    hyperthreading: Option<&str>,
+) -> Vec<AssetFile> {
     let ign = |extra: Value| {
         let mut c = json!({"ignition": {"version": ctx.ignition_spec.as_str()}});
         if let Value::Object(m) = extra {
@@ -93,36 +116,88 @@ fn pool_machine_configs(ctx: &GenCtx, ic: &okd_installconfig::InstallConfig, rol
     };
     let mut out = Vec::new();
     if let Some(key) = ic.ssh_key.as_deref().filter(|k| !k.trim().is_empty()) {
-        out.push(machine_config(ctx, role, "ssh", ign(json!({"passwd": {"users": [{"name": "core", "sshAuthorizedKeys": [key]}]}})), false, Value::Null));
+        out.push(machine_config(
+            ctx,
+            role,
+            "ssh",
+            ign(json!({"passwd": {"users": [{"name": "core", "sshAuthorizedKeys": [key]}]}})),
+            false,
+            Value::Null,
+        ));
     }
     if ic.fips {
-        out.push(machine_config(ctx, role, "fips", ign(json!({})), true, Value::Null));
+        out.push(machine_config(
+            ctx,
+            role,
+            "fips",
+            ign(json!({})),
+            true,
+            Value::Null,
+        ));
     }
     if hyperthreading == Some("Disabled") {
-        out.push(machine_config(ctx, role, "disable-hyperthreading", ign(json!({})), false, json!(["nosmt", "smt-enabled=off"])));
+        out.push(machine_config(
+            ctx,
+            role,
+            "disable-hyperthreading",
+            ign(json!({})),
+            false,
+            json!(["nosmt", "smt-enabled=off"]),
+        ));
     }
     out
 }
 
-fn aws_zones(ic: &okd_installconfig::InstallConfig, pool: Option<&okd_installconfig::MachinePool>) -> Vec<String> {
-    let region = ic.platform.aws.as_ref().map(|a| a.region.clone()).unwrap_or_default();
-    let from_pool = pool.and_then(|p| p.platform.get("aws")).and_then(|a| a.get("zones")).and_then(Value::as_array).map(|z| {
-        z.iter().filter_map(Value::as_str).map(String::from).collect::<Vec<_>>()
-    });
-    from_pool.filter(|z| !z.is_empty()).unwrap_or_else(|| ["a", "b", "c"].iter().map(|s| format!("{region}{s}")).collect())
+fn aws_zones(
+    ic: &okd_installconfig::InstallConfig,
+    pool: Option<&okd_installconfig::MachinePool>,
+) -> Vec<String> {
+    let region = ic
+        .platform
+        .aws
+        .as_ref()
+        .map(|a| a.region.clone())
+        .unwrap_or_default();
+    let from_pool = pool
+        .and_then(|p| p.platform.get("aws"))
+        .and_then(|a| a.get("zones"))
+        .and_then(Value::as_array)
+        .map(|z| {
+            z.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect::<Vec<_>>()
+        });
+    from_pool.filter(|z| !z.is_empty()).unwrap_or_else(|| {
+        ["a", "b", "c"]
+            .iter()
+            .map(|s| format!("{region}{s}"))
+            .collect()
+    })
 }
 
-fn aws_provider_spec(ic: &okd_installconfig::InstallConfig, infra: &str, role: &str, zone: &str, pool: Option<&okd_installconfig::MachinePool>) -> Value {
+fn aws_provider_spec(
+    ic: &okd_installconfig::InstallConfig,
+    infra: &str,
+    role: &str,
+    zone: &str,
+    pool: Option<&okd_installconfig::MachinePool>,
+) -> Value {
     let aws = ic.platform.aws.as_ref();
     let region = aws.map(|a| a.region.clone()).unwrap_or_default();
     let instance = pool
         .and_then(|p| p.platform.get("aws"))
         .and_then(|a| a.get("type"))
         .and_then(Value::as_str)
-        .unwrap_or(if role == "master" { "m6i.xlarge" } else { "m6i.large" })
+        .unwrap_or(if role == "master" {
+            "m6i.xlarge"
+        } else {
+            "m6i.large"
+        })
         .to_string();
     let ami = aws.and_then(|a| a.ami_id.clone()).unwrap_or_default();
-    let mut tags = vec![json!({"name": format!("kubernetes.io/cluster/{infra}"), "value": "owned"})];
+    let mut tags =
+        vec![json!({"name": format!("kubernetes.io/cluster/{infra}"), "value": "owned"})];
     if let Some(user) = aws.map(|a| &a.user_tags) {
         for (k, v) in user {
             tags.push(json!({"name": k, "value": v}));
@@ -170,15 +245,28 @@ impl Asset for MasterMachines {
     const WRITABLE: bool = true;
 
     fn dependencies() -> Vec<Dep> {
-        vec![dep::<ClusterId>(), dep::<InstallConfigAsset>(), dep::<ReleaseImage>(), dep::<MasterIgnition>()]
+        vec![
+            dep::<ClusterId>(),
+            dep::<InstallConfigAsset>(),
+            dep::<ReleaseImage>(),
+            dep::<MasterIgnition>(),
+        ]
     }
 
     fn generate(ctx: &GenCtx, p: &Parents<'_>) -> Result<Self, AssetError> {
         let ic = &p.get::<InstallConfigAsset>().config;
         let infra = &p.get::<ClusterId>().infra_id;
         let pool = ic.control_plane.as_ref();
-        let mut files = vec![user_data_secret("master", &p.get::<MasterIgnition>().file.data)];
-        files.extend(pool_machine_configs(ctx, ic, "master", pool.and_then(|p| p.hyperthreading.as_deref())));
+        let mut files = vec![user_data_secret(
+            "master",
+            &p.get::<MasterIgnition>().file.data,
+        )];
+        files.extend(pool_machine_configs(
+            ctx,
+            ic,
+            "master",
+            pool.and_then(|p| p.hyperthreading.as_deref()),
+        ));
         if ic.platform_name() == "aws" {
             let n = ic.control_plane_replicas().max(0) as usize;
             let zones = aws_zones(ic, pool);
@@ -228,7 +316,8 @@ fn pool_file(role: &str, base: &str) -> bool {
         || base.starts_with(&format!("99_openshift-machineconfig_99-{role}-"))
         || base.starts_with(&format!("99_openshift-cluster-api_{role}-machines-"))
         || base.starts_with(&format!("99_openshift-cluster-api_{role}-machineset-"))
-        || (role == "master" && base == "99_openshift-machine-api_master-control-plane-machine-set.yaml")
+        || (role == "master"
+            && base == "99_openshift-machine-api_master-control-plane-machine-set.yaml")
 }
 
 fn load_pool<T: From<FileListAsset>>(dir: &AssetDir, role: &str) -> Result<Option<T>, AssetError> {
@@ -268,7 +357,12 @@ impl Asset for WorkerMachines {
     const WRITABLE: bool = true;
 
     fn dependencies() -> Vec<Dep> {
-        vec![dep::<ClusterId>(), dep::<InstallConfigAsset>(), dep::<ReleaseImage>(), dep::<WorkerIgnition>()]
+        vec![
+            dep::<ClusterId>(),
+            dep::<InstallConfigAsset>(),
+            dep::<ReleaseImage>(),
+            dep::<WorkerIgnition>(),
+        ]
     }
 
     fn generate(ctx: &GenCtx, p: &Parents<'_>) -> Result<Self, AssetError> {
@@ -276,9 +370,17 @@ impl Asset for WorkerMachines {
         let infra = &p.get::<ClusterId>().infra_id;
         let mut files = Vec::new();
         for pool in &ic.compute {
-            files.extend(pool_machine_configs(ctx, ic, "worker", pool.hyperthreading.as_deref()));
+            files.extend(pool_machine_configs(
+                ctx,
+                ic,
+                "worker",
+                pool.hyperthreading.as_deref(),
+            ));
         }
-        files.push(user_data_secret("worker", &p.get::<WorkerIgnition>().file.data));
+        files.push(user_data_secret(
+            "worker",
+            &p.get::<WorkerIgnition>().file.data,
+        ));
         if ic.platform_name() == "aws" {
             for pool in ic.compute.iter().filter(|p| p.name == "worker") {
                 let zones = aws_zones(ic, Some(pool));

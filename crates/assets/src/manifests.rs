@@ -47,7 +47,12 @@ impl Asset for CommonManifests {
     const WRITABLE: bool = true;
 
     fn dependencies() -> Vec<Dep> {
-        vec![dep::<ClusterId>(), dep::<InstallConfigAsset>(), dep::<RootCa>(), dep::<McsCertKey>()]
+        vec![
+            dep::<ClusterId>(),
+            dep::<InstallConfigAsset>(),
+            dep::<RootCa>(),
+            dep::<McsCertKey>(),
+        ]
     }
 
     fn generate(ctx: &GenCtx, p: &Parents<'_>) -> Result<Self, AssetError> {
@@ -59,7 +64,9 @@ impl Asset for CommonManifests {
         let domain = ic.cluster_domain();
         let platform = ic.platform_name();
         let mut files = Vec::new();
-        let mut add = |name: &str, data: Vec<u8>| files.push(AssetFile::new(format!("manifests/{name}"), data));
+        let mut add = |name: &str, data: Vec<u8>| {
+            files.push(AssetFile::new(format!("manifests/{name}"), data))
+        };
 
         let redacted = okd_types::goyaml::to_string(&ic.redacted().to_json_value());
         add(
@@ -82,12 +89,26 @@ impl Asset for CommonManifests {
         if t.at_least(16) {
             dns_spec["platform"] = json!({"aws": null, "type": ""});
         }
-        add("cluster-dns-02-config.yml", yaml(&config_object("DNS", dns_spec, json!({}))));
-        add("cluster-infrastructure-02-config.yml", yaml(&infrastructure(ic, id, t)));
+        add(
+            "cluster-dns-02-config.yml",
+            yaml(&config_object("DNS", dns_spec, json!({}))),
+        );
+        add(
+            "cluster-infrastructure-02-config.yml",
+            yaml(&infrastructure(ic, id, t)),
+        );
 
         let single_cp = ic.control_plane_replicas() == 1;
-        let placement = if platform == "none" && single_cp && ic.compute_replicas() == 0 { "ControlPlane" } else { "Workers" };
-        let lb_platform = if platform == "aws" { json!({"type": "AWS"}) } else { json!({"type": ""}) };
+        let placement = if platform == "none" && single_cp && ic.compute_replicas() == 0 {
+            "ControlPlane"
+        } else {
+            "Workers"
+        };
+        let lb_platform = if platform == "aws" {
+            json!({"type": "AWS"})
+        } else {
+            json!({"type": ""})
+        };
         add(
             "cluster-ingress-02-config.yml",
             yaml(&config_object(
@@ -97,7 +118,10 @@ impl Asset for CommonManifests {
             )),
         );
         if t.writes_network_crd() {
-            add("cluster-network-01-crd.yml", crate::network_crd::CRD.as_bytes().to_vec());
+            add(
+                "cluster-network-01-crd.yml",
+                crate::network_crd::CRD.as_bytes().to_vec(),
+            );
         }
         let mut net_spec = json!({
             "clusterNetwork": ic.cluster_networks().iter().map(|(c, h)| json!({"cidr": c.to_string(), "hostPrefix": h})).collect::<Vec<_>>(),
@@ -108,87 +132,134 @@ impl Asset for CommonManifests {
         if t.at_least(14) {
             net_spec["networkDiagnostics"] = json!({"mode": "", "sourcePlacement": {"nodeSelector": null, "tolerations": null}, "targetPlacement": {"nodeSelector": null, "tolerations": null}});
         }
-        add("cluster-network-02-config.yml", yaml(&config_object("Network", net_spec, json!({}))));
-        if let Some(join) = ic.networking.as_ref().and_then(|n| n.internal_join_subnet()) {
+        add(
+            "cluster-network-02-config.yml",
+            yaml(&config_object("Network", net_spec, json!({}))),
+        );
+        if let Some(join) = ic
+            .networking
+            .as_ref()
+            .and_then(|n| n.internal_join_subnet())
+        {
             add(
                 "cluster-network-03-config.yml",
-                yaml(&json!({"apiVersion": "operator.openshift.io/v1", "kind": "Network", "metadata": {"creationTimestamp": null, "name": "cluster"},
-                    "spec": {"defaultNetwork": {"ovnKubernetesConfig": {"ipv4": {"internalJoinSubnet": join}}, "type": "OVNKubernetes"}}, "status": {}})),
+                yaml(
+                    &json!({"apiVersion": "operator.openshift.io/v1", "kind": "Network", "metadata": {"creationTimestamp": null, "name": "cluster"},
+                    "spec": {"defaultNetwork": {"ovnKubernetesConfig": {"ipv4": {"internalJoinSubnet": join}}, "type": "OVNKubernetes"}}, "status": {}}),
+                ),
             );
         }
         add("cluster-proxy-01-config.yaml", yaml(&proxy(ic)));
         let schedulable = ic.compute_replicas() == 0;
         if schedulable {
-            warn!("Making control-plane schedulable by setting MastersSchedulable to true for Scheduler cluster settings");
+            warn!(
+                "Making control-plane schedulable by setting MastersSchedulable to true for Scheduler cluster settings"
+            );
         }
         let mut sched = json!({"mastersSchedulable": schedulable, "policy": {"name": ""}});
         if t.at_least(16) {
             sched["profileCustomizations"] = json!({"dynamicResourceAllocation": ""});
         }
-        add("cluster-scheduler-02-config.yml", yaml(&config_object("Scheduler", sched, json!({}))));
-        add("cvo-overrides.yaml", cvo_overrides(ctx, &id.uuid, ic).into_bytes());
+        add(
+            "cluster-scheduler-02-config.yml",
+            yaml(&config_object("Scheduler", sched, json!({}))),
+        );
+        add(
+            "cvo-overrides.yaml",
+            cvo_overrides(ctx, &id.uuid, ic).into_bytes(),
+        );
 
         let sources = ic.image_sources();
         if !ic.image_digest_sources.is_empty() {
             add(
                 "image-digest-mirror-set.yaml",
-                yaml(&json!({"apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet",
+                yaml(
+                    &json!({"apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet",
                     "metadata": {"creationTimestamp": null, "name": "image-digest-mirror"},
                     "spec": {"imageDigestMirrors": sources.iter().map(|s| json!({"mirrors": s.mirrors, "source": s.source})).collect::<Vec<_>>()},
-                    "status": {}})),
+                    "status": {}}),
+                ),
             );
         } else if !sources.is_empty() {
             let icsp = |name: String, srcs: &[okd_installconfig::ImageSource]| {
-                yaml(&json!({"apiVersion": "operator.openshift.io/v1alpha1", "kind": "ImageContentSourcePolicy",
+                yaml(
+                    &json!({"apiVersion": "operator.openshift.io/v1alpha1", "kind": "ImageContentSourcePolicy",
                     "metadata": {"creationTimestamp": null, "name": name},
-                    "spec": {"repositoryDigestMirrors": srcs.iter().map(|s| json!({"mirrors": s.mirrors, "source": s.source})).collect::<Vec<_>>()}}))
+                    "spec": {"repositoryDigestMirrors": srcs.iter().map(|s| json!({"mirrors": s.mirrors, "source": s.source})).collect::<Vec<_>>()}}),
+                )
             };
             if t.has_image_digest_sources() {
-                add("image-content-source-policy.yaml", icsp("image-policy".into(), &sources));
+                add(
+                    "image-content-source-policy.yaml",
+                    icsp("image-policy".into(), &sources),
+                );
             } else {
                 for (i, s) in sources.iter().enumerate() {
-                    add(&format!("image-content-source-policy-{i}.yaml"), icsp(format!("image-policy-{i}"), std::slice::from_ref(s)));
+                    add(
+                        &format!("image-content-source-policy-{i}.yaml"),
+                        icsp(format!("image-policy-{i}"), std::slice::from_ref(s)),
+                    );
                 }
             }
         }
         add(
             "kube-cloud-config.yaml",
-            yaml(&json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kube-cloud-cfg", "namespace": "kube-system"}, "type": "Opaque", "data": {"config": ""}})),
+            yaml(
+                &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kube-cloud-cfg", "namespace": "kube-system"}, "type": "Opaque", "data": {"config": ""}}),
+            ),
         );
         add(
             "kube-system-configmap-root-ca.yaml",
-            yaml(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "root-ca", "namespace": "kube-system"}, "data": {"ca.crt": root.0.cert_pem()}})),
+            yaml(
+                &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "root-ca", "namespace": "kube-system"}, "data": {"ca.crt": root.0.cert_pem()}}),
+            ),
         );
         if t.writes_mcs_ca_manifests() {
             let info = root_cert_times(root)?;
             add(
                 "machine-config-server-ca-configmap.yaml",
-                yaml(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "machine-config-server-ca", "namespace": "openshift-machine-config-operator",
-                    "labels": {"auth.openshift.io/managed-certificate-type": "ca-bundle"}}, "data": {"ca-bundle.crt": root.0.cert_pem()}})),
+                yaml(
+                    &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "machine-config-server-ca", "namespace": "openshift-machine-config-operator",
+                    "labels": {"auth.openshift.io/managed-certificate-type": "ca-bundle"}}, "data": {"ca-bundle.crt": root.0.cert_pem()}}),
+                ),
             );
             add(
                 "machine-config-server-ca-secret.yaml",
-                yaml(&json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+                yaml(
+                    &json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
                     "metadata": {"name": "machine-config-server-ca", "namespace": "openshift-machine-config-operator",
                         "labels": {"auth.openshift.io/managed-certificate-type": "signer"},
                         "annotations": {"auth.openshift.io/certificate-issuer": "root-ca", "auth.openshift.io/certificate-not-after": info.1, "auth.openshift.io/certificate-not-before": info.0}},
-                    "data": {"tls.crt": base64_std(&root.0.cert_raw), "tls.key": base64_std(&root.0.key_raw)}})),
+                    "data": {"tls.crt": base64_std(&root.0.cert_raw), "tls.key": base64_std(&root.0.key_raw)}}),
+                ),
             );
         }
-        let mcs_type = if t.writes_mcs_ca_manifests() { "kubernetes.io/tls" } else { "Opaque" };
+        let mcs_type = if t.writes_mcs_ca_manifests() {
+            "kubernetes.io/tls"
+        } else {
+            "Opaque"
+        };
         add(
             "machine-config-server-tls-secret.yaml",
-            yaml(&json!({"apiVersion": "v1", "kind": "Secret", "type": mcs_type,
+            yaml(
+                &json!({"apiVersion": "v1", "kind": "Secret", "type": mcs_type,
                 "metadata": {"name": "machine-config-server-tls", "namespace": "openshift-machine-config-operator"},
-                "data": {"tls.crt": base64_std(&mcs.0.cert_raw), "tls.key": base64_std(&mcs.0.key_raw)}})),
+                "data": {"tls.crt": base64_std(&mcs.0.cert_raw), "tls.key": base64_std(&mcs.0.key_raw)}}),
+            ),
         );
         add(
             "openshift-config-secret-pull-secret.yaml",
-            yaml(&json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+            yaml(
+                &json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
                 "metadata": {"name": "pull-secret", "namespace": "openshift-config"},
-                "data": {".dockerconfigjson": base64_std(ic.pull_secret.as_bytes())}})),
+                "data": {".dockerconfigjson": base64_std(ic.pull_secret.as_bytes())}}),
+            ),
         );
-        if let Some(bundle) = ic.additional_trust_bundle.as_deref().filter(|b| !b.trim().is_empty()) {
+        if let Some(bundle) = ic
+            .additional_trust_bundle
+            .as_deref()
+            .filter(|b| !b.trim().is_empty())
+        {
             add(
                 "user-ca-bundle-config.yaml",
                 yaml(&json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -208,14 +279,19 @@ impl Asset for CommonManifests {
         if dir.read("manifests/cluster-config.yaml")?.is_none() {
             return Ok(None);
         }
-        Ok(Some(CommonManifests(FileListAsset { file_list: dir.read_dir_files("manifests", MANIFEST_EXTS)? })))
+        Ok(Some(CommonManifests(FileListAsset {
+            file_list: dir.read_dir_files("manifests", MANIFEST_EXTS)?,
+        })))
     }
 }
 
 fn root_cert_times(root: &RootCa) -> Result<(String, String), AssetError> {
     let ck = root.0.to_pki("root-ca")?;
     let f = &time::format_description::well_known::Rfc3339;
-    Ok((ck.cert.not_before.format(f).unwrap_or_default(), ck.cert.not_after.format(f).unwrap_or_default()))
+    Ok((
+        ck.cert.not_before.format(f).unwrap_or_default(),
+        ck.cert.not_after.format(f).unwrap_or_default(),
+    ))
 }
 
 fn config_object(kind: &str, spec: Value, status: Value) -> Value {
@@ -240,10 +316,18 @@ fn topology(ic: &okd_installconfig::InstallConfig) -> (&'static str, &'static st
     (control, infra)
 }
 
-fn infrastructure(ic: &okd_installconfig::InstallConfig, id: &ClusterId, t: okd_types::release::ReleaseTarget) -> Value {
+fn infrastructure(
+    ic: &okd_installconfig::InstallConfig,
+    id: &ClusterId,
+    t: okd_types::release::ReleaseTarget,
+) -> Value {
     let domain = ic.cluster_domain();
     let (control, infra) = topology(ic);
-    let machine_networks: Vec<String> = ic.machine_networks().iter().map(|n| n.to_string()).collect();
+    let machine_networks: Vec<String> = ic
+        .machine_networks()
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
     let (spec_platform, status_platform, type_name, cloud) = match ic.platform_name() {
         "baremetal" => {
             let bm = ic.platform.baremetal.as_ref();
@@ -259,7 +343,12 @@ fn infrastructure(ic: &okd_installconfig::InstallConfig, id: &ClusterId, t: okd_
             )
         }
         "aws" => {
-            let region = ic.platform.aws.as_ref().map(|a| a.region.clone()).unwrap_or_default();
+            let region = ic
+                .platform
+                .aws
+                .as_ref()
+                .map(|a| a.region.clone())
+                .unwrap_or_default();
             (
                 json!({"type": "AWS", "aws": {}}),
                 json!({"type": "AWS", "aws": {"region": region}}),
@@ -267,7 +356,12 @@ fn infrastructure(ic: &okd_installconfig::InstallConfig, id: &ClusterId, t: okd_
                 json!({"key": "config", "name": "cloud-provider-config"}),
             )
         }
-        _ => (json!({"type": "None"}), json!({"type": "None"}), "None", json!({"name": ""})),
+        _ => (
+            json!({"type": "None"}),
+            json!({"type": "None"}),
+            "None",
+            json!({"name": ""}),
+        ),
     };
     let mut status = json!({
         "apiServerInternalURI": format!("https://api-int.{domain}:6443"),
@@ -280,13 +374,25 @@ fn infrastructure(ic: &okd_installconfig::InstallConfig, id: &ClusterId, t: okd_
         "platformStatus": status_platform,
     });
     if t.at_least(13) {
-        status["cpuPartitioning"] = json!(if ic.cpu_partitioning_mode.as_deref() == Some("AllNodes") { "AllNodes" } else { "None" });
+        status["cpuPartitioning"] =
+            json!(if ic.cpu_partitioning_mode.as_deref() == Some("AllNodes") {
+                "AllNodes"
+            } else {
+                "None"
+            });
     }
-    config_object("Infrastructure", json!({"cloudConfig": cloud, "platformSpec": spec_platform}), status)
+    config_object(
+        "Infrastructure",
+        json!({"cloudConfig": cloud, "platformSpec": spec_platform}),
+        status,
+    )
 }
 
 fn proxy(ic: &okd_installconfig::InstallConfig) -> Value {
-    let trusted = ic.additional_trust_bundle.as_deref().is_some_and(|b| !b.trim().is_empty())
+    let trusted = ic
+        .additional_trust_bundle
+        .as_deref()
+        .is_some_and(|b| !b.trim().is_empty())
         && (ic.proxy.is_some() || ic.additional_trust_bundle_policy.as_deref() == Some("Always"));
     let mut spec = json!({"trustedCA": {"name": if trusted { "user-ca-bundle" } else { "" }}});
     let mut status = json!({});
@@ -311,12 +417,19 @@ fn proxy(ic: &okd_installconfig::InstallConfig) -> Value {
 
 /// The computed `status.noProxy` of the cluster Proxy (installer.md §3.2).
 pub fn no_proxy_status(ic: &okd_installconfig::InstallConfig) -> String {
-    let user = ic.proxy.as_ref().and_then(|p| p.no_proxy.clone()).unwrap_or_default();
+    let user = ic
+        .proxy
+        .as_ref()
+        .and_then(|p| p.no_proxy.clone())
+        .unwrap_or_default();
     if user.trim() == "*" {
         return "*".to_string();
     }
     let mut set: std::collections::BTreeSet<String> =
-        ["127.0.0.1", "localhost", ".svc", ".cluster.local"].iter().map(|s| s.to_string()).collect();
+        ["127.0.0.1", "localhost", ".svc", ".cluster.local"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
     set.insert(format!("api-int.{}", ic.cluster_domain()));
     set.extend(ic.service_networks().iter().map(|n| n.to_string()));
     set.extend(ic.machine_networks().iter().map(|n| n.to_string()));
@@ -325,16 +438,26 @@ pub fn no_proxy_status(ic: &okd_installconfig::InstallConfig) -> String {
         set.insert("169.254.169.254".to_string());
         set.insert(".ec2.internal".to_string());
     }
-    set.extend(user.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from));
+    set.extend(
+        user.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from),
+    );
     set.into_iter().collect::<Vec<_>>().join(",")
 }
 
 fn cvo_overrides(ctx: &GenCtx, cluster_id: &str, ic: &okd_installconfig::InstallConfig) -> String {
-    let mut s = String::from("apiVersion: config.openshift.io/v1\nkind: ClusterVersion\nmetadata:\n  namespace: openshift-cluster-version\n  name: version\nspec:\n");
+    let mut s = String::from(
+        "apiVersion: config.openshift.io/v1\nkind: ClusterVersion\nmetadata:\n  namespace: openshift-cluster-version\n  name: version\nspec:\n",
+    );
     if ctx.target.okd {
         s.push_str("  upstream: https://amd64.origin.releases.ci.openshift.org/graph\n");
     }
-    s.push_str(&format!("  channel: {}\n  clusterID: {cluster_id}\n", ctx.target.channel()));
+    s.push_str(&format!(
+        "  channel: {}\n  clusterID: {cluster_id}\n",
+        ctx.target.channel()
+    ));
     if let Some(caps) = &ic.capabilities {
         let v = serde_json::to_value(caps).unwrap_or(Value::Null);
         let body = okd_types::goyaml::to_string(&json!({"capabilities": v}));
@@ -414,9 +537,16 @@ impl Asset for OpenshiftManifests {
     }
 
     fn load(dir: &AssetDir, _: &GenCtx) -> Result<Option<Self>, AssetError> {
-        let files: Vec<AssetFile> =
-            dir.read_dir_files("openshift", MANIFEST_EXTS)?.into_iter().filter(|f| !is_machine_manifest(&f.filename)).collect();
-        Ok(if files.is_empty() { None } else { Some(OpenshiftManifests(FileListAsset { file_list: files })) })
+        let files: Vec<AssetFile> = dir
+            .read_dir_files("openshift", MANIFEST_EXTS)?
+            .into_iter()
+            .filter(|f| !is_machine_manifest(&f.filename))
+            .collect();
+        Ok(if files.is_empty() {
+            None
+        } else {
+            Some(OpenshiftManifests(FileListAsset { file_list: files }))
+        })
     }
 }
 
@@ -453,7 +583,11 @@ impl Asset for CvoIgnore {
         let mut all: Vec<&AssetFile> = Vec::new();
         all.extend(&p.get::<CommonManifests>().0.file_list);
         all.extend(&p.get::<OpenshiftManifests>().0.file_list);
-        all.extend(&p.get::<crate::machines::OpenshiftInstallManifests>().0.file_list);
+        all.extend(
+            &p.get::<crate::machines::OpenshiftInstallManifests>()
+                .0
+                .file_list,
+        );
         all.extend(&p.get::<crate::machines::MasterMachines>().0.file_list);
         all.extend(&p.get::<crate::machines::WorkerMachines>().0.file_list);
         let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
@@ -462,15 +596,31 @@ impl Asset for CvoIgnore {
         for f in &all {
             let doc: Value = match serde_yaml_ng::from_slice(&f.data) {
                 Ok(v) => v,
-                Err(e) => return Err(AssetError::BadFile { path: f.filename.clone().into(), message: format!("cannot parse manifest: {e}") }),
+                Err(e) => {
+                    return Err(AssetError::BadFile {
+                        path: f.filename.clone().into(),
+                        message: format!("cannot parse manifest: {e}"),
+                    });
+                }
             };
             if f.filename == "manifests/cvo-overrides.yaml" {
                 cvo = Some(doc);
                 continue;
             }
             let s = |k: &str| doc.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-            let meta = |k: &str| doc.get("metadata").and_then(|m| m.get(k)).and_then(Value::as_str).unwrap_or("").to_string();
-            let (group, kind, ns, name) = (api_group(&s("apiVersion")).to_string(), s("kind"), meta("namespace"), meta("name"));
+            let meta = |k: &str| {
+                doc.get("metadata")
+                    .and_then(|m| m.get(k))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            let (group, kind, ns, name) = (
+                api_group(&s("apiVersion")).to_string(),
+                s("kind"),
+                meta("namespace"),
+                meta("name"),
+            );
             let key = format!("{group} |! {kind} |! {ns} |! {name}");
             if let Some(prev) = seen.insert(key, f.filename.clone()) {
                 return Err(AssetError::Invalid(format!(
@@ -480,15 +630,24 @@ impl Asset for CvoIgnore {
             }
             overrides.push(json!({"group": group, "kind": kind, "name": name, "namespace": ns, "unmanaged": true}));
         }
-        let mut cvo = cvo.ok_or_else(|| AssetError::Invalid("manifests/cvo-overrides.yaml is missing from the manifests".into()))?;
-        let original = cvo.get("spec").and_then(|s| s.get("overrides")).cloned().unwrap_or(Value::Null);
+        let mut cvo = cvo.ok_or_else(|| {
+            AssetError::Invalid("manifests/cvo-overrides.yaml is missing from the manifests".into())
+        })?;
+        let original = cvo
+            .get("spec")
+            .and_then(|s| s.get("overrides"))
+            .cloned()
+            .unwrap_or(Value::Null);
         if let Value::Array(user) = &original {
             overrides.extend(user.iter().cloned());
         }
         cvo["spec"]["overrides"] = Value::Array(overrides);
         let patch = okd_types::gojson::to_string(&json!({"spec": {"overrides": original}}));
         Ok(CvoIgnore {
-            file_list: vec![AssetFile::new("manifests/cvo-overrides.yaml", yaml(&cvo)), AssetFile::new("original_cvo_overrides.patch", patch)],
+            file_list: vec![
+                AssetFile::new("manifests/cvo-overrides.yaml", yaml(&cvo)),
+                AssetFile::new("original_cvo_overrides.patch", patch),
+            ],
         })
     }
 }

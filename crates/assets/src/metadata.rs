@@ -66,7 +66,9 @@ impl Asset for ClusterMetadata {
             feature_set: ctx.target.metadata_has_feature_set().then_some(fs.as_str()),
             custom_feature_set: ctx.target.metadata_has_feature_set().then_some(Value::Null),
         };
-        Ok(ClusterMetadata { file: AssetFile::new(METADATA_FILE, okd_types::gojson::to_string(&m)) })
+        Ok(ClusterMetadata {
+            file: AssetFile::new(METADATA_FILE, okd_types::gojson::to_string(&m)),
+        })
     }
 
     fn files(&self) -> Vec<AssetFile> {
@@ -74,6 +76,8 @@ impl Asset for ClusterMetadata {
     }
 
     fn load(dir: &AssetDir, _: &GenCtx) -> Result<Option<Self>, AssetError> {
-        Ok(dir.read(METADATA_FILE)?.map(|d| ClusterMetadata { file: AssetFile::new(METADATA_FILE, d) }))
+        Ok(dir.read(METADATA_FILE)?.map(|d| ClusterMetadata {
+            file: AssetFile::new(METADATA_FILE, d),
+        }))
     }
 }

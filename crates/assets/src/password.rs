@@ -66,7 +66,11 @@ impl Asset for KubeadminPassword {
         let hash = bcrypt::hash_with_result(&password, bcrypt::DEFAULT_COST)
             .map_err(|e| AssetError::Invalid(format!("hashing the kubeadmin password: {e}")))?
             .format_for_version(bcrypt::Version::TwoA);
-        Ok(KubeadminPassword { file: AssetFile::new(PASSWORD_FILE, password.clone()), password, password_hash: hash.into_bytes() })
+        Ok(KubeadminPassword {
+            file: AssetFile::new(PASSWORD_FILE, password.clone()),
+            password,
+            password_hash: hash.into_bytes(),
+        })
     }
 
     fn files(&self) -> Vec<AssetFile> {
@@ -81,10 +85,20 @@ impl Asset for KubeadminPassword {
         };
         let hash = String::from_utf8_lossy(&hash).trim().to_string();
         if !hash.starts_with("$2") {
-            return Err(AssetError::BadFile { path: "tls/kubeadmin-password.hash".into(), message: "not a bcrypt hash (must start with $2)".into() });
+            return Err(AssetError::BadFile {
+                path: "tls/kubeadmin-password.hash".into(),
+                message: "not a bcrypt hash (must start with $2)".into(),
+            });
         }
-        let password = dir.read("tls/kubeadmin-password")?.map(|p| String::from_utf8_lossy(&p).trim().to_string()).unwrap_or_default();
-        Ok(Some(KubeadminPassword { file: AssetFile::new(PASSWORD_FILE, password.clone()), password, password_hash: hash.into_bytes() }))
+        let password = dir
+            .read("tls/kubeadmin-password")?
+            .map(|p| String::from_utf8_lossy(&p).trim().to_string())
+            .unwrap_or_default();
+        Ok(Some(KubeadminPassword {
+            file: AssetFile::new(PASSWORD_FILE, password.clone()),
+            password,
+            password_hash: hash.into_bytes(),
+        }))
     }
 }
 

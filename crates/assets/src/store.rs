@@ -136,7 +136,9 @@ fn files_of<T: Asset>(a: &dyn Any) -> Vec<AssetFile> {
 }
 
 fn state_of<T: Asset>(a: &dyn Any) -> serde_json::Value {
-    a.downcast_ref::<T>().map(|t| serde_json::to_value(t).expect("assets serialize")).unwrap_or(serde_json::Value::Null)
+    a.downcast_ref::<T>()
+        .map(|t| serde_json::to_value(t).expect("assets serialize"))
+        .unwrap_or(serde_json::Value::Null)
 }
 
 /// Read access to the fetched parents of the asset being generated.
@@ -156,7 +158,12 @@ impl Parents<'_> {
             .get(&TypeId::of::<T>())
             .and_then(|e| e.asset.as_ref())
             .and_then(|a| a.downcast_ref::<T>())
-            .unwrap_or_else(|| panic!("asset {} used before it was fetched: add it to dependencies()", T::NAME))
+            .unwrap_or_else(|| {
+                panic!(
+                    "asset {} used before it was fetched: add it to dependencies()",
+                    T::NAME
+                )
+            })
     }
 }
 
@@ -172,10 +179,18 @@ impl<'c> Store<'c> {
     /// Opens the store: reads the state file if present.
     pub fn open(dir: AssetDir, ctx: &'c GenCtx) -> Result<Self, AssetError> {
         let state = match dir.read(STATE_FILE)? {
-            Some(bytes) => serde_json::from_slice(&bytes).map_err(|source| AssetError::State { key: STATE_FILE.to_string(), source })?,
+            Some(bytes) => serde_json::from_slice(&bytes).map_err(|source| AssetError::State {
+                key: STATE_FILE.to_string(),
+                source,
+            })?,
             None => BTreeMap::new(),
         };
-        Ok(Store { dir, ctx, state, entries: HashMap::new() })
+        Ok(Store {
+            dir,
+            ctx,
+            state,
+            entries: HashMap::new(),
+        })
     }
 
     /// The asset directory.
@@ -210,7 +225,10 @@ impl<'c> Store<'c> {
     /// file and purges consumed inputs that are not among `preserved`.
     pub fn fetch(&mut self, target: Dep, preserved: &[Dep]) -> Result<(), AssetError> {
         debug!("Fetching {}...", target.name);
-        let wrap = |e: AssetError| AssetError::Fetch { name: target.name, source: Box::new(e) };
+        let wrap = |e: AssetError| AssetError::Fetch {
+            name: target.name,
+            source: Box::new(e),
+        };
         (target.load)(self, 0).map_err(wrap)?;
         (target.fetch)(self, 0).map_err(wrap)?;
         self.save_state().map_err(wrap)?;
@@ -220,7 +238,10 @@ impl<'c> Store<'c> {
 
     /// The fetched asset of type `T`.
     pub fn get<T: Asset>(&self) -> Option<&T> {
-        self.entries.get(&TypeId::of::<T>()).and_then(|e| e.asset.as_ref()).and_then(|a| a.downcast_ref::<T>())
+        self.entries
+            .get(&TypeId::of::<T>())
+            .and_then(|e| e.asset.as_ref())
+            .and_then(|a| a.downcast_ref::<T>())
     }
 
     /// Writes the files of the fetched asset `target` (0640, directories 0750).
@@ -230,7 +251,12 @@ impl<'c> Store<'c> {
         let a = e.asset.as_ref().expect("persist after fetch");
         let mut names = Vec::new();
         for f in (e.files)(a.as_ref()) {
-            self.dir.write(&f.filename, &f.data, FILE_MODE).map_err(|err| AssetError::Persist { name: e.name, source: Box::new(err) })?;
+            self.dir
+                .write(&f.filename, &f.data, FILE_MODE)
+                .map_err(|err| AssetError::Persist {
+                    name: e.name,
+                    source: Box::new(err),
+                })?;
             names.push(f.filename);
         }
         Ok(names)
@@ -242,7 +268,8 @@ impl<'c> Store<'c> {
                 continue;
             }
             if let Some(a) = &e.asset {
-                self.state.insert(e.state_key.to_string(), (e.to_state)(a.as_ref()));
+                self.state
+                    .insert(e.state_key.to_string(), (e.to_state)(a.as_ref()));
             }
         }
         let bytes = okd_types::gojson::to_string_pretty(&self.state, "    ");
@@ -293,7 +320,11 @@ fn load_asset<T: Asset>(store: &mut Store<'_>, depth: usize) -> Result<(), Asset
         }
     }
     let on_disk = if T::WRITABLE {
-        T::load(&store.dir, store.ctx).map_err(|e| AssetError::Step { step: "load", name: T::NAME, source: Box::new(e) })?
+        T::load(&store.dir, store.ctx).map_err(|e| AssetError::Step {
+            step: "load",
+            name: T::NAME,
+            source: Box::new(e),
+        })?
     } else {
         None
     };
@@ -301,18 +332,30 @@ fn load_asset<T: Asset>(store: &mut Store<'_>, depth: usize) -> Result<(), Asset
     let mut from_state: Option<T> = None;
     if !any_parents_dirty {
         if let Some(raw) = store.state.get(T::STATE_KEY) {
-            from_state = Some(serde_json::from_value(raw.clone()).map_err(|source| AssetError::State { key: T::STATE_KEY.to_string(), source })?);
+            from_state =
+                Some(
+                    serde_json::from_value(raw.clone()).map_err(|source| AssetError::State {
+                        key: T::STATE_KEY.to_string(),
+                        source,
+                    })?,
+                );
         }
     }
     let (asset, source): (Option<T>, Source) = if any_parents_dirty {
         if present_on_disk {
-            warn!("Discarding the {} that was provided in the target directory because its dependencies are dirty and it needs to be regenerated", T::NAME);
+            warn!(
+                "Discarding the {} that was provided in the target directory because its dependencies are dirty and it needs to be regenerated",
+                T::NAME
+            );
         }
         (None, Source::Unfetched)
     } else {
         match (on_disk, from_state) {
             (Some(d), Some(s)) => {
-                debug!("{ind}Loading {} from both state file and target directory", T::NAME);
+                debug!(
+                    "{ind}Loading {} from both state file and target directory",
+                    T::NAME
+                );
                 if d.same_as(&s) {
                     debug!("{ind}On-disk {} matches asset in state file", T::NAME);
                     (Some(s), Source::StateFile)
@@ -360,12 +403,20 @@ fn fetch_asset<T: Asset>(store: &mut Store<'_>, depth: usize) -> Result<(), Asse
     }
     for d in T::dependencies() {
         debug!("{}Fetching {}...", indent(depth + 1), d.name);
-        (d.fetch)(store, depth + 1).map_err(|e| AssetError::Step { step: "fetch dependency of", name: T::NAME, source: Box::new(e) })?;
+        (d.fetch)(store, depth + 1).map_err(|e| AssetError::Step {
+            step: "fetch dependency of",
+            name: T::NAME,
+            source: Box::new(e),
+        })?;
     }
     debug!("{ind}Generating {}...", T::NAME);
     let generated = {
         let parents = Parents { store: &*store };
-        T::generate(store.ctx, &parents).map_err(|e| AssetError::Step { step: "generate", name: T::NAME, source: Box::new(e) })?
+        T::generate(store.ctx, &parents).map_err(|e| AssetError::Step {
+            step: "generate",
+            name: T::NAME,
+            source: Box::new(e),
+        })?
     };
     let e = store.entries.get_mut(&id).expect("loaded above");
     e.asset = Some(Box::new(generated));

@@ -8,7 +8,9 @@ use tracing::info;
 use crate::ctx::GenCtx;
 use crate::dir::AssetDir;
 use crate::error::AssetError;
-use crate::ignition::{BootstrapIgnition, MasterIgnition, SingleNodeBootstrapInPlace, WorkerIgnition};
+use crate::ignition::{
+    BootstrapIgnition, MasterIgnition, SingleNodeBootstrapInPlace, WorkerIgnition,
+};
 use crate::installconfig::InstallConfigAsset;
 use crate::kubeconfig::AdminClient;
 use crate::machines::{MasterMachines, OpenshiftInstallManifests, WorkerMachines};
@@ -76,7 +78,9 @@ impl Target {
             .split('-')
             .map(|w| {
                 let mut c = w.chars();
-                c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
+                c.next()
+                    .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+                    .unwrap_or_default()
             })
             .collect::<Vec<_>>()
             .join("-")
@@ -86,7 +90,12 @@ impl Target {
 /// Runs one `create` target on `dir`: sizes the key pool, fetches each target
 /// asset (saving state and consuming inputs), writes the target files, and logs
 /// `<Title> created in: <dirs>`. Returns the files written (relative paths).
-pub fn create(dir: &AssetDir, ctx: &mut GenCtx, target: Target, key_threads: usize) -> Result<Vec<String>, AssetError> {
+pub fn create(
+    dir: &AssetDir,
+    ctx: &mut GenCtx,
+    target: Target,
+    key_threads: usize,
+) -> Result<Vec<String>, AssetError> {
     let targets = target.assets();
     {
         let probe = Store::open(dir.clone(), ctx)?;
@@ -101,7 +110,11 @@ pub fn create(dir: &AssetDir, ctx: &mut GenCtx, target: Target, key_threads: usi
     for t in &targets {
         written.extend(store.persist(*t)?);
     }
-    info!("{} created in: {}", target.title(), created_in(dir, &written));
+    info!(
+        "{} created in: {}",
+        target.title(),
+        created_in(dir, &written)
+    );
     Ok(written)
 }
 
@@ -131,9 +144,18 @@ mod tests {
     #[test]
     fn titles_match_openshift_install() {
         assert_eq!(Target::IgnitionConfigs.title(), "Ignition-Configs");
-        assert_eq!(Target::SingleNodeIgnitionConfig.title(), "Single-Node-Ignition-Config");
+        assert_eq!(
+            Target::SingleNodeIgnitionConfig.title(),
+            "Single-Node-Ignition-Config"
+        );
         let d = AssetDir::new("W");
-        assert_eq!(created_in(&d, &["bootstrap.ign".into(), "auth/kubeconfig".into()]), "W and W/auth");
-        assert_eq!(created_in(&d, &["manifests/a".into(), "openshift/b".into()]), "W/manifests and W/openshift");
+        assert_eq!(
+            created_in(&d, &["bootstrap.ign".into(), "auth/kubeconfig".into()]),
+            "W and W/auth"
+        );
+        assert_eq!(
+            created_in(&d, &["manifests/a".into(), "openshift/b".into()]),
+            "W/manifests and W/openshift"
+        );
     }
 }

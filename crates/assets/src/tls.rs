@@ -72,20 +72,36 @@ impl CertKeyAsset {
     /// Rebuilds the signing material (certificate + key) of a CA, e.g. one read
     /// back from the state file.
     pub fn to_pki(&self, what: &str) -> Result<CertKey, AssetError> {
-        let err = |source| AssetError::Pki { what: what.to_string(), source };
+        let err = |source| AssetError::Pki {
+            what: what.to_string(),
+            source,
+        };
         let pem = okd_pki::first_cert_of_bundle(self.cert_pem()).unwrap_or_default();
         let info = okd_pki::parse_certs(&pem).map_err(err)?;
-        let info = info.first().ok_or_else(|| AssetError::Invalid(format!("{what}: no certificate in state")))?;
-        let der = pem_to_der(&pem).ok_or_else(|| AssetError::Invalid(format!("{what}: certificate PEM is not base64")))?;
+        let info = info
+            .first()
+            .ok_or_else(|| AssetError::Invalid(format!("{what}: no certificate in state")))?;
+        let der = pem_to_der(&pem)
+            .ok_or_else(|| AssetError::Invalid(format!("{what}: certificate PEM is not base64")))?;
         let key = RsaKey::from_pem(self.key_pem()).map_err(err)?;
-        Ok(CertKey { cert: Certificate { der, pem, not_before: info.not_before, not_after: info.not_after }, key })
+        Ok(CertKey {
+            cert: Certificate {
+                der,
+                pem,
+                not_before: info.not_before,
+                not_after: info.not_after,
+            },
+            key,
+        })
     }
 }
 
 fn pem_to_der(pem: &str) -> Option<Vec<u8>> {
     use base64::Engine as _;
     let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
-    base64::engine::general_purpose::STANDARD.decode(body.trim()).ok()
+    base64::engine::general_purpose::STANDARD
+        .decode(body.trim())
+        .ok()
 }
 
 /// A bundle of CA certificates: `{"BundleRaw": b64(PEM...), "FileList": [...]}` (`cabundle.go`).
@@ -102,7 +118,10 @@ pub struct CertBundleAsset {
 impl CertBundleAsset {
     fn new(base: &str, pems: &[&str]) -> Self {
         let raw: String = pems.concat();
-        CertBundleAsset { file_list: vec![AssetFile::new(format!("tls/{base}.crt"), raw.clone())], bundle_raw: raw.into_bytes() }
+        CertBundleAsset {
+            file_list: vec![AssetFile::new(format!("tls/{base}.crt"), raw.clone())],
+            bundle_raw: raw.into_bytes(),
+        }
     }
 
     /// The bundle PEM.
@@ -131,10 +150,17 @@ impl CaCert for CertBundleAsset {
 
 fn ca_config(cn: &str, ou: &str, validity: Duration) -> CertConfig {
     CertConfig {
-        subject: vec![(NameAttr::OrganizationalUnit, ou.to_string()), (NameAttr::CommonName, cn.to_string())],
+        subject: vec![
+            (NameAttr::OrganizationalUnit, ou.to_string()),
+            (NameAttr::CommonName, cn.to_string()),
+        ],
         dns_names: Vec::new(),
         ip_addresses: Vec::new(),
-        key_usage: KeyUsage { digital_signature: true, key_encipherment: true, cert_sign: true },
+        key_usage: KeyUsage {
+            digital_signature: true,
+            key_encipherment: true,
+            cert_sign: true,
+        },
         ext_key_usage: Vec::new(),
         validity,
         is_ca: true,
@@ -149,15 +175,34 @@ fn leaf_config(
     validity: Duration,
     sans: (Vec<String>, Vec<IpAddr>),
 ) -> CertConfig {
-    let mut subject: Vec<(NameAttr, String)> = orgs.iter().map(|o| (NameAttr::Organization, o.to_string())).collect();
+    let mut subject: Vec<(NameAttr, String)> = orgs
+        .iter()
+        .map(|o| (NameAttr::Organization, o.to_string()))
+        .collect();
     subject.push((NameAttr::CommonName, cn.to_string()));
-    CertConfig { subject, dns_names: sans.0, ip_addresses: sans.1, key_usage, ext_key_usage: eku.to_vec(), validity, is_ca: false }
+    CertConfig {
+        subject,
+        dns_names: sans.0,
+        ip_addresses: sans.1,
+        key_usage,
+        ext_key_usage: eku.to_vec(),
+        validity,
+        is_ca: false,
+    }
 }
 
 /// Leaf key usage: digital signature and key encipherment.
-const DS_KE: KeyUsage = KeyUsage { digital_signature: true, key_encipherment: true, cert_sign: false };
+const DS_KE: KeyUsage = KeyUsage {
+    digital_signature: true,
+    key_encipherment: true,
+    cert_sign: false,
+};
 /// No KeyUsage extension at all (the machine-config-server certificate).
-const NO_KU: KeyUsage = KeyUsage { digital_signature: false, key_encipherment: false, cert_sign: false };
+const NO_KU: KeyUsage = KeyUsage {
+    digital_signature: false,
+    key_encipherment: false,
+    cert_sign: false,
+};
 
 fn no_sans(_: &Parents<'_>) -> (Vec<String>, Vec<IpAddr>) {
     (Vec::new(), Vec::new())
@@ -442,7 +487,11 @@ fn mcs_sans(p: &Parents<'_>) -> (Vec<String>, Vec<IpAddr>) {
 
 /// The API VIPs of platforms that have them (baremetal); empty for none and aws.
 pub fn api_vips(ic: &okd_installconfig::InstallConfig) -> Vec<String> {
-    ic.platform.baremetal.as_ref().map(|b| b.api_vips.clone()).unwrap_or_default()
+    ic.platform
+        .baremetal
+        .as_ref()
+        .map(|b| b.api_vips.clone())
+        .unwrap_or_default()
 }
 
 /// A key pair without certificate: `{"Pvt": b64, "Pub": b64, "FileList": [...]}` (`keypair.go`).
@@ -507,7 +556,10 @@ impl Asset for BootstrapSshKeyPair {
     }
     fn generate(ctx: &GenCtx, _: &Parents<'_>) -> Result<Self, AssetError> {
         let key = ctx.take_key("bootstrap-ssh")?;
-        Ok(BootstrapSshKeyPair { private: key.private_pem().into_bytes(), public: key.ssh_authorized_key().into_bytes() })
+        Ok(BootstrapSshKeyPair {
+            private: key.private_pem().into_bytes(),
+            public: key.ssh_authorized_key().into_bytes(),
+        })
     }
 }
 
@@ -526,20 +578,60 @@ pub fn bootstrap_tls_files(p: &Parents<'_>) -> Vec<AssetFile> {
     v.extend(p.get::<KubeApiServerExternalLbServer>().0.file_list.clone());
     v.extend(p.get::<KubeApiServerInternalLbServer>().0.file_list.clone());
     v.extend(p.get::<KubeApiServerLbSigner>().0.file_list.clone());
-    v.extend(p.get::<KubeApiServerLocalhostCaBundle>().0.file_list.clone());
+    v.extend(
+        p.get::<KubeApiServerLocalhostCaBundle>()
+            .0
+            .file_list
+            .clone(),
+    );
     v.extend(p.get::<KubeApiServerLocalhostServer>().0.file_list.clone());
     v.extend(p.get::<KubeApiServerLocalhostSigner>().0.file_list.clone());
-    v.extend(p.get::<KubeApiServerServiceNetworkCaBundle>().0.file_list.clone());
-    v.extend(p.get::<KubeApiServerServiceNetworkServer>().0.file_list.clone());
-    v.extend(p.get::<KubeApiServerServiceNetworkSigner>().0.file_list.clone());
+    v.extend(
+        p.get::<KubeApiServerServiceNetworkCaBundle>()
+            .0
+            .file_list
+            .clone(),
+    );
+    v.extend(
+        p.get::<KubeApiServerServiceNetworkServer>()
+            .0
+            .file_list
+            .clone(),
+    );
+    v.extend(
+        p.get::<KubeApiServerServiceNetworkSigner>()
+            .0
+            .file_list
+            .clone(),
+    );
     v.extend(p.get::<KubeApiServerCompleteCaBundle>().0.file_list.clone());
-    v.extend(p.get::<KubeApiServerCompleteClientCaBundle>().0.file_list.clone());
-    v.extend(p.get::<KubeApiServerToKubeletCaBundle>().0.file_list.clone());
+    v.extend(
+        p.get::<KubeApiServerCompleteClientCaBundle>()
+            .0
+            .file_list
+            .clone(),
+    );
+    v.extend(
+        p.get::<KubeApiServerToKubeletCaBundle>()
+            .0
+            .file_list
+            .clone(),
+    );
     v.extend(p.get::<KubeApiServerToKubeletClient>().0.file_list.clone());
     v.extend(p.get::<KubeApiServerToKubeletSigner>().0.file_list.clone());
     v.extend(p.get::<KubeControlPlaneCaBundle>().0.file_list.clone());
-    v.extend(p.get::<KubeControlPlaneKubeControllerManagerClient>().0.file_list.clone());
-    v.extend(p.get::<KubeControlPlaneKubeSchedulerClient>().0.file_list.clone());
+    v.extend(
+        p.get::<KubeControlPlaneKubeControllerManagerClient>()
+            .0
+            .file_list
+            .clone(),
+    );
+    v.extend(
+        p.get::<KubeControlPlaneKubeSchedulerClient>()
+            .0
+            .file_list
+            .clone(),
+    );
     v.extend(p.get::<KubeControlPlaneSigner>().0.file_list.clone());
     v.extend(p.get::<KubeletBootstrapCaBundle>().0.file_list.clone());
     v.extend(p.get::<KubeletClientCaBundle>().0.file_list.clone());

@@ -23,7 +23,14 @@ pub const OKD_45: &str = "quay.io/openshift/okd:4.5.0-0.okd-2020-08-12-020541";
 /// A fresh temp dir holding `examples/<name>/install-config.yaml`.
 pub fn example_dir(name: &str) -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
-    std::fs::copy(repo().join("examples").join(name).join("install-config.yaml"), d.path().join("install-config.yaml")).unwrap();
+    std::fs::copy(
+        repo()
+            .join("examples")
+            .join(name)
+            .join("install-config.yaml"),
+        d.path().join("install-config.yaml"),
+    )
+    .unwrap();
     d
 }
 
@@ -55,7 +62,11 @@ pub fn tool(name: &str, paths: &[&str]) -> Option<PathBuf> {
             return Some(PathBuf::from(p));
         }
     }
-    if let Ok(out) = Command::new("sh").arg("-c").arg(format!("command -v {name}")).output() {
+    if let Ok(out) = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {name}"))
+        .output()
+    {
         let s = String::from_utf8_lossy(&out.stdout).trim().to_string();
         if out.status.success() && !s.is_empty() {
             return Some(PathBuf::from(s));
@@ -77,14 +88,18 @@ pub fn read_ign(path: &Path) -> Value {
 pub fn decode_data_url(src: &str) -> Vec<u8> {
     let (meta, data) = src.strip_prefix("data:").unwrap().split_once(',').unwrap();
     if meta.ends_with(";base64") {
-        base64::engine::general_purpose::STANDARD.decode(data).unwrap()
+        base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .unwrap()
     } else {
         let b = data.as_bytes();
         let mut out = Vec::new();
         let mut i = 0;
         while i < b.len() {
             if b[i] == b'%' {
-                out.push(u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap(), 16).unwrap());
+                out.push(
+                    u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap(), 16).unwrap(),
+                );
                 i += 3;
             } else {
                 out.push(b[i]);
@@ -98,13 +113,22 @@ pub fn decode_data_url(src: &str) -> Vec<u8> {
 /// The storage files of an Ignition config: path → (mode, contents, append?).
 pub fn ign_files(ign: &Value) -> BTreeMap<String, (u32, Vec<u8>, bool)> {
     let mut m = BTreeMap::new();
-    for f in ign.pointer("/storage/files").and_then(Value::as_array).cloned().unwrap_or_default() {
+    for f in ign
+        .pointer("/storage/files")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+    {
         let path = f["path"].as_str().unwrap().to_string();
         let mode = f["mode"].as_u64().unwrap_or(0) as u32;
         if let Some(src) = f.pointer("/contents/source").and_then(Value::as_str) {
             m.insert(path, (mode, decode_data_url(src), false));
         } else if let Some(app) = f.get("append").and_then(Value::as_array) {
-            let data = app.iter().filter_map(|a| a["source"].as_str()).flat_map(decode_data_url).collect();
+            let data = app
+                .iter()
+                .filter_map(|a| a["source"].as_str())
+                .flat_map(decode_data_url)
+                .collect();
             m.insert(path, (mode, data, true));
         } else {
             m.insert(path, (mode, Vec::new(), false));
@@ -121,7 +145,10 @@ pub fn mode(p: &Path) -> u32 {
 /// Every file and directory below `dir`, relative, sorted (directories end in `/`).
 pub fn tree(dir: &Path) -> Vec<String> {
     fn walk(base: &Path, d: &Path, out: &mut Vec<String>) {
-        let mut ents: Vec<_> = std::fs::read_dir(d).unwrap().filter_map(|e| e.ok()).collect();
+        let mut ents: Vec<_> = std::fs::read_dir(d)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .collect();
         ents.sort_by_key(|e| e.file_name());
         for e in ents {
             let rel = e.path().strip_prefix(base).unwrap().display().to_string();
@@ -145,5 +172,7 @@ pub fn reference_rows(file: &str) -> Vec<Vec<String>> {
     if file != "ignition-index.tsv" {
         lines.next();
     }
-    lines.map(|l| l.split('\t').map(String::from).collect()).collect()
+    lines
+        .map(|l| l.split('\t').map(String::from).collect())
+        .collect()
 }
