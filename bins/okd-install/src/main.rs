@@ -56,7 +56,7 @@ enum Cmd {
 #[derive(Subcommand, Debug)]
 enum CreateCmd {
     /// Generates the Install Config asset.
-    InstallConfig(interactive::InstallConfigOpts),
+    InstallConfig(Box<interactive::InstallConfigOpts>),
     /// Generates the Kubernetes manifests.
     Manifests,
     /// Generates the Ignition Config asset.
@@ -117,10 +117,10 @@ fn release_context(cli: &Cli) -> anyhow::Result<GenCtx> {
         None => target.ignition_spec(),
     };
     let mut ctx = GenCtx::new(image, target, spec);
-    if let Ok(inv) = std::env::var("OPENSHIFT_INSTALL_INVOKER") {
-        if !inv.is_empty() {
-            ctx.invoker = inv;
-        }
+    if let Ok(inv) = std::env::var("OPENSHIFT_INSTALL_INVOKER")
+        && !inv.is_empty()
+    {
+        ctx.invoker = inv;
     }
     Ok(ctx)
 }
@@ -152,7 +152,7 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
         Cmd::Create(c) => {
             let target = match c {
                 CreateCmd::InstallConfig(opts) => {
-                    interactive::install(opts.clone());
+                    interactive::install((**opts).clone());
                     Target::InstallConfig
                 }
                 CreateCmd::Manifests => Target::Manifests,

@@ -330,16 +330,14 @@ fn load_asset<T: Asset>(store: &mut Store<'_>, depth: usize) -> Result<(), Asset
     };
     let present_on_disk = on_disk.is_some();
     let mut from_state: Option<T> = None;
-    if !any_parents_dirty {
-        if let Some(raw) = store.state.get(T::STATE_KEY) {
-            from_state =
-                Some(
-                    serde_json::from_value(raw.clone()).map_err(|source| AssetError::State {
-                        key: T::STATE_KEY.to_string(),
-                        source,
-                    })?,
-                );
-        }
+    if !any_parents_dirty && let Some(raw) = store.state.get(T::STATE_KEY) {
+        from_state =
+            Some(
+                serde_json::from_value(raw.clone()).map_err(|source| AssetError::State {
+                    key: T::STATE_KEY.to_string(),
+                    source,
+                })?,
+            );
     }
     let (asset, source): (Option<T>, Source) = if any_parents_dirty {
         if present_on_disk {

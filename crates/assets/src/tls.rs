@@ -458,7 +458,7 @@ fn service_network_sans(p: &Parents<'_>) -> (Vec<String>, Vec<IpAddr>) {
         .config
         .service_networks()
         .first()
-        .map(|net| first_host(net))
+        .map(first_host)
         .into_iter()
         .collect();
     (names.iter().map(|s| s.to_string()).collect(), ips)

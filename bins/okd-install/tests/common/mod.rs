@@ -36,14 +36,13 @@ pub fn example_dir(name: &str) -> tempfile::TempDir {
 
 /// Runs okd-install with `args` plus `--dir dir`.
 pub fn okd(dir: &Path, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_okd-install"))
+    Command::new(env!("CARGO_BIN_EXE_okd-install"))
         .args(args)
         .arg("--dir")
         .arg(dir)
         .env_remove("OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE")
         .output()
-        .expect("run okd-install");
-    out
+        .expect("run okd-install")
 }
 
 /// Runs okd-install and asserts success, returning stderr.
