@@ -186,6 +186,14 @@ impl ReleaseTarget {
         self.minor >= 19
     }
 
+    /// Whether DNS should publish `etcd-<n>` A records and the
+    /// `_etcd-server-ssl._tcp` SRV records (infra-tools.md, cross-reference
+    /// table: a pre-4.4 requirement). Kept through 4.5 because the OKD 4.5
+    /// guides (the examples) still create them; dropped from 4.6.
+    pub fn wants_etcd_srv_records(&self) -> bool {
+        self.minor <= 5
+    }
+
     /// The update channel written to `cvo-overrides.yaml`.
     pub fn channel(&self) -> String {
         if self.okd {
