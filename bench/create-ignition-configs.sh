@@ -10,7 +10,8 @@ runs=${1:-7}
 example=${2:-examples/baremetal-single-master}
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/okd-install-ci-target}"
 command -v /usr/bin/time >/dev/null || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
-cargo build --release -q -p okd-install -p okd-pki --example keygen_floor
+cargo build --release -q -p okd-install --bin okd-install
+cargo build --release -q -p okd-pki --example keygen_floor
 bin="$CARGO_TARGET_DIR/release/okd-install"
 scratch=$(mktemp -d); trap 'rm -rf "$scratch"' EXIT
 walls=(); rss=()
