@@ -128,7 +128,18 @@ fn resolve(o: &InstallConfigOpts) -> Result<serde_json::Value, AssetError> {
             .map_err(|source| AssetError::Io { action: "reading pull secret", path: f.clone(), source })?
             .trim()
             .to_string(),
-        None if tty => ask("Pull Secret", "JSON {\"auths\":...}; a mirror login, or from console.redhat.com")?,
+        None if tty => {
+            let answer = ask("Pull Secret", "JSON {\"auths\":...} or a file holding it")?;
+            let as_path = PathBuf::from(&answer);
+            if !answer.starts_with('{') && as_path.is_file() {
+                std::fs::read_to_string(&as_path)
+                    .map_err(|source| AssetError::Io { action: "reading pull secret", path: as_path.clone(), source })?
+                    .trim()
+                    .to_string()
+            } else {
+                answer
+            }
+        }
         None => return Err(AssetError::Invalid("no install-config.yaml in the directory and stdin is not a terminal: pass --pull-secret-file".into())),
     };
     let platform_obj = match platform.as_str() {
