@@ -563,124 +563,62 @@ impl Asset for BootstrapSshKeyPair {
     }
 }
 
-/// Every TLS file that goes into bootstrap.ign under `/opt/openshift/`, in the
-/// reference order (installer.md §4.4), as `(relative path, contents)`. All are
-/// 0600 except `tls/root-ca.crt` (0644, last).
-pub fn bootstrap_tls_files(p: &Parents<'_>) -> Vec<AssetFile> {
-    let mut v: Vec<AssetFile> = Vec::new();
-    v.extend(p.get::<AdminKubeConfigCaBundle>().0.file_list.clone());
-    v.extend(p.get::<AggregatorCa>().0.file_list.clone());
-    v.extend(p.get::<AggregatorCaBundle>().0.file_list.clone());
-    v.extend(p.get::<AggregatorClient>().0.file_list.clone());
-    v.extend(p.get::<AggregatorSigner>().0.file_list.clone());
-    v.extend(p.get::<ApiServerProxy>().0.file_list.clone());
-    v.extend(p.get::<KubeApiServerLbCaBundle>().0.file_list.clone());
-    v.extend(p.get::<KubeApiServerExternalLbServer>().0.file_list.clone());
-    v.extend(p.get::<KubeApiServerInternalLbServer>().0.file_list.clone());
-    v.extend(p.get::<KubeApiServerLbSigner>().0.file_list.clone());
-    v.extend(
-        p.get::<KubeApiServerLocalhostCaBundle>()
-            .0
-            .file_list
-            .clone(),
-    );
-    v.extend(p.get::<KubeApiServerLocalhostServer>().0.file_list.clone());
-    v.extend(p.get::<KubeApiServerLocalhostSigner>().0.file_list.clone());
-    v.extend(
-        p.get::<KubeApiServerServiceNetworkCaBundle>()
-            .0
-            .file_list
-            .clone(),
-    );
-    v.extend(
-        p.get::<KubeApiServerServiceNetworkServer>()
-            .0
-            .file_list
-            .clone(),
-    );
-    v.extend(
-        p.get::<KubeApiServerServiceNetworkSigner>()
-            .0
-            .file_list
-            .clone(),
-    );
-    v.extend(p.get::<KubeApiServerCompleteCaBundle>().0.file_list.clone());
-    v.extend(
-        p.get::<KubeApiServerCompleteClientCaBundle>()
-            .0
-            .file_list
-            .clone(),
-    );
-    v.extend(
-        p.get::<KubeApiServerToKubeletCaBundle>()
-            .0
-            .file_list
-            .clone(),
-    );
-    v.extend(p.get::<KubeApiServerToKubeletClient>().0.file_list.clone());
-    v.extend(p.get::<KubeApiServerToKubeletSigner>().0.file_list.clone());
-    v.extend(p.get::<KubeControlPlaneCaBundle>().0.file_list.clone());
-    v.extend(
-        p.get::<KubeControlPlaneKubeControllerManagerClient>()
-            .0
-            .file_list
-            .clone(),
-    );
-    v.extend(
-        p.get::<KubeControlPlaneKubeSchedulerClient>()
-            .0
-            .file_list
-            .clone(),
-    );
-    v.extend(p.get::<KubeControlPlaneSigner>().0.file_list.clone());
-    v.extend(p.get::<KubeletBootstrapCaBundle>().0.file_list.clone());
-    v.extend(p.get::<KubeletClientCaBundle>().0.file_list.clone());
-    v.extend(p.get::<KubeletClient>().0.file_list.clone());
-    v.extend(p.get::<KubeletCsrSigner>().0.file_list.clone());
-    v.extend(p.get::<KubeletServingCaBundle>().0.file_list.clone());
-    v.extend(p.get::<McsCertKey>().0.file_list.clone());
-    v.extend(p.get::<ServiceAccountKeyPair>().0.file_list.clone());
-    v.extend(p.get::<JournalCertKey>().0.file_list.clone());
-    v
+/// The TLS assets whose files go into bootstrap.ign under `/opt/openshift/`,
+/// in the reference order (installer.md §4.4); one list gives both the files
+/// and the dependencies, so they cannot drift apart.
+macro_rules! bootstrap_tls {
+    ($($ty:ty),* $(,)?) => {
+        /// Every TLS file that goes into bootstrap.ign under `/opt/openshift/`, in
+        /// the reference order (installer.md §4.4). All are 0600 except
+        /// `tls/root-ca.crt` (0644, added last by the caller).
+        pub fn bootstrap_tls_files(p: &Parents<'_>) -> Vec<AssetFile> {
+            let mut v: Vec<AssetFile> = Vec::new();
+            $(v.extend(p.get::<$ty>().0.file_list.clone());)*
+            v
+        }
+
+        /// The TLS parents of bootstrap.ign: those of [`bootstrap_tls_files`] plus
+        /// the bootstrap SSH key pair and the root CA.
+        pub fn bootstrap_tls_deps() -> Vec<Dep> {
+            let mut v = vec![$(dep::<$ty>()),*];
+            v.extend([dep::<BootstrapSshKeyPair>(), dep::<RootCa>()]);
+            v
+        }
+    };
 }
 
-/// The TLS parents of bootstrap.ign, matching [`bootstrap_tls_files`].
-pub fn bootstrap_tls_deps() -> Vec<Dep> {
-    vec![
-        dep::<AdminKubeConfigCaBundle>(),
-        dep::<AggregatorCa>(),
-        dep::<AggregatorCaBundle>(),
-        dep::<AggregatorClient>(),
-        dep::<AggregatorSigner>(),
-        dep::<ApiServerProxy>(),
-        dep::<BootstrapSshKeyPair>(),
-        dep::<JournalCertKey>(),
-        dep::<KubeApiServerLbCaBundle>(),
-        dep::<KubeApiServerExternalLbServer>(),
-        dep::<KubeApiServerInternalLbServer>(),
-        dep::<KubeApiServerLbSigner>(),
-        dep::<KubeApiServerLocalhostCaBundle>(),
-        dep::<KubeApiServerLocalhostServer>(),
-        dep::<KubeApiServerLocalhostSigner>(),
-        dep::<KubeApiServerServiceNetworkCaBundle>(),
-        dep::<KubeApiServerServiceNetworkServer>(),
-        dep::<KubeApiServerServiceNetworkSigner>(),
-        dep::<KubeApiServerCompleteCaBundle>(),
-        dep::<KubeApiServerCompleteClientCaBundle>(),
-        dep::<KubeApiServerToKubeletCaBundle>(),
-        dep::<KubeApiServerToKubeletClient>(),
-        dep::<KubeApiServerToKubeletSigner>(),
-        dep::<KubeControlPlaneCaBundle>(),
-        dep::<KubeControlPlaneKubeControllerManagerClient>(),
-        dep::<KubeControlPlaneKubeSchedulerClient>(),
-        dep::<KubeControlPlaneSigner>(),
-        dep::<KubeletBootstrapCaBundle>(),
-        dep::<KubeletClientCaBundle>(),
-        dep::<KubeletClient>(),
-        dep::<KubeletCsrSigner>(),
-        dep::<KubeletServingCaBundle>(),
-        dep::<McsCertKey>(),
-        dep::<RootCa>(),
-        dep::<ServiceAccountKeyPair>(),
-    ]
-}
+bootstrap_tls!(
+    AdminKubeConfigCaBundle,
+    AggregatorCa,
+    AggregatorCaBundle,
+    AggregatorClient,
+    AggregatorSigner,
+    ApiServerProxy,
+    KubeApiServerLbCaBundle,
+    KubeApiServerExternalLbServer,
+    KubeApiServerInternalLbServer,
+    KubeApiServerLbSigner,
+    KubeApiServerLocalhostCaBundle,
+    KubeApiServerLocalhostServer,
+    KubeApiServerLocalhostSigner,
+    KubeApiServerServiceNetworkCaBundle,
+    KubeApiServerServiceNetworkServer,
+    KubeApiServerServiceNetworkSigner,
+    KubeApiServerCompleteCaBundle,
+    KubeApiServerCompleteClientCaBundle,
+    KubeApiServerToKubeletCaBundle,
+    KubeApiServerToKubeletClient,
+    KubeApiServerToKubeletSigner,
+    KubeControlPlaneCaBundle,
+    KubeControlPlaneKubeControllerManagerClient,
+    KubeControlPlaneKubeSchedulerClient,
+    KubeControlPlaneSigner,
+    KubeletBootstrapCaBundle,
+    KubeletClientCaBundle,
+    KubeletClient,
+    KubeletCsrSigner,
+    KubeletServingCaBundle,
+    McsCertKey,
+    ServiceAccountKeyPair,
+    JournalCertKey,
+);
