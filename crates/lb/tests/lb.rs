@@ -1,0 +1,643 @@
+//! Load balancer behaviour on loopback: balancing, failover, removal, HTTPS
+//! health checks, bind errors and metrics.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use okd_lb::{Backend, Balance, Frontend, HealthCheck, LbError, LoadBalancer, frontends_for};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::task::JoinHandle;
+
+fn lo(ip: &str) -> SocketAddr {
+    SocketAddr::new(ip.parse().unwrap(), 0)
+}
+
+/// An echo server that first sends `<tag>\n`; aborting the handle closes the
+/// listener (new connections are refused).
+struct Echo {
+    addr: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Echo {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn echo(tag: &str) -> Echo {
+    let l = TcpListener::bind(lo("127.0.0.1")).await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let tag = tag.to_string();
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = l.accept().await else {
+                continue;
+            };
+            let tag = tag.clone();
+            tokio::spawn(async move {
+                if s.write_all(format!("{tag}\n").as_bytes()).await.is_err() {
+                    return;
+                }
+                let (mut r, mut w) = s.split();
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+            });
+        }
+    });
+    Echo { addr, task }
+}
+
+/// Connects from `src` (a 127.0.0.x address) through the LB, returns the
+/// backend tag after a successful echo round trip.
+async fn ask(lb: SocketAddr, src: IpAddr) -> Result<String, String> {
+    let sock = TcpSocket::new_v4().map_err(|e| e.to_string())?;
+    sock.bind(SocketAddr::new(src, 0))
+        .map_err(|e| e.to_string())?;
+    let s = tokio::time::timeout(Duration::from_secs(3), sock.connect(lb))
+        .await
+        .map_err(|_| "connect timeout".to_string())?
+        .map_err(|e| e.to_string())?;
+    let mut s = BufReader::new(s);
+    let mut tag = String::new();
+    tokio::time::timeout(Duration::from_secs(3), s.read_line(&mut tag))
+        .await
+        .map_err(|_| "tag timeout".to_string())?
+        .map_err(|e| e.to_string())?;
+    if tag.is_empty() {
+        return Err("closed without data".into());
+    }
+    s.get_mut()
+        .write_all(b"ping\n")
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut back = String::new();
+    tokio::time::timeout(Duration::from_secs(3), s.read_line(&mut back))
+        .await
+        .map_err(|_| "echo timeout".to_string())?
+        .map_err(|e| e.to_string())?;
+    if back != "ping\n" {
+        return Err(format!("bad echo {back:?}"));
+    }
+    Ok(tag.trim().to_string())
+}
+
+fn fast(check: HealthCheck) -> HealthCheck {
+    check
+        .every(Duration::from_millis(200), Duration::from_millis(200))
+        .rise_fall(2, 2)
+}
+
+fn localhost() -> IpAddr {
+    "127.0.0.1".parse().unwrap()
+}
+
+#[tokio::test]
+async fn source_affinity_is_stable_and_spreads_clients() {
+    let a = echo("a").await;
+    let b = echo("b").await;
+    let fe = Frontend {
+        name: "api".into(),
+        bind: lo("127.0.0.1"),
+        backends: vec![Backend::new("a", a.addr), Backend::new("b", b.addr)],
+        check: HealthCheck::none(),
+        balance: Balance::Source,
+    };
+    let lb = LoadBalancer::start(vec![fe]).await.unwrap();
+    let addr = lb.local_addr("api").unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for last in 1..=12u8 {
+        let src: IpAddr = format!("127.0.0.{last}").parse().unwrap();
+        let first = ask(addr, src).await.unwrap();
+        for _ in 0..4 {
+            assert_eq!(ask(addr, src).await.unwrap(), first, "client {src} moved");
+        }
+        seen.insert(first);
+    }
+    assert_eq!(seen.len(), 2, "12 client addresses all went to {seen:?}");
+    let st = lb.snapshot();
+    let total: u64 = st.frontends[0]
+        .backends
+        .iter()
+        .map(|b| b.connections_total)
+        .sum();
+    assert_eq!(total, 60);
+    lb.shutdown().await;
+}
+
+#[tokio::test]
+async fn round_robin_alternates() {
+    let a = echo("a").await;
+    let b = echo("b").await;
+    let mut fe = Frontend::new(
+        "rr",
+        lo("127.0.0.1"),
+        vec![Backend::new("a", a.addr), Backend::new("b", b.addr)],
+    );
+    fe.balance = Balance::RoundRobin;
+    fe.check = HealthCheck::none();
+    let lb = LoadBalancer::start(vec![fe]).await.unwrap();
+    let addr = lb.local_addr("rr").unwrap();
+    let mut tags = Vec::new();
+    for _ in 0..4 {
+        tags.push(ask(addr, localhost()).await.unwrap());
+    }
+    assert_eq!(tags, ["a", "b", "a", "b"]);
+}
+
+#[tokio::test]
+async fn killed_backend_loses_no_connection() {
+    let a = echo("a").await;
+    let b = echo("b").await;
+    let fe = Frontend {
+        name: "machine-config".into(),
+        bind: lo("127.0.0.1"),
+        backends: vec![Backend::new("a", a.addr), Backend::new("b", b.addr)],
+        check: fast(HealthCheck::tcp()),
+        balance: Balance::Source,
+    };
+    let lb = LoadBalancer::start(vec![fe]).await.unwrap();
+    let addr = lb.local_addr("machine-config").unwrap();
+    let victim = ask(addr, localhost()).await.unwrap();
+    let (mut a, mut b) = (Some(a), Some(b));
+    let mut killed_at = None;
+    let mut failures = Vec::new();
+    let mut after_two_intervals = Vec::new();
+    let failures_of = |lb: &LoadBalancer| {
+        lb.snapshot().frontends[0]
+            .backends
+            .iter()
+            .find(|x| x.name == victim)
+            .map(|x| x.connect_failures)
+            .unwrap()
+    };
+    let mut failures_when_down = None;
+    for i in 0..200 {
+        if failures_when_down.is_none() && lb.is_up("machine-config", &victim) == Some(false) {
+            failures_when_down = Some(failures_of(&lb));
+        }
+        if i == 40 {
+            // Drop closes the victim's listener: new connections are refused.
+            if victim == "a" {
+                a.take();
+            } else {
+                b.take();
+            }
+            killed_at = Some(Instant::now());
+        }
+        match ask(addr, localhost()).await {
+            Ok(tag) => {
+                if let Some(t) = killed_at
+                    && t.elapsed() > Duration::from_millis(400)
+                {
+                    after_two_intervals.push(tag);
+                }
+            }
+            Err(e) => failures.push(format!("connection {i}: {e}")),
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(failures.is_empty(), "failed connections: {failures:?}");
+    assert!(after_two_intervals.len() > 100);
+    assert!(
+        after_two_intervals.iter().all(|t| *t != victim),
+        "connections reached the dead backend {victim}"
+    );
+    assert_eq!(lb.is_up("machine-config", &victim), Some(false));
+    let st = lb.snapshot();
+    let dead = st.frontends[0]
+        .backends
+        .iter()
+        .find(|x| x.name == victim)
+        .unwrap();
+    let check = dead.last_check.clone().unwrap();
+    assert!(!check.ok);
+    assert!(check.detail.contains("refused"), "{}", check.detail);
+    // Redispatch covered the gap before DOWN; once DOWN no more attempts.
+    let down = failures_when_down.expect("victim never went DOWN during the loop");
+    assert!(down > 0, "no connection tried the dead backend before DOWN");
+    assert_eq!(dead.connect_failures, down, "connects to the DOWN backend");
+    lb.shutdown().await;
+}
+
+#[tokio::test]
+async fn no_backend_up_closes_connection() {
+    let dead = TcpListener::bind(lo("127.0.0.1")).await.unwrap();
+    let dead_addr = dead.local_addr().unwrap();
+    drop(dead);
+    let mut fe = Frontend::new(
+        "api",
+        lo("127.0.0.1"),
+        vec![Backend::new("gone", dead_addr)],
+    );
+    fe.check = fast(HealthCheck::tcp());
+    let lb = LoadBalancer::start(vec![fe]).await.unwrap();
+    let addr = lb.local_addr("api").unwrap();
+    assert!(ask(addr, localhost()).await.is_err());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while lb.is_up("api", "gone") != Some(false) {
+        assert!(Instant::now() < deadline, "never went DOWN");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(ask(addr, localhost()).await.is_err());
+    assert_eq!(lb.snapshot().frontends[0].rejected_total, 2);
+}
+
+#[tokio::test]
+async fn remove_backend_leaves_every_frontend() {
+    let boot = echo("bootstrap").await;
+    let master = echo("master").await;
+    let fes: Vec<Frontend> = ["api", "machine-config"]
+        .iter()
+        .map(|name| Frontend {
+            name: name.to_string(),
+            bind: lo("127.0.0.1"),
+            backends: vec![
+                Backend::new("bootstrap", boot.addr),
+                Backend::new("master", master.addr),
+            ],
+            check: HealthCheck::none(),
+            balance: Balance::RoundRobin,
+        })
+        .collect();
+    let lb = LoadBalancer::start(fes).await.unwrap();
+    assert_eq!(lb.remove_backend("bootstrap"), ["api", "machine-config"]);
+    assert!(lb.remove_backend("bootstrap").is_empty());
+    for fe in ["api", "machine-config"] {
+        let addr = lb.local_addr(fe).unwrap();
+        for _ in 0..6 {
+            assert_eq!(ask(addr, localhost()).await.unwrap(), "master");
+        }
+        assert_eq!(lb.is_up(fe, "bootstrap"), None);
+    }
+    let st = lb.snapshot();
+    for fe in &st.frontends {
+        let names: Vec<_> = fe.backends.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(names, ["master"]);
+    }
+    let json = serde_json::to_value(&st).unwrap();
+    assert_eq!(json["frontends"][0]["backends"][0]["connections_total"], 6);
+}
+
+/// A TLS server answering `GET /readyz` with 200 until `fail` is set, then 500.
+struct TlsHealth {
+    addr: SocketAddr,
+    fail: Arc<AtomicBool>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for TlsHealth {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn tls_health() -> TlsHealth {
+    use okd_pki::{CertConfig, ExtKeyUsage, KeyUsage, NameAttr, RsaKey, self_signed};
+    let cfg = CertConfig {
+        subject: vec![(NameAttr::CommonName, "kube-apiserver".into())],
+        dns_names: vec!["localhost".into()],
+        ip_addresses: vec![localhost()],
+        key_usage: KeyUsage {
+            digital_signature: true,
+            key_encipherment: true,
+            ..KeyUsage::default()
+        },
+        ext_key_usage: vec![ExtKeyUsage::ServerAuth],
+        validity: std::time::Duration::from_secs(86_400),
+        is_ca: false,
+    };
+    let ck = self_signed(
+        &cfg,
+        RsaKey::generate().unwrap(),
+        time::OffsetDateTime::now_utc(),
+    )
+    .unwrap();
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let server = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![rustls_pki_types::CertificateDer::from(ck.cert.der.clone())],
+            rustls_pki_types::PrivateKeyDer::Pkcs1(ck.key.private_der().to_vec().into()),
+        )
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server));
+    let l = TcpListener::bind(lo("127.0.0.1")).await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let fail = Arc::new(AtomicBool::new(false));
+    let flag = fail.clone();
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((s, _)) = l.accept().await else {
+                continue;
+            };
+            let acceptor = acceptor.clone();
+            let flag = flag.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(s).await else {
+                    return;
+                };
+                let mut req = Vec::new();
+                let mut buf = [0u8; 512];
+                while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < 8192 {
+                    match tls.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => req.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let ok = req.starts_with(b"GET /readyz ") && !flag.load(Ordering::SeqCst);
+                let resp: &[u8] = if ok {
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                } else {
+                    b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 6\r\nConnection: close\r\n\r\nfailed"
+                };
+                let _ = tls.write_all(resp).await;
+                let _ = tls.shutdown().await;
+            });
+        }
+    });
+    TlsHealth { addr, fail, task }
+}
+
+async fn wait_up(lb: &LoadBalancer, fe: &str, be: &str, want: bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while lb.is_up(fe, be) != Some(want) {
+        assert!(
+            Instant::now() < deadline,
+            "{be} of {fe} never became up={want}: {:?}",
+            lb.snapshot()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn https_check_follows_readyz() {
+    let srv = tls_health().await;
+    let fe = Frontend {
+        name: "api".into(),
+        bind: lo("127.0.0.1"),
+        backends: vec![Backend::new("master", srv.addr)],
+        check: fast(HealthCheck::https_get("/readyz")),
+        balance: Balance::Source,
+    };
+    let lb = LoadBalancer::start(vec![fe]).await.unwrap();
+    // Wait for a first good check.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let st = lb.snapshot();
+        if let Some(c) = &st.frontends[0].backends[0].last_check {
+            assert!(c.ok, "first check failed: {c:?}");
+            assert_eq!(c.detail, "HTTP 200");
+            break;
+        }
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(lb.is_up("api", "master"), Some(true));
+    srv.fail.store(true, Ordering::SeqCst);
+    wait_up(&lb, "api", "master", false).await;
+    let c = lb.snapshot().frontends[0].backends[0]
+        .last_check
+        .clone()
+        .unwrap();
+    assert_eq!(c.detail, "HTTP 500");
+    srv.fail.store(false, Ordering::SeqCst);
+    wait_up(&lb, "api", "master", true).await;
+    // A plain-HTTP check against the TLS port fails.
+    let fe = Frontend {
+        name: "plain".into(),
+        bind: lo("127.0.0.1"),
+        backends: vec![Backend::new("master", srv.addr)],
+        check: fast(HealthCheck::http_get("/readyz")),
+        balance: Balance::Source,
+    };
+    let lb2 = LoadBalancer::start(vec![fe]).await.unwrap();
+    wait_up(&lb2, "plain", "master", false).await;
+}
+
+#[tokio::test]
+async fn port_in_use_names_frontend_and_port() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap();
+    let fes = vec![
+        Frontend::new("api", lo("127.0.0.1"), vec![]),
+        Frontend::new("machine-config", addr, vec![]),
+    ];
+    let err = LoadBalancer::start(fes).await.unwrap_err();
+    assert!(matches!(err, LbError::Bind { .. }));
+    assert_eq!(
+        err.to_string(),
+        format!("frontend machine-config: cannot listen on {addr}: address already in use")
+    );
+}
+
+#[tokio::test]
+async fn shutdown_releases_ports() {
+    let lb = LoadBalancer::start(vec![Frontend::new("api", lo("127.0.0.1"), vec![])])
+        .await
+        .unwrap();
+    let addr = lb.local_addr("api").unwrap();
+    let closed = lb.closed();
+    lb.shutdown().await;
+    tokio::time::timeout(Duration::from_secs(1), closed)
+        .await
+        .unwrap();
+    TcpListener::bind(addr).await.unwrap();
+}
+
+/// Parses one exposition line `name{k="v",...} value`.
+/// One Prometheus sample: metric name, labels, value.
+type Sample = (String, Vec<(String, String)>, f64);
+
+fn parse_line(line: &str) -> Option<Sample> {
+    let (head, value) = line.rsplit_once(' ')?;
+    let value: f64 = value.parse().ok()?;
+    let (name, labels) = match head.split_once('{') {
+        Some((n, rest)) => (n, rest.strip_suffix('}')?),
+        None => (head, ""),
+    };
+    let ok_name = !name.is_empty()
+        && name.chars().enumerate().all(|(i, c)| {
+            c == '_' || c == ':' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit())
+        });
+    if !ok_name {
+        return None;
+    }
+    let mut out = Vec::new();
+    if !labels.is_empty() {
+        for kv in labels.split(',') {
+            let (k, v) = kv.split_once('=')?;
+            let v = v.strip_prefix('"')?.strip_suffix('"')?;
+            out.push((k.to_string(), v.to_string()));
+        }
+    }
+    Some((name.to_string(), out, value))
+}
+
+#[tokio::test]
+async fn prometheus_output_parses() {
+    let a = echo("a").await;
+    let mut fe = Frontend::new("api", lo("127.0.0.1"), vec![Backend::new("a", a.addr)]);
+    fe.check = HealthCheck::none();
+    let lb = LoadBalancer::start(vec![fe]).await.unwrap();
+    let addr = lb.local_addr("api").unwrap();
+    for _ in 0..3 {
+        ask(addr, localhost()).await.unwrap();
+    }
+    // Let the proxy tasks see the client close.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while lb.snapshot().frontends[0].active_connections != 0 {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let text = lb.prometheus();
+    let mut samples = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("# HELP ") || line.starts_with("# TYPE ") {
+            continue;
+        }
+        samples.push(parse_line(line).unwrap_or_else(|| panic!("bad line {line:?}\n{text}")));
+    }
+    let get = |name: &str, extra: &[(&str, &str)]| -> f64 {
+        samples
+            .iter()
+            .find(|(n, l, _)| {
+                n == name
+                    && extra
+                        .iter()
+                        .all(|(k, v)| l.iter().any(|(lk, lv)| lk == k && lv == v))
+            })
+            .map(|s| s.2)
+            .unwrap_or_else(|| panic!("{name} {extra:?} missing in\n{text}"))
+    };
+    let fb = [("frontend", "api"), ("backend", "a")];
+    assert_eq!(get("okd_lb_backend_up", &fb), 1.0);
+    assert_eq!(get("okd_lb_connections_total", &fb), 3.0);
+    assert_eq!(get("okd_lb_active_connections", &fb), 0.0);
+    // Each connection: 5 bytes "ping\n" in, "a\n" + "ping\n" = 7 bytes out.
+    let mut dir_in = fb.to_vec();
+    dir_in.push(("direction", "in"));
+    let mut dir_out = fb.to_vec();
+    dir_out.push(("direction", "out"));
+    assert_eq!(get("okd_lb_bytes_total", &dir_in), 15.0);
+    assert_eq!(get("okd_lb_bytes_total", &dir_out), 21.0);
+    assert_eq!(
+        get("okd_lb_frontend_connections_total", &[("frontend", "api")]),
+        3.0
+    );
+}
+
+#[test]
+fn frontends_follow_inventory() {
+    use okd_hosts::{Inventory, Node, Ports, Role};
+    let node = |name: &str, role: Role, last: u8| Node {
+        hostname: name.into(),
+        fqdn: format!("{name}.lab.example.com"),
+        role,
+        mac: None,
+        interface: None,
+        address: format!("192.168.120.{last}").parse().unwrap(),
+        prefix: 24,
+        gateway: None,
+        nameservers: vec![],
+        install_disk: "/dev/sda".into(),
+        etcd_name: None,
+    };
+    let mut inv = Inventory {
+        cluster_name: "lab".into(),
+        base_domain: "example.com".into(),
+        cluster_domain: "lab.example.com".into(),
+        listen: "192.168.120.101".parse().unwrap(),
+        api: "192.168.120.101".parse().unwrap(),
+        ingress: "192.168.120.101".parse().unwrap(),
+        upstreams: vec![],
+        nodes: vec![
+            node("bootstrap", Role::Bootstrap, 102),
+            node("master", Role::Master, 103),
+        ],
+        ports: Ports::default(),
+        os_images: Default::default(),
+        extra_records: Default::default(),
+    };
+    let mcs: SocketAddr = "192.168.120.101:22625".parse().unwrap();
+    let fes = frontends_for(&inv, Some(mcs));
+    let names: Vec<_> = fes.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["api", "machine-config", "ingress-http", "ingress-https"]
+    );
+    let show = |f: &Frontend| {
+        f.backends
+            .iter()
+            .map(|b| format!("{}={}", b.name, b.addr))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(fes[0].bind.to_string(), "192.168.120.101:6443");
+    assert_eq!(
+        show(&fes[0]),
+        "bootstrap=192.168.120.102:6443 master=192.168.120.103:6443"
+    );
+    assert_eq!(fes[0].check, HealthCheck::https_get("/readyz"));
+    assert_eq!(fes[1].bind.to_string(), "192.168.120.101:22623");
+    assert_eq!(
+        show(&fes[1]),
+        "bootstrap=192.168.120.102:22623 master=192.168.120.103:22623 machine-config-server=192.168.120.101:22625"
+    );
+    assert_eq!(fes[1].check, HealthCheck::https_get("/healthz"));
+    // No workers: ingress goes to the masters.
+    assert_eq!(show(&fes[2]), "master=192.168.120.103:80");
+    assert_eq!(show(&fes[3]), "master=192.168.120.103:443");
+    assert_eq!(fes[3].check, HealthCheck::tcp());
+    assert!(fes.iter().all(|f| f.balance == Balance::Source));
+    inv.nodes.push(node("worker", Role::Worker, 104));
+    let fes = frontends_for(&inv, None);
+    assert_eq!(show(&fes[2]), "worker=192.168.120.104:80");
+    assert_eq!(
+        show(&fes[1]),
+        "bootstrap=192.168.120.102:22623 master=192.168.120.103:22623"
+    );
+}
+
+#[tokio::test]
+async fn large_stream_counts_bytes() {
+    // A sink that replies with the byte count after EOF.
+    let l = TcpListener::bind(lo("127.0.0.1")).await.unwrap();
+    let be = l.local_addr().unwrap();
+    let sink = tokio::spawn(async move {
+        let (mut s, _) = l.accept().await.unwrap();
+        let mut n = 0u64;
+        let mut buf = vec![0u8; 65536];
+        loop {
+            let k = s.read(&mut buf).await.unwrap();
+            if k == 0 {
+                break;
+            }
+            n += k as u64;
+        }
+        s.write_all(&n.to_be_bytes()).await.unwrap();
+    });
+    let mut fe = Frontend::new("big", lo("127.0.0.1"), vec![Backend::new("sink", be)]);
+    fe.check = HealthCheck::none();
+    let lb = LoadBalancer::start(vec![fe]).await.unwrap();
+    let mut c = TcpStream::connect(lb.local_addr("big").unwrap())
+        .await
+        .unwrap();
+    let chunk = vec![7u8; 1 << 20];
+    for _ in 0..32 {
+        c.write_all(&chunk).await.unwrap();
+    }
+    c.shutdown().await.unwrap();
+    let mut n = [0u8; 8];
+    c.read_exact(&mut n).await.unwrap();
+    assert_eq!(u64::from_be_bytes(n), 32 << 20);
+    sink.await.unwrap();
+    let b = &lb.snapshot().frontends[0].backends[0];
+    assert_eq!(b.bytes_in, 32 << 20);
+    assert_eq!(b.bytes_out, 8);
+}
