@@ -1,0 +1,190 @@
+//! Accept-header negotiation of the Ignition spec version (installer.md §6
+//! "Accept-header negotiation", infra-tools.md F.5).
+
+use std::fmt;
+
+/// The newest spec 3 minor version this server serves (`3.5.0`, as the
+/// machine-config server does, installer.md §6). Conversions between 3.x
+/// minors only rewrite `ignition.version` and refuse fields a lower minor
+/// lacks, so serving 3.5.0 needs no typed 3.5 model.
+pub const MAX_SPEC3_MINOR: u8 = 5;
+
+/// The oldest spec 3 minor served (`3.1.0`); 3.0.0 requests get 400.
+pub const MIN_SPEC3_MINOR: u8 = 1;
+
+/// An Ignition spec version the server can produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SpecVersion {
+    /// Spec 2.2.0 (Ignition 0.x clients and requests naming no version).
+    V2_2,
+    /// Spec `3.<minor>.0`, minor in [`MIN_SPEC3_MINOR`]..=[`MAX_SPEC3_MINOR`].
+    V3(u8),
+}
+
+impl SpecVersion {
+    /// Every version the server produces, oldest first: 2.2.0, 3.1.0 … 3.5.0.
+    pub fn all() -> Vec<SpecVersion> {
+        let mut v = vec![SpecVersion::V2_2];
+        v.extend((MIN_SPEC3_MINOR..=MAX_SPEC3_MINOR).map(SpecVersion::V3));
+        v
+    }
+
+    /// The `ignition.version` string, e.g. `"3.2.0"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpecVersion::V2_2 => "2.2.0",
+            SpecVersion::V3(0) => "3.0.0",
+            SpecVersion::V3(1) => "3.1.0",
+            SpecVersion::V3(2) => "3.2.0",
+            SpecVersion::V3(3) => "3.3.0",
+            SpecVersion::V3(4) => "3.4.0",
+            SpecVersion::V3(_) => "3.5.0",
+        }
+    }
+
+    /// The spec 3 minor (`None` for 2.2).
+    pub fn minor3(self) -> Option<u8> {
+        match self {
+            SpecVersion::V2_2 => None,
+            SpecVersion::V3(m) => Some(m),
+        }
+    }
+}
+
+impl fmt::Display for SpecVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The Accept header named an Ignition version the server does not serve
+/// (HTTP 400, installer.md §6).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unsupported Ignition version in Accept header: {header}")]
+pub struct UnsupportedVersion {
+    /// The whole Accept header as received.
+    pub header: String,
+}
+
+/// A `major.minor.patch[-pre][+build]` version, as `go-semver` parses it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SemVer {
+    major: u64,
+    minor: u64,
+    patch: u64,
+    pre: bool,
+}
+
+impl SemVer {
+    fn parse(s: &str) -> Option<SemVer> {
+        let s = s.split('+').next().unwrap_or(s);
+        let (core, pre) = match s.split_once('-') {
+            Some((c, p)) if !p.is_empty() => (c, true),
+            Some(_) => return None,
+            None => (s, false),
+        };
+        let mut it = core.split('.');
+        let num = |p: Option<&str>| -> Option<u64> {
+            let p = p?;
+            if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            p.parse().ok()
+        };
+        let v = SemVer {
+            major: num(it.next())?,
+            minor: num(it.next())?,
+            patch: num(it.next())?,
+            pre,
+        };
+        if it.next().is_some() {
+            return None;
+        }
+        Some(v)
+    }
+
+    /// `self >= major.minor.0` (a pre-release sorts below its release).
+    fn at_least(&self, major: u64, minor: u64) -> bool {
+        let core = (self.major, self.minor, self.patch);
+        core > (major, minor, 0) || (core == (major, minor, 0) && !self.pre)
+    }
+}
+
+/// One parsed Accept entry.
+struct Entry {
+    subtype: String,
+    version: Option<SemVer>,
+    q: f64,
+}
+
+fn parse_accept(header: &str) -> Vec<Entry> {
+    let mut out = Vec::new();
+    for raw in header.split(',') {
+        let mut parts = raw.split(';');
+        let media = parts.next().unwrap_or("").trim();
+        let Some((_ty, subtype)) = media.split_once('/') else {
+            continue;
+        };
+        if subtype.contains('/') {
+            continue;
+        }
+        let mut e = Entry {
+            subtype: subtype.trim().to_ascii_lowercase(),
+            version: None,
+            q: 1.0,
+        };
+        for p in parts {
+            let Some((k, v)) = p.split_once('=') else {
+                continue;
+            };
+            let v = v.trim().trim_matches('"');
+            match k.trim().to_ascii_lowercase().as_str() {
+                "version" => e.version = SemVer::parse(v),
+                "q" => e.q = v.parse().unwrap_or(0.0),
+                _ => {}
+            }
+        }
+        out.push(e);
+    }
+    // Stable sort, highest q first.
+    out.sort_by(|a, b| b.q.partial_cmp(&a.q).unwrap_or(std::cmp::Ordering::Equal));
+    out
+}
+
+/// Picks the spec version for a request's Accept header (installer.md §6).
+///
+/// The header is split on `,`; each entry is `type/subtype` plus optional
+/// `version=` and `q=` (default 1) parameters; entries are stable-sorted by
+/// q, highest first. The first entry with subtype `vnd.coreos.ignition+json`
+/// and a parseable semantic version decides:
+/// - `2.x` at or above 2.2.0 → [`SpecVersion::V2_2`];
+/// - `3.1`–`3.5` → that minor (`3.2.7` → 3.2.0);
+/// - a newer minor of major 3 → 3.5.0 ([`MAX_SPEC3_MINOR`]);
+/// - anything else (3.0, 2.1, 4.0, …) → [`UnsupportedVersion`].
+///
+/// No header, an unparseable one or no such entry gives spec 2.2.0.
+///
+/// # Errors
+/// [`UnsupportedVersion`] (served as HTTP 400).
+pub fn negotiate(accept: Option<&str>) -> Result<SpecVersion, UnsupportedVersion> {
+    let Some(header) = accept else {
+        return Ok(SpecVersion::V2_2);
+    };
+    for e in parse_accept(header) {
+        if e.subtype != "vnd.coreos.ignition+json" {
+            continue;
+        }
+        let Some(v) = e.version else { continue };
+        if v.major == 3 && v.at_least(3, u64::from(MIN_SPEC3_MINOR)) {
+            let minor = v.minor.min(u64::from(MAX_SPEC3_MINOR)) as u8;
+            return Ok(SpecVersion::V3(minor));
+        }
+        if v.major == 2 && v.at_least(2, 2) {
+            return Ok(SpecVersion::V2_2);
+        }
+        return Err(UnsupportedVersion {
+            header: header.to_string(),
+        });
+    }
+    Ok(SpecVersion::V2_2)
+}

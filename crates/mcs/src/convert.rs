@@ -1,0 +1,344 @@
+//! Converting a rendered spec 3.x config to the spec a client asked for
+//! (installer.md §6 "Supported conversions", infra-tools.md F.2/F.3).
+
+use serde_json::{Map, Value, json};
+
+use crate::accept::SpecVersion;
+
+/// A config cannot be expressed in the requested spec (served as HTTP 500).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot convert Ignition config to spec {target}: {reason}")]
+pub struct ConvertError {
+    /// The requested spec, e.g. `2.2.0`.
+    pub target: String,
+    /// What stands in the way, e.g. `storage.luks needs spec 3.2.0`.
+    pub reason: String,
+}
+
+fn err(target: SpecVersion, reason: impl Into<String>) -> ConvertError {
+    ConvertError {
+        target: target.as_str().into(),
+        reason: reason.into(),
+    }
+}
+
+fn nonempty(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) => false,
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(Value::Object(o)) => !o.is_empty(),
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(_) => true,
+    }
+}
+
+fn items<'a>(v: &'a Value, ptr: &str) -> impl Iterator<Item = &'a Value> {
+    v.pointer(ptr)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+/// Every resource object (merge/replace, CAs, file contents and appends).
+fn resources(cfg: &Value) -> Vec<&Value> {
+    let mut out: Vec<&Value> = items(cfg, "/ignition/config/merge").collect();
+    out.extend(cfg.pointer("/ignition/config/replace"));
+    out.extend(items(cfg, "/ignition/security/tls/certificateAuthorities"));
+    for f in items(cfg, "/storage/files") {
+        out.extend(f.get("contents"));
+        out.extend(items(f, "/append"));
+    }
+    out
+}
+
+/// Checks that a spec 3.x config uses no field spec `3.<minor>` lacks.
+fn check_fields_3(cfg: &Value, target: SpecVersion, minor: u8) -> Result<(), ConvertError> {
+    let luks: Vec<&Value> = items(cfg, "/storage/luks").collect();
+    if minor < 5 && luks.iter().any(|l| nonempty(l.get("cex"))) {
+        return Err(err(target, "storage.luks.cex needs spec 3.5.0"));
+    }
+    if minor < 4 {
+        for l in &luks {
+            if nonempty(l.get("discard")) || nonempty(l.get("openOptions")) {
+                return Err(err(
+                    target,
+                    "storage.luks discard/openOptions need spec 3.4.0",
+                ));
+            }
+            if items(l, "/clevis/tang").any(|t| nonempty(t.get("advertisement"))) {
+                return Err(err(target, "Tang advertisement needs spec 3.4.0"));
+            }
+        }
+    }
+    if minor < 3 {
+        if nonempty(cfg.get("kernelArguments")) {
+            return Err(err(target, "kernelArguments needs spec 3.3.0"));
+        }
+        if items(cfg, "/storage/filesystems")
+            .any(|f| f.get("format").and_then(Value::as_str) == Some("none"))
+        {
+            return Err(err(target, "filesystem format \"none\" needs spec 3.3.0"));
+        }
+    }
+    if minor < 2 {
+        if !luks.is_empty() {
+            return Err(err(target, "storage.luks needs spec 3.2.0"));
+        }
+        if items(cfg, "/storage/disks")
+            .flat_map(|d| items(d, "/partitions"))
+            .any(|p| nonempty(p.get("resize")))
+        {
+            return Err(err(target, "partition resize needs spec 3.2.0"));
+        }
+        if items(cfg, "/passwd/users")
+            .chain(items(cfg, "/passwd/groups"))
+            .any(|u| u.get("shouldExist").is_some_and(|v| !v.is_null()))
+        {
+            return Err(err(target, "shouldExist needs spec 3.2.0"));
+        }
+        if resources(cfg).iter().any(|r| {
+            r.get("source")
+                .and_then(Value::as_str)
+                .is_some_and(|s| s.starts_with("gs://"))
+        }) {
+            return Err(err(target, "gs:// sources need spec 3.2.0"));
+        }
+    }
+    Ok(())
+}
+
+/// Converts `cfg` (a spec 3.x config, any minor) to `target`:
+/// - 3.y: the fields spec 3.y lacks are refused (kernelArguments below 3.3
+///   must have been moved out by the caller), then `ignition.version` is
+///   rewritten — spec 3 minors are otherwise compatible (infra-tools.md F.2);
+/// - 2.2: translated per infra-tools.md F.3 — `ignition.config.merge` becomes
+///   `append`; resources keep only `source` and `verification`; files,
+///   directories and links get `filesystem: "root"`; a file's `append`
+///   resources become further entries for the same path with `append: true`;
+///   `overwrite` is written explicitly (3.x defaults to false, 2.x to true);
+///   units keep `name`, `enabled`, `mask`, `contents`, `dropins` (spec 2.2
+///   has `enabled`; its deprecated `enable` is not used); users and groups
+///   keep their fields except `shouldExist`.
+///
+/// # Errors
+/// [`ConvertError`] when the config uses something the target cannot
+/// express: for 2.2, `kernelArguments`, `storage.{disks,raid,filesystems,luks}`,
+/// `ignition.proxy`, `httpHeaders`, `compression` on configs or CAs,
+/// `shouldExist`.
+pub fn convert(cfg: &Value, target: SpecVersion) -> Result<Value, ConvertError> {
+    match target {
+        SpecVersion::V3(minor) => {
+            check_fields_3(cfg, target, minor)?;
+            let mut out = cfg.clone();
+            if let Some(Value::Object(ign)) = out.get_mut("ignition") {
+                ign.insert("version".into(), target.as_str().into());
+            } else if let Value::Object(o) = &mut out {
+                o.insert("ignition".into(), json!({"version": target.as_str()}));
+            }
+            Ok(out)
+        }
+        SpecVersion::V2_2 => to_v2_2(cfg),
+    }
+}
+
+fn res2(r: &Value, what: &str, allow_compression: bool) -> Result<Value, ConvertError> {
+    let t = SpecVersion::V2_2;
+    if nonempty(r.get("httpHeaders")) {
+        return Err(err(t, format!("{what}.httpHeaders has no spec 2.2 form")));
+    }
+    let mut o = Map::new();
+    if let Some(c) = r.get("compression").filter(|c| nonempty(Some(c))) {
+        if !allow_compression {
+            return Err(err(t, format!("{what}.compression has no spec 2.2 form")));
+        }
+        o.insert("compression".into(), c.clone());
+    }
+    o.insert(
+        "source".into(),
+        r.get("source").cloned().unwrap_or_else(|| "".into()),
+    );
+    if let Some(h) = r.pointer("/verification/hash").filter(|h| !h.is_null()) {
+        o.insert("verification".into(), json!({"hash": h}));
+    }
+    Ok(Value::Object(o))
+}
+
+fn copy_keys(src: &Value, dst: &mut Map<String, Value>, keys: &[&str]) {
+    for k in keys {
+        if let Some(v) = src.get(*k).filter(|v| !v.is_null()) {
+            dst.insert((*k).into(), v.clone());
+        }
+    }
+}
+
+fn node_base(n: &Value) -> Map<String, Value> {
+    let mut o = Map::new();
+    o.insert("filesystem".into(), "root".into());
+    copy_keys(n, &mut o, &["path", "user", "group"]);
+    o
+}
+
+fn to_v2_2(cfg: &Value) -> Result<Value, ConvertError> {
+    let t = SpecVersion::V2_2;
+    if nonempty(cfg.get("kernelArguments")) {
+        return Err(err(t, "kernelArguments has no spec 2.2 form"));
+    }
+    for k in ["disks", "raid", "filesystems", "luks"] {
+        if nonempty(cfg.pointer(&format!("/storage/{k}"))) {
+            return Err(err(t, format!("storage.{k} is not translated to spec 2.2")));
+        }
+    }
+    if nonempty(cfg.pointer("/ignition/proxy")) {
+        return Err(err(t, "ignition.proxy has no spec 2.2 form"));
+    }
+
+    let mut ign = Map::new();
+    let mut conf = Map::new();
+    let merge: Vec<Value> = items(cfg, "/ignition/config/merge")
+        .map(|r| res2(r, "ignition.config.merge", false))
+        .collect::<Result<_, _>>()?;
+    if !merge.is_empty() {
+        conf.insert("append".into(), merge.into());
+    }
+    if let Some(r) = cfg
+        .pointer("/ignition/config/replace")
+        .filter(|r| nonempty(Some(r)))
+    {
+        conf.insert("replace".into(), res2(r, "ignition.config.replace", false)?);
+    }
+    if !conf.is_empty() {
+        ign.insert("config".into(), conf.into());
+    }
+    let cas: Vec<Value> = items(cfg, "/ignition/security/tls/certificateAuthorities")
+        .map(|r| res2(r, "certificateAuthorities", false))
+        .collect::<Result<_, _>>()?;
+    if !cas.is_empty() {
+        ign.insert(
+            "security".into(),
+            json!({"tls": {"certificateAuthorities": cas}}),
+        );
+    }
+    if let Some(tm) = cfg
+        .pointer("/ignition/timeouts")
+        .filter(|v| nonempty(Some(v)))
+    {
+        ign.insert("timeouts".into(), tm.clone());
+    }
+    ign.insert("version".into(), t.as_str().into());
+
+    let mut out = Map::new();
+    out.insert("ignition".into(), ign.into());
+
+    // passwd
+    let mut passwd = Map::new();
+    for (list, keys) in [
+        (
+            "users",
+            &[
+                "name",
+                "passwordHash",
+                "sshAuthorizedKeys",
+                "uid",
+                "gecos",
+                "homeDir",
+                "noCreateHome",
+                "primaryGroup",
+                "groups",
+                "noUserGroup",
+                "noLogInit",
+                "shell",
+                "system",
+            ][..],
+        ),
+        ("groups", &["name", "gid", "passwordHash", "system"][..]),
+    ] {
+        let mut conv = Vec::new();
+        for u in items(cfg, &format!("/passwd/{list}")) {
+            if u.get("shouldExist").and_then(Value::as_bool) == Some(false) {
+                return Err(err(t, "shouldExist: false has no spec 2.2 form"));
+            }
+            let mut o = Map::new();
+            copy_keys(u, &mut o, keys);
+            conv.push(Value::Object(o));
+        }
+        if !conv.is_empty() {
+            passwd.insert(list.into(), conv.into());
+        }
+    }
+    if !passwd.is_empty() {
+        out.insert("passwd".into(), passwd.into());
+    }
+
+    // storage
+    let mut files = Vec::new();
+    for f in items(cfg, "/storage/files") {
+        let mut base = node_base(f);
+        copy_keys(f, &mut base, &["mode"]);
+        let overwrite = f.get("overwrite").and_then(Value::as_bool).unwrap_or(false);
+        let appends: Vec<&Value> = items(f, "/append").collect();
+        let has_contents = f.pointer("/contents/source").is_some_and(|s| !s.is_null());
+        if has_contents || appends.is_empty() {
+            let mut o = base.clone();
+            let contents = match f.get("contents").filter(|_| has_contents) {
+                Some(c) => res2(c, "storage.files.contents", true)?,
+                None => json!({"source": "data:,"}),
+            };
+            o.insert("contents".into(), contents);
+            o.insert("overwrite".into(), overwrite.into());
+            files.push(Value::Object(o));
+        }
+        for a in appends {
+            let mut o = base.clone();
+            o.insert("append".into(), true.into());
+            o.insert("contents".into(), res2(a, "storage.files.append", true)?);
+            files.push(Value::Object(o));
+        }
+    }
+    let mut dirs = Vec::new();
+    for d in items(cfg, "/storage/directories") {
+        let mut o = node_base(d);
+        copy_keys(d, &mut o, &["mode"]);
+        let ow = d.get("overwrite").and_then(Value::as_bool).unwrap_or(false);
+        o.insert("overwrite".into(), ow.into());
+        dirs.push(Value::Object(o));
+    }
+    let mut links = Vec::new();
+    for l in items(cfg, "/storage/links") {
+        let mut o = node_base(l);
+        copy_keys(l, &mut o, &["target", "hard"]);
+        let ow = l.get("overwrite").and_then(Value::as_bool).unwrap_or(false);
+        o.insert("overwrite".into(), ow.into());
+        links.push(Value::Object(o));
+    }
+    let mut storage = Map::new();
+    for (k, v) in [("files", files), ("directories", dirs), ("links", links)] {
+        if !v.is_empty() {
+            storage.insert(k.into(), v.into());
+        }
+    }
+    if !storage.is_empty() {
+        out.insert("storage".into(), storage.into());
+    }
+
+    // systemd
+    let mut units = Vec::new();
+    for u in items(cfg, "/systemd/units") {
+        let mut o = Map::new();
+        copy_keys(u, &mut o, &["name", "enabled", "mask", "contents"]);
+        let dropins: Vec<Value> = items(u, "/dropins")
+            .map(|d| {
+                let mut o = Map::new();
+                copy_keys(d, &mut o, &["name", "contents"]);
+                Value::Object(o)
+            })
+            .collect();
+        if !dropins.is_empty() {
+            o.insert("dropins".into(), dropins.into());
+        }
+        units.push(Value::Object(o));
+    }
+    if !units.is_empty() {
+        out.insert("systemd".into(), json!({"units": units}));
+    }
+    Ok(Value::Object(out))
+}

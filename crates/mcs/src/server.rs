@@ -1,0 +1,276 @@
+//! HTTP routes and listeners (installer.md §6 "Ports and routes").
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::Response;
+use axum::routing::any;
+
+use crate::McsError;
+use crate::accept::negotiate;
+use crate::state::McsState;
+
+/// Told about every `/config/<pool>` request, e.g. by a status page.
+pub trait FetchObserver: Send + Sync {
+    /// `peer` asked for `pool`; `spec` is the served spec version
+    /// (`"3.2.0"`, empty when none was chosen) and `status` the HTTP status.
+    fn fetched(&self, peer: SocketAddr, pool: &str, spec: &str, status: u16);
+}
+
+#[derive(Clone)]
+struct AppState {
+    state: Arc<McsState>,
+    observer: Option<Arc<dyn FetchObserver>>,
+}
+
+/// The machine-config server's routes:
+/// - `GET`/`HEAD /config/<pool>` (pool = last path element): 200,
+///   `Content-Type: application/json`, `Content-Length`, the pool's
+///   rendered config in the spec the Accept header asks for
+///   ([`crate::negotiate`]); `HEAD` sends the headers only. Unknown pool 404;
+///   unsupported Accept version 400 (`unsupported Ignition version in Accept
+///   header`); a config the spec cannot express 500; other methods 405 with
+///   `Content-Length: 0`.
+/// - `GET`/`HEAD /healthz`: 200, empty body; other methods 405.
+/// - anything else: 404.
+///
+/// Every config request is logged at info level as
+/// `Pool "<p>" requested by address:"<ip:port>" User-Agent:"<ua>" Accept-Header: "<accept>"`
+/// and reported to `observer`. Needs the peer address: serve it with
+/// `into_make_service_with_connect_info::<SocketAddr>()` (as
+/// [`serve_tls`] and [`serve_plain`] do).
+pub fn router(state: Arc<McsState>, observer: Option<Arc<dyn FetchObserver>>) -> Router {
+    Router::new()
+        .route("/healthz", any(healthz))
+        .route("/config/{*rest}", any(config))
+        .fallback(not_found)
+        .with_state(AppState { state, observer })
+}
+
+fn empty(status: StatusCode) -> Response {
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(header::CONTENT_LENGTH, HeaderValue::from_static("0"));
+    r
+}
+
+fn text(status: StatusCode, msg: &str, head: bool) -> Response {
+    let body = format!("{msg}\n");
+    let len = body.len();
+    let mut r = Response::new(if head {
+        Body::empty()
+    } else {
+        Body::from(body)
+    });
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    r
+}
+
+async fn not_found() -> Response {
+    text(StatusCode::NOT_FOUND, "404 page not found", false)
+}
+
+async fn healthz(method: Method) -> Response {
+    if method == Method::GET || method == Method::HEAD {
+        empty(StatusCode::OK)
+    } else {
+        empty(StatusCode::METHOD_NOT_ALLOWED)
+    }
+}
+
+fn header_str(h: &HeaderMap, name: header::HeaderName) -> Option<&str> {
+    h.get(name).and_then(|v| v.to_str().ok())
+}
+
+async fn config(
+    State(app): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    req: Request,
+) -> Response {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let pool = path.rsplit('/').next().unwrap_or("").to_string();
+    let h = req.headers();
+    let ua = header_str(h, header::USER_AGENT).unwrap_or("");
+    let accept = header_str(h, header::ACCEPT);
+    tracing::info!(
+        "Pool \"{pool}\" requested by address:\"{peer}\" User-Agent:\"{ua}\" Accept-Header: \"{}\"",
+        accept.unwrap_or("")
+    );
+    let (resp, spec) = respond(&app.state, &method, &pool, accept);
+    if let Some(o) = &app.observer {
+        o.fetched(peer, &pool, spec, resp.status().as_u16());
+    }
+    resp
+}
+
+fn respond(
+    state: &McsState,
+    method: &Method,
+    pool: &str,
+    accept: Option<&str>,
+) -> (Response, &'static str) {
+    let head = *method == Method::HEAD;
+    if !head && *method != Method::GET {
+        return (empty(StatusCode::METHOD_NOT_ALLOWED), "");
+    }
+    if state.pool(pool).is_none() {
+        tracing::info!("pool {pool:?} not found");
+        return (text(StatusCode::NOT_FOUND, "pool not found", head), "");
+    }
+    let spec = match negotiate(accept) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!("{e}");
+            return (
+                text(
+                    StatusCode::BAD_REQUEST,
+                    "unsupported Ignition version in Accept header",
+                    head,
+                ),
+                "",
+            );
+        }
+    };
+    match state.body(pool, spec) {
+        Some(Ok(body)) => {
+            let mut r = Response::new(if head {
+                Body::empty()
+            } else {
+                Body::from(body.to_vec())
+            });
+            let hm = r.headers_mut();
+            hm.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            hm.insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+            (r, spec.as_str())
+        }
+        Some(Err(msg)) => {
+            tracing::error!("couldn't serve pool {pool:?} as spec {spec}: {msg}");
+            (
+                text(StatusCode::INTERNAL_SERVER_ERROR, msg, head),
+                spec.as_str(),
+            )
+        }
+        None => (text(StatusCode::NOT_FOUND, "pool not found", head), ""),
+    }
+}
+
+/// Binds a TCP listener on `addr` (use port 0 for an ephemeral port).
+///
+/// # Errors
+/// [`McsError::Bind`], displayed as
+/// `cannot listen on 127.0.0.1:22623: address already in use`.
+pub fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, McsError> {
+    std::net::TcpListener::bind(addr).map_err(|source| McsError::Bind { addr, source })
+}
+
+/// Builds the rustls server config: the given PEM chain and key, TLS 1.2 and
+/// 1.3 only, ALPN `http/1.1` only (the MCS disables HTTP/2).
+///
+/// # Errors
+/// [`McsError::Tls`] when the PEM data or the key is unusable.
+pub fn tls_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<rustls::ServerConfig, McsError> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let tls = |reason: String| McsError::Tls { reason };
+    let certs = CertificateDer::pem_slice_iter(cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| tls(format!("certificate: {e}")))?;
+    if certs.is_empty() {
+        return Err(tls("no certificate in PEM data".into()));
+    }
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| tls(format!("key: {e}")))?;
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(|e| tls(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| tls(e.to_string()))?;
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(cfg)
+}
+
+fn shutdown_handle(
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> axum_server::Handle<SocketAddr> {
+    let handle = axum_server::Handle::new();
+    let h2 = handle.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        h2.graceful_shutdown(Some(Duration::from_secs(5)));
+    });
+    handle
+}
+
+fn serve_err(e: std::io::Error) -> McsError {
+    McsError::Serve {
+        reason: e.to_string(),
+    }
+}
+
+/// Serves [`router`] over HTTPS on `listener` (the real MCS's 22623) with
+/// the state's TLS pair ([`tls_config`]) until `shutdown` completes, then
+/// drains connections for at most 5 s.
+///
+/// # Errors
+/// [`McsError::Tls`] for a bad TLS pair, [`McsError::Serve`] when the
+/// listener fails.
+pub async fn serve_tls(
+    listener: std::net::TcpListener,
+    state: Arc<McsState>,
+    observer: Option<Arc<dyn FetchObserver>>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), McsError> {
+    let cfg = tls_config(&state.inputs().tls_cert_pem, &state.inputs().tls_key_pem)?;
+    let rustls_cfg = axum_server::tls_rustls::RustlsConfig::from_config(Arc::new(cfg));
+    let server = axum_server::tls_rustls::from_tcp_rustls(listener, rustls_cfg).map_err(|e| {
+        McsError::Serve {
+            reason: e.to_string(),
+        }
+    })?;
+    server
+        .handle(shutdown_handle(shutdown))
+        .http1_only()
+        .serve(router(state, observer).into_make_service_with_connect_info::<SocketAddr>())
+        .await
+        .map_err(serve_err)
+}
+
+/// Serves [`router`] over plain HTTP on `listener` (the real MCS's 22624)
+/// until `shutdown` completes.
+///
+/// # Errors
+/// [`McsError::Serve`] when the listener fails.
+pub async fn serve_plain(
+    listener: std::net::TcpListener,
+    state: Arc<McsState>,
+    observer: Option<Arc<dyn FetchObserver>>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), McsError> {
+    let server = axum_server::from_tcp(listener).map_err(|e| McsError::Serve {
+        reason: e.to_string(),
+    })?;
+    server
+        .handle(shutdown_handle(shutdown))
+        .http1_only()
+        .serve(router(state, observer).into_make_service_with_connect_info::<SocketAddr>())
+        .await
+        .map_err(serve_err)
+}
