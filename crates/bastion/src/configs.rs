@@ -161,7 +161,9 @@ fn control_plane(inv: &Inventory) -> Vec<&Node> {
 /// `ingress-http` (80), `ingress-https` (443) with `balance source`; the API
 /// and machine-config backends are bootstrap + masters health-checked over
 /// TLS without verification (`option httpchk GET /readyz` resp. `GET
-/// /healthz`, `check check-ssl verify none`), the ingress backends the
+/// /healthz`, `check check-ssl verify none`), the machine-config backend
+/// also `okd-install serve`'s machine-config server on
+/// `<listen>:<ports.machine_config_server>`, the ingress backends the
 /// workers (masters when there are none) with TCP checks; stats on
 /// `<listen>:<ports.status>` with `monitor-uri /healthz`; an admin socket at
 /// `/run/haproxy/admin.sock` to remove the bootstrap
@@ -244,6 +246,16 @@ pub fn haproxy_cfg(inv: &Inventory) -> String {
                 "  server {} {}:{port} {check}",
                 n.hostname,
                 haproxy_addr(n.address)
+            );
+        }
+        if name == "machine-config" {
+            // `okd-install serve`'s own machine-config server, as in the
+            // embedded balancer (DOWN, and skipped, when serve does not run).
+            let _ = writeln!(
+                s,
+                "  server machine-config-server {}:{} {check}",
+                haproxy_addr(inv.listen),
+                p.machine_config_server
             );
         }
     }

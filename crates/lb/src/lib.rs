@@ -365,8 +365,38 @@ struct BackendState {
     counters: Counters,
 }
 
+/// Told about every proxied connection, e.g. by a status page that wants
+/// to attribute requests arriving at a backend on this host to the
+/// original client.
+pub trait ConnObserver: Send + Sync {
+    /// `client` connected to `frontend` and was proxied to `backend` over a
+    /// connection whose local (balancer-side) address is `upstream_local`.
+    /// Called before any byte of the client is forwarded.
+    fn proxied(
+        &self,
+        frontend: &str,
+        backend: &str,
+        client: SocketAddr,
+        upstream_local: SocketAddr,
+    );
+}
+
+#[derive(Clone, Default)]
+struct Observer(Option<Arc<dyn ConnObserver>>);
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Observer(Some)"
+        } else {
+            "Observer(None)"
+        })
+    }
+}
+
 #[derive(Debug)]
 struct FrontendState {
+    observer: Observer,
     name: String,
     bind: SocketAddr,
     check: HealthCheck,
@@ -402,6 +432,18 @@ impl LoadBalancer {
     /// bound (nothing is left listening then); [`LbError::Config`] for
     /// duplicate frontend names or duplicate backend names in one frontend.
     pub async fn start(frontends: Vec<Frontend>) -> Result<LoadBalancer, LbError> {
+        LoadBalancer::start_observed(frontends, None).await
+    }
+
+    /// [`LoadBalancer::start`] with a [`ConnObserver`] told about every
+    /// proxied connection.
+    ///
+    /// # Errors
+    /// As [`LoadBalancer::start`].
+    pub async fn start_observed(
+        frontends: Vec<Frontend>,
+        observer: Option<Arc<dyn ConnObserver>>,
+    ) -> Result<LoadBalancer, LbError> {
         validate(&frontends)?;
         let mut listeners = Vec::with_capacity(frontends.len());
         for f in &frontends {
@@ -420,6 +462,7 @@ impl LoadBalancer {
             let bind = l.local_addr().unwrap_or(f.bind);
             let backends = f.backends.iter().map(|b| new_backend(&f.name, b)).collect();
             states.push(Arc::new(FrontendState {
+                observer: Observer(observer.clone()),
                 name: f.name,
                 bind,
                 check: f.check,
@@ -797,6 +840,9 @@ async fn proxy(
         tracing::warn!(frontend = %fe.name, client = %peer, "no backend available; closing connection");
         return;
     };
+    if let (Some(obs), Ok(local)) = (&fe.observer.0, server.local_addr()) {
+        obs.proxied(&fe.name, &be.name, peer, local);
+    }
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
     be.counters.total.fetch_add(1, Ordering::Relaxed);

@@ -641,3 +641,49 @@ async fn large_stream_counts_bytes() {
     assert_eq!(b.bytes_in, 32 << 20);
     assert_eq!(b.bytes_out, 8);
 }
+
+/// Records every proxied connection.
+#[derive(Default)]
+struct Seen(std::sync::Mutex<Vec<(String, String, SocketAddr, SocketAddr)>>);
+
+impl okd_lb::ConnObserver for Seen {
+    fn proxied(&self, frontend: &str, backend: &str, client: SocketAddr, local: SocketAddr) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((frontend.into(), backend.into(), client, local));
+    }
+}
+
+#[tokio::test]
+async fn observer_maps_upstream_connection_to_client() {
+    // The backend records the peer address it sees; the observer must have
+    // reported that address as the upstream side of the client's connection.
+    let l = TcpListener::bind(lo("127.0.0.1")).await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let srv = tokio::spawn(async move {
+        while let Ok((mut s, peer)) = l.accept().await {
+            let _ = tx.send(peer);
+            let _ = s.write_all(b"seen\n").await;
+            let (mut r, mut w) = s.split();
+            let _ = tokio::io::copy(&mut r, &mut w).await;
+        }
+    });
+    let seen = Arc::new(Seen::default());
+    let fe = Frontend::new("mc", lo("127.0.0.1"), vec![Backend::new("mcs", addr)]);
+    let lb = LoadBalancer::start_observed(vec![fe], Some(seen.clone()))
+        .await
+        .unwrap();
+    let front = lb.local_addr("mc").unwrap();
+    let client_ip: IpAddr = "127.0.0.7".parse().unwrap();
+    assert_eq!(ask(front, client_ip).await.unwrap(), "seen");
+    let backend_saw = rx.recv().await.unwrap();
+    let got = seen.0.lock().unwrap().clone();
+    assert_eq!(got.len(), 1, "{got:?}");
+    let (f, b, client, local) = &got[0];
+    assert_eq!((f.as_str(), b.as_str()), ("mc", "mcs"));
+    assert_eq!(client.ip(), client_ip);
+    assert_eq!(*local, backend_saw);
+    srv.abort();
+}
