@@ -1,1 +1,676 @@
-//! (being written)
+//! The bastion's DNS server: authoritative for the cluster domain and its
+//! reverse zones, a forwarder for everything else (issue #3).
+//!
+//! [`DnsServer::start`] serves, over UDP and TCP (RFC 1035 §4.2, RFC 7766)
+//! on one address and port, the zones [`zone_records`] builds from an
+//! [`okd_hosts::Inventory`] — the same records as the BIND zone files and
+//! `dnsmasq.conf` that `okd_bastion::configs` writes:
+//!
+//! * `api`, `api-int` → the API address; `apps` and `*.apps` (RFC 4592
+//!   wildcard) → the ingress address; every node's host name → its address;
+//!   the extra records; `ns1` → the listen address; SOA and NS at the apex;
+//! * with `etcd_records` (releases ≤ 4.5), `etcd-<n>` for each master and
+//!   one `_etcd-server-ssl._tcp` SRV record `0 10 2380 etcd-<n>.<domain>.`
+//!   per master (RFC 2782);
+//! * PTR records for every node (and the API address when no node has it)
+//!   in `in-addr.arpa` /24 and `ip6.arpa` /64 reverse zones.
+//!
+//! Answers from our zones carry AA; a name that does not exist there is
+//! NXDOMAIN, a name without the asked type NOERROR with no answers (NODATA),
+//! both with the zone's SOA in the authority section (RFC 2308). Other
+//! questions are relayed to the inventory's upstream resolvers over the
+//! client's transport, with a fresh random ID (RFC 5452), trying them in
+//! turn for 1.5 s (UDP) or 3 s (TCP) each and answering SERVFAIL when none
+//! replies; with no upstreams they are REFUSED. Queries with an EDNS OPT
+//! record (RFC 6891) get one back (payload 1232, DO copied); a UDP answer
+//! larger than the client takes is truncated (TC) so it retries over TCP.
+//!
+//! Answers from our zones are encoded once at start; answering one is a hash
+//! lookup and a copy, done inline by the UDP receive tasks, while forwarded
+//! queries run in their own tasks so a slow upstream never delays them.
+//! Every answered query is logged at debug level and reported to an
+//! optional [`DnsObserver`].
+
+use std::borrow::Cow;
+use std::net::SocketAddr;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::task::{JoinHandle, JoinSet};
+
+mod forward;
+mod table;
+mod wire;
+pub mod zone;
+
+pub use zone::{RecordData, TTL_SECS, Zone, ZoneRecord, reverse_zone, zone_records};
+
+use forward::Forwarder;
+use table::{Lookup, Table};
+use wire::{Flags, Query, Reject, Sections, rcode};
+
+/// Told about every answered query.
+///
+/// Called on the task that answers, just before the answer is sent: keep
+/// it quick.
+pub trait DnsObserver: Send + Sync {
+    /// `client` asked `name` (FQDN with trailing dot, lower case, e.g.
+    /// "api-int.okd.example.") of `qtype` ("A", "SRV", ...); `answers` are
+    /// the answer records' data in presentation form ("192.168.120.101",
+    /// "0 10 2380 etcd-0.okd.example."), empty for NXDOMAIN/NODATA/REFUSED.
+    fn answered(&self, client: SocketAddr, name: &str, qtype: &str, answers: &[String]);
+}
+
+/// Errors starting the server.
+#[derive(Debug, thiserror::Error)]
+pub enum DnsError {
+    /// A socket could not be bound, e.g. `cannot listen on 127.0.0.1:53
+    /// (udp): address already in use`.
+    #[error("cannot listen on {addr} ({protocol}): {}", describe(.error))]
+    Bind {
+        /// The address and port asked for.
+        addr: SocketAddr,
+        /// `udp` or `tcp`.
+        protocol: &'static str,
+        /// The operating system's error.
+        error: std::io::Error,
+    },
+    /// A name of the inventory is not a valid domain name (RFC 1035 §2.3.4:
+    /// labels of 1 to 63 octets, at most 255 octets in all).
+    #[error("invalid DNS name {name:?}: {reason}")]
+    InvalidName {
+        /// The name, fully qualified.
+        name: String,
+        /// The rule it breaks.
+        reason: String,
+    },
+}
+
+/// The bind error in words an operator acts on.
+fn describe(e: &std::io::Error) -> Cow<'static, str> {
+    use std::io::ErrorKind;
+    match e.kind() {
+        ErrorKind::AddrInUse => "address already in use".into(),
+        ErrorKind::PermissionDenied => {
+            "permission denied (ports below 1024 need root or CAP_NET_BIND_SERVICE)".into()
+        }
+        ErrorKind::AddrNotAvailable => "address not available (not configured on this host)".into(),
+        _ => e.to_string().into(),
+    }
+}
+
+/// Idle time after which a TCP client is closed (RFC 7766 §6.2.3).
+const TCP_IDLE: Duration = Duration::from_secs(10);
+/// TCP clients served at once; further connections are closed at once.
+const MAX_TCP_CLIENTS: usize = 128;
+/// Largest query read over UDP.
+const UDP_BUF: usize = 4096;
+
+/// Everything the serving tasks share.
+struct Shared {
+    table: Table,
+    forwarder: Option<Forwarder>,
+    observer: Option<Arc<dyn DnsObserver>>,
+}
+
+/// What to do with a received message.
+enum Handled {
+    /// Send the response now in the output buffer.
+    Reply,
+    /// Relay it upstream.
+    Forward,
+    /// Ignore it.
+    Drop,
+}
+
+/// Which transport a message came over.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Transport {
+    Udp,
+    Tcp,
+}
+
+impl Transport {
+    fn as_str(self) -> &'static str {
+        match self {
+            Transport::Udp => "udp",
+            Transport::Tcp => "tcp",
+        }
+    }
+}
+
+impl Shared {
+    /// Whether answers are worth describing (an observer, or debug logging).
+    fn reporting(&self) -> bool {
+        self.observer.is_some() || tracing::enabled!(tracing::Level::DEBUG)
+    }
+
+    /// Logs and reports one answered query.
+    fn report(
+        &self,
+        client: SocketAddr,
+        transport: Transport,
+        q: &Query<'_>,
+        rcode: u16,
+        answers: &[String],
+    ) {
+        let name = wire::name_to_string(q.qname);
+        let qtype = wire::type_name(q.qtype);
+        tracing::debug!(
+            %client,
+            transport = transport.as_str(),
+            name,
+            qtype = &*qtype,
+            rcode = rcode_name(rcode),
+            ?answers,
+            "dns query"
+        );
+        if let Some(o) = &self.observer {
+            o.answered(client, &name, &qtype, answers);
+        }
+    }
+
+    /// Answers `msg` from our zones into `out`, or says to forward or drop
+    /// it. `scratch` holds the lower-cased QNAME.
+    fn handle(
+        &self,
+        msg: &[u8],
+        client: SocketAddr,
+        transport: Transport,
+        scratch: &mut Vec<u8>,
+        out: &mut Vec<u8>,
+    ) -> Handled {
+        let ra = self.forwarder.is_some();
+        let q = match wire::parse_query(msg) {
+            Ok(q) => q,
+            Err(Reject::Drop) => return Handled::Drop,
+            Err(Reject::Error {
+                id,
+                rd,
+                opcode,
+                rcode,
+            }) => {
+                tracing::debug!(%client, opcode, rcode = rcode_name(rcode), "dns message refused");
+                wire::write_error(out, id, rd, opcode, rcode, ra);
+                return Handled::Reply;
+            }
+        };
+        let limit = match transport {
+            Transport::Udp => wire::udp_limit(&q),
+            Transport::Tcp => usize::from(u16::MAX),
+        };
+        let reply = |out: &mut Vec<u8>, aa: bool, rcode: u16, s: &Sections<'_>| {
+            wire::write_response(out, &q, Flags { aa, ra, rcode }, s, limit);
+        };
+        if q.edns.is_some_and(|e| e.version > 0) {
+            reply(out, false, rcode::BADVERS, &Sections::default());
+            if self.reporting() {
+                self.report(client, transport, &q, rcode::BADVERS, &[]);
+            }
+            return Handled::Reply;
+        }
+        let lookup = if q.qclass == wire::CLASS_IN || q.qclass == wire::CLASS_ANY {
+            wire::lower_name_into(q.qname, scratch);
+            self.table.lookup(scratch, q.qtype)
+        } else {
+            Lookup::NotOurs
+        };
+        let (rc, answers): (u16, &[String]) = match lookup {
+            Lookup::Answer(set) => {
+                let s = Sections {
+                    answer: &set.answer,
+                    ancount: set.ancount,
+                    additional: &set.additional,
+                    arcount: set.arcount,
+                    ..Sections::default()
+                };
+                reply(out, true, rcode::NOERROR, &s);
+                (rcode::NOERROR, set.text.as_slice())
+            }
+            Lookup::NoData(z) | Lookup::NxDomain(z) => {
+                let rc = if matches!(lookup, Lookup::NxDomain(_)) {
+                    rcode::NXDOMAIN
+                } else {
+                    rcode::NOERROR
+                };
+                let s = Sections {
+                    authority: &z.soa,
+                    nscount: 1,
+                    ..Sections::default()
+                };
+                reply(out, true, rc, &s);
+                (rc, &[])
+            }
+            Lookup::NotOurs if self.forwarder.is_some() => return Handled::Forward,
+            Lookup::NotOurs => {
+                reply(out, false, rcode::REFUSED, &Sections::default());
+                (rcode::REFUSED, &[])
+            }
+        };
+        if self.reporting() {
+            self.report(client, transport, &q, rc, answers);
+        }
+        Handled::Reply
+    }
+
+    /// Relays `msg` upstream (over the client's transport) and returns the
+    /// reply, or SERVFAIL when no upstream answered; reports it.
+    async fn forward(
+        &self,
+        msg: &[u8],
+        client: SocketAddr,
+        transport: Transport,
+    ) -> Option<Vec<u8>> {
+        let fwd = self.forwarder.as_ref()?;
+        let q = wire::parse_query(msg).ok()?;
+        let reply = match transport {
+            Transport::Udp => fwd.udp(msg).await,
+            Transport::Tcp => fwd.tcp(msg).await,
+        };
+        let reply = reply.unwrap_or_else(|| {
+            let mut out = Vec::new();
+            let f = Flags {
+                aa: false,
+                ra: true,
+                rcode: rcode::SERVFAIL,
+            };
+            wire::write_response(&mut out, &q, f, &Sections::default(), usize::MAX);
+            out
+        });
+        if self.reporting() {
+            let (rc, answers) = match hickory_proto::op::Message::from_vec(&reply) {
+                Ok(m) => (
+                    u16::from(m.metadata.response_code),
+                    m.answers.iter().map(|r| r.data.to_string()).collect(),
+                ),
+                Err(_) => (reply[3].into(), Vec::new()),
+            };
+            self.report(client, transport, &q, rc & 0xf, &answers);
+        }
+        Some(reply)
+    }
+}
+
+fn rcode_name(rc: u16) -> &'static str {
+    match rc {
+        rcode::NOERROR => "NOERROR",
+        rcode::FORMERR => "FORMERR",
+        rcode::SERVFAIL => "SERVFAIL",
+        rcode::NXDOMAIN => "NXDOMAIN",
+        rcode::NOTIMP => "NOTIMP",
+        rcode::REFUSED => "REFUSED",
+        rcode::BADVERS => "BADVERS",
+        _ => "other",
+    }
+}
+
+/// A running DNS server (see the crate documentation).
+///
+/// Dropping it without [`DnsServer::shutdown`] also stops the serving
+/// tasks, but without waiting for the sockets to close.
+pub struct DnsServer {
+    local: SocketAddr,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for DnsServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DnsServer")
+            .field("local", &self.local)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DnsServer {
+    /// Binds UDP and TCP on `bind`, builds the zones from `inv`, starts serving (must be called inside a tokio runtime).
+    ///
+    /// `bind` is usually `SocketAddr::new(inv.listen, inv.ports.dns)`; with
+    /// port 0 the kernel picks a port free for both UDP and TCP.
+    /// `etcd_records` adds the etcd A and SRV records
+    /// (`okd_types::release::ReleaseTarget::wants_etcd_srv_records()`).
+    /// Names outside the zones are forwarded to `inv.upstreams` (an
+    /// upstream that is this server — the bind address or the listen
+    /// address on the bind port — is skipped, as it would loop), or refused
+    /// when there are none. The serving tasks run on the current tokio
+    /// runtime: one UDP receive loop per runtime worker (at most 4) and a
+    /// TCP accept loop.
+    ///
+    /// # Errors
+    /// [`DnsError::Bind`] naming the address, port and protocol when a
+    /// socket cannot be bound; [`DnsError::InvalidName`] for a host name
+    /// that is not a valid DNS name.
+    pub async fn start(
+        inv: &okd_hosts::Inventory,
+        bind: SocketAddr,
+        etcd_records: bool,
+        observer: Option<Arc<dyn DnsObserver>>,
+    ) -> Result<DnsServer, DnsError> {
+        let zones = zone_records(inv, etcd_records)?;
+        let upstreams: Vec<SocketAddr> = inv
+            .upstreams
+            .iter()
+            .copied()
+            .filter(|u| {
+                let own = u.port() == bind.port()
+                    && (u.ip() == bind.ip()
+                        || u.ip() == inv.listen
+                        || (bind.ip().is_unspecified() && u.ip().is_loopback()));
+                if own {
+                    tracing::warn!(upstream = %u, "ignoring an upstream resolver that is this server");
+                }
+                !own
+            })
+            .collect();
+        let (udp, tcp) = bind_both(bind).await?;
+        let local = udp.local_addr().map_err(|error| DnsError::Bind {
+            addr: bind,
+            protocol: "udp",
+            error,
+        })?;
+        let shared = Arc::new(Shared {
+            table: Table::new(&zones),
+            forwarder: (!upstreams.is_empty()).then(|| Forwarder::new(upstreams.clone())),
+            observer,
+        });
+        tracing::info!(
+            address = %local,
+            zones = ?shared.table.zones().iter().map(|z| z.origin.as_str()).collect::<Vec<_>>(),
+            upstreams = ?upstreams,
+            etcd_records,
+            "DNS server listening (udp, tcp)"
+        );
+        let udp = Arc::new(udp);
+        let workers = tokio::runtime::Handle::current()
+            .metrics()
+            .num_workers()
+            .clamp(1, 4);
+        let mut tasks = Vec::with_capacity(workers + 1);
+        for _ in 0..workers {
+            tasks.push(tokio::spawn(udp_loop(udp.clone(), shared.clone())));
+        }
+        drop(udp);
+        tasks.push(tokio::spawn(tcp_loop(tcp, shared)));
+        Ok(DnsServer { local, tasks })
+    }
+
+    /// The bound UDP address (the real port when 0 was asked).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Stops serving and releases both sockets.
+    ///
+    /// Open TCP connections are closed; forwarded queries still waiting for
+    /// an upstream finish on their own (at most a few seconds) but can no
+    /// longer answer.
+    pub async fn shutdown(mut self) {
+        let tasks = std::mem::take(&mut self.tasks);
+        for t in &tasks {
+            t.abort();
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+        tracing::info!(address = %self.local, "DNS server stopped");
+    }
+}
+
+impl Drop for DnsServer {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// Binds UDP on `bind`, then TCP on the same address and port; with port
+/// 0, retries a few times when the UDP port is taken for TCP.
+async fn bind_both(bind: SocketAddr) -> Result<(UdpSocket, TcpListener), DnsError> {
+    let err = |addr, protocol, error| DnsError::Bind {
+        addr,
+        protocol,
+        error,
+    };
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let udp = UdpSocket::bind(bind)
+            .await
+            .map_err(|e| err(bind, "udp", e))?;
+        let at = udp.local_addr().map_err(|e| err(bind, "udp", e))?;
+        match TcpListener::bind(at).await {
+            Ok(tcp) => return Ok((udp, tcp)),
+            Err(e)
+                if bind.port() == 0
+                    && e.kind() == std::io::ErrorKind::AddrInUse
+                    && attempt < 16 => {}
+            Err(e) => return Err(err(at, "tcp", e)),
+        }
+    }
+}
+
+/// One UDP receive loop: answers our zones inline, spawns forwards.
+async fn udp_loop(sock: Arc<UdpSocket>, shared: Arc<Shared>) {
+    let mut buf = vec![0u8; UDP_BUF];
+    let mut out = Vec::with_capacity(UDP_BUF);
+    let mut scratch = Vec::with_capacity(256);
+    let weak = Arc::downgrade(&sock);
+    loop {
+        let (n, client) = match sock.recv_from(&mut buf).await {
+            Ok(r) => r,
+            Err(e) => {
+                // E.g. ICMP errors surfacing on the socket: never spin.
+                tracing::debug!(error = %e, "dns udp receive failed");
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                continue;
+            }
+        };
+        let msg = &buf[..n];
+        match shared.handle(msg, client, Transport::Udp, &mut scratch, &mut out) {
+            Handled::Reply => {
+                if let Err(e) = sock.send_to(&out, client).await {
+                    tracing::debug!(%client, error = %e, "dns udp send failed");
+                }
+            }
+            Handled::Forward => spawn_udp_forward(&shared, &weak, msg, client, &mut out).await,
+            Handled::Drop => {}
+        }
+    }
+}
+
+/// Starts relaying `msg` in its own task, replying through `sock` (weak, so
+/// a stopped server's socket closes at once); SERVFAIL when too many
+/// queries are in flight already.
+async fn spawn_udp_forward(
+    shared: &Arc<Shared>,
+    sock: &Weak<UdpSocket>,
+    msg: &[u8],
+    client: SocketAddr,
+    out: &mut Vec<u8>,
+) {
+    let Some(fwd) = &shared.forwarder else { return };
+    let Ok(permit) = fwd.permits.clone().try_acquire_owned() else {
+        tracing::warn!(%client, "too many queries being forwarded; answering SERVFAIL");
+        if let Ok(q) = wire::parse_query(msg) {
+            let f = Flags {
+                aa: false,
+                ra: true,
+                rcode: rcode::SERVFAIL,
+            };
+            wire::write_response(out, &q, f, &Sections::default(), usize::MAX);
+            if let Some(s) = sock.upgrade() {
+                let _ = s.send_to(out, client).await;
+            }
+        }
+        return;
+    };
+    let (shared, sock, msg) = (shared.clone(), sock.clone(), msg.to_vec());
+    tokio::spawn(async move {
+        let reply = shared.forward(&msg, client, Transport::Udp).await;
+        if let (Some(reply), Some(s)) = (reply, sock.upgrade()) {
+            let _ = s.send_to(&reply, client).await;
+        }
+        drop(permit);
+    });
+}
+
+/// Accepts TCP clients; each is served in a task owned by this one, so
+/// stopping this task closes them all.
+async fn tcp_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut clients = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, client)) => {
+                    if clients.len() >= MAX_TCP_CLIENTS {
+                        tracing::warn!(%client, "too many DNS TCP clients; closing the new one");
+                        continue;
+                    }
+                    clients.spawn(tcp_client(stream, client, shared.clone()));
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "dns tcp accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
+            Some(_) = clients.join_next(), if !clients.is_empty() => {}
+        }
+    }
+}
+
+/// Serves one TCP client: length-prefixed messages (RFC 1035 §4.2.2) in
+/// order until it closes, sends garbage, or idles [`TCP_IDLE`].
+async fn tcp_client(mut stream: TcpStream, client: SocketAddr, shared: Arc<Shared>) {
+    let _ = stream.set_nodelay(true);
+    let mut msg = Vec::new();
+    let mut out = Vec::new();
+    let mut scratch = Vec::with_capacity(256);
+    loop {
+        let read = async {
+            let len = usize::from(stream.read_u16().await?);
+            msg.resize(len, 0);
+            stream.read_exact(&mut msg).await?;
+            std::io::Result::Ok(())
+        };
+        match tokio::time::timeout(TCP_IDLE, read).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) | Err(_) => return,
+        }
+        let reply = match shared.handle(&msg, client, Transport::Tcp, &mut scratch, &mut out) {
+            Handled::Reply => std::mem::take(&mut out),
+            Handled::Forward => match shared.forward(&msg, client, Transport::Tcp).await {
+                Some(r) => r,
+                None => return,
+            },
+            Handled::Drop => return,
+        };
+        let Ok(len) = u16::try_from(reply.len()) else {
+            return;
+        };
+        let mut framed = Vec::with_capacity(reply.len() + 2);
+        framed.extend_from_slice(&len.to_be_bytes());
+        framed.extend_from_slice(&reply);
+        out = reply;
+        if stream.write_all(&framed).await.is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hickory_proto::op::{Message, ResponseCode};
+
+    fn shared(upstreams: bool) -> Shared {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/baremetal-single-master");
+        let inv = okd_hosts::Inventory::load(&dir, "okd", "example").unwrap();
+        Shared {
+            table: Table::new(&zone_records(&inv, true).unwrap()),
+            forwarder: upstreams.then(|| Forwarder::new(vec!["127.0.0.1:9".parse().unwrap()])),
+            observer: None,
+        }
+    }
+
+    fn query(name: &str, qtype: u16, class: u16) -> Vec<u8> {
+        let mut b = vec![0xbe, 0xef, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+        wire::put_name(&mut b, name);
+        b.extend_from_slice(&qtype.to_be_bytes());
+        b.extend_from_slice(&class.to_be_bytes());
+        b
+    }
+
+    fn ask(s: &Shared, msg: &[u8]) -> Option<Message> {
+        let mut out = Vec::new();
+        let client = "127.0.0.1:5000".parse().unwrap();
+        match s.handle(msg, client, Transport::Udp, &mut Vec::new(), &mut out) {
+            Handled::Reply => Some(Message::from_vec(&out).unwrap()),
+            Handled::Forward => None,
+            Handled::Drop => panic!("dropped"),
+        }
+    }
+
+    #[test]
+    fn answers_refusals_and_errors() {
+        let s = shared(false);
+        let m = ask(&s, &query("API.okd.example.", 1, 1)).unwrap();
+        assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+        assert!(m.metadata.authoritative && !m.metadata.recursion_available);
+        assert_eq!(m.metadata.id, 0xbeef);
+        assert_eq!(m.queries[0].name().to_string(), "API.okd.example.");
+        assert_eq!(m.answers[0].data.to_string(), "192.168.120.101");
+
+        let m = ask(&s, &query("nope.okd.example.", 1, 1)).unwrap();
+        assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
+        assert_eq!(m.authorities.len(), 1);
+
+        // Class CHAOS and names outside the zones: not ours, nobody to ask.
+        for q in [query("version.bind.", 16, 3), query("example.com.", 1, 1)] {
+            let m = ask(&s, &q).unwrap();
+            assert_eq!(m.metadata.response_code, ResponseCode::Refused);
+            assert!(!m.metadata.authoritative);
+        }
+        // With upstreams the same questions are forwarded, ours are not.
+        let f = shared(true);
+        assert!(ask(&f, &query("example.com.", 1, 1)).is_none());
+        let m = ask(&f, &query("master.okd.example.", 1, 1)).unwrap();
+        assert!(m.metadata.recursion_available && m.metadata.authoritative);
+
+        // Two questions: FORMERR; NOTIFY: NOTIMP.
+        let mut two = query("api.okd.example.", 1, 1);
+        two[5] = 2;
+        let m = ask(&s, &two).unwrap();
+        assert_eq!(m.metadata.response_code, ResponseCode::FormErr);
+        let mut notify = query("okd.example.", 6, 1);
+        notify[2] = 4 << 3;
+        let m = ask(&s, &notify).unwrap();
+        assert_eq!(m.metadata.response_code, ResponseCode::NotImp);
+    }
+
+    #[test]
+    fn edns_version_1_is_badvers() {
+        let s = shared(false);
+        let mut q = query("api.okd.example.", 1, 1);
+        q[11] = 1;
+        q.extend_from_slice(&[0, 0, 41, 0x10, 0, 0, 1, 0, 0, 0, 0]);
+        let mut out = Vec::new();
+        let client = "127.0.0.1:5000".parse().unwrap();
+        assert!(matches!(
+            s.handle(&q, client, Transport::Udp, &mut Vec::new(), &mut out),
+            Handled::Reply
+        ));
+        // Header RCODE 0, OPT extended RCODE 1: 16 = BADVERS (RFC 6891 §6.1.3).
+        assert_eq!(out[3] & 0xf, 0);
+        let opt = &out[out.len() - 11..];
+        assert_eq!((opt[2], opt[5]), (41, 1));
+        // Version 0 is answered normally, with an OPT record.
+        let version_at = q.len() - 5;
+        q[version_at] = 0;
+        let m = ask(&s, &q).unwrap();
+        assert_eq!(m.answers.len(), 1);
+        assert!(m.edns.is_some());
+    }
+}
