@@ -1,7 +1,9 @@
 //! Logging in openshift-install's formats (installer.md §1.7): stderr gets
 //! `level=info msg=…` (or `INFO …` in colour on a terminal) at the chosen level;
 //! `<dir>/.openshift_install.log` is appended at debug level in logrus text
-//! format with a timestamp.
+//! format with a timestamp. Structured fields of an event follow its message
+//! as ` key=value`. Events of other crates (hyper, hickory, rustls) are shown
+//! only at warning level and above unless the level is debug or trace.
 
 use std::fs::OpenOptions;
 use std::io::{IsTerminal, Write};
@@ -29,26 +31,49 @@ fn level_name(l: &Level) -> &'static str {
     }
 }
 
-struct Msg(String);
-impl tracing::field::Visit for Msg {
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            self.0 = format!("{value:?}");
-        }
-    }
-    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        if field.name() == "message" {
-            self.0 = value.to_string();
+/// The message and the other fields (` key=value`, values with spaces quoted).
+#[derive(Default)]
+struct Msg(String, String);
+
+impl Msg {
+    fn field(&mut self, name: &str, value: String) {
+        if name == "message" {
+            self.0 = value;
+        } else if value.contains([' ', '"']) || value.is_empty() {
+            self.1 += &format!(" {name}={value:?}");
+        } else {
+            self.1 += &format!(" {name}={value}");
         }
     }
 }
 
+impl tracing::field::Visit for Msg {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.field(field.name(), format!("{value:?}"));
+    }
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.field(field.name(), value.to_string());
+    }
+}
+
+/// Whether an event comes from our own crates (`okd_*`, the binary).
+fn ours(target: &str) -> bool {
+    target.starts_with("okd_") || target.starts_with("okd-")
+}
+
 impl<S: Subscriber> Layer<S> for Sink {
     fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
-        let mut m = Msg(String::new());
+        let mut m = Msg::default();
         event.record(&mut m);
         let lvl = *event.metadata().level();
-        for line in m.0.lines() {
+        if !ours(event.metadata().target())
+            && lvl > Level::WARN
+            && self.console_level < Level::DEBUG
+        {
+            return;
+        }
+        let text = m.0 + &m.1;
+        for line in text.lines() {
             if lvl <= self.console_level {
                 let mut err = std::io::stderr().lock();
                 if self.tty {

@@ -5,6 +5,7 @@
 
 mod interactive;
 mod logging;
+mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,12 +46,31 @@ enum Cmd {
     Create(CreateCmd),
     /// Print version information.
     Version,
+    /// Serve an install from the asset directory: DNS, load balancer,
+    /// machine-config server, HTTP for Ignition/images/PXE, status page.
+    Serve {
+        /// Services to run (comma-separated); leave out those you run
+        /// yourself, e.g. `--services mcs,http` beside your own HAProxy and DNS.
+        #[arg(long, value_enum, value_delimiter = ',', default_values_t = serve::Service::ALL)]
+        services: Vec<serve::Service>,
+        /// Ask the running server instead of starting one.
+        #[command(subcommand)]
+        action: Option<ServeCmd>,
+    },
     /// Print the asset graph of a target in Graphviz DOT.
     Graph {
         /// Target: install-config, manifests, ignition-configs, single-node-ignition-config.
         #[arg(default_value = "ignition-configs")]
         target: String,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum ServeCmd {
+    /// Print what each host fetched and the load balancer's health (JSON).
+    Status,
+    /// Remove the bootstrap from every load-balancer pool (after bootstrap-complete).
+    RemoveBootstrap,
 }
 
 #[derive(Subcommand, Debug)]
@@ -63,6 +83,9 @@ enum CreateCmd {
     IgnitionConfigs,
     /// Generates the bootstrap-in-place Ignition config for a single node.
     SingleNodeIgnitionConfig,
+    /// Writes haproxy, keepalived, dnsmasq, BIND and CoreDNS configs and the
+    /// PXE tree for the hosts of agent-config.yaml + bastion-config.yaml.
+    BastionConfigs,
 }
 
 fn target_of(word: &str) -> Option<Target> {
@@ -149,6 +172,13 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
             print!("{}", okd_assets::store::graph_dot(&t.assets()));
             Ok(())
         }
+        Cmd::Serve { action, services } => match action {
+            None => serve::serve(&cli.dir, services).map_err(fail),
+            Some(ServeCmd::Status) => serve::control_request(&cli.dir, "status").map_err(fail),
+            Some(ServeCmd::RemoveBootstrap) => {
+                serve::control_request(&cli.dir, "remove-bootstrap").map_err(fail)
+            }
+        },
         Cmd::Create(c) => {
             let target = match c {
                 CreateCmd::InstallConfig(opts) => {
@@ -158,6 +188,9 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
                 CreateCmd::Manifests => Target::Manifests,
                 CreateCmd::IgnitionConfigs => Target::IgnitionConfigs,
                 CreateCmd::SingleNodeIgnitionConfig => Target::SingleNodeIgnitionConfig,
+                CreateCmd::BastionConfigs => {
+                    return serve::create_bastion_configs(&cli.dir).map_err(fail);
+                }
             };
             let mut ctx = release_context(&cli).map_err(fail)?;
             debug!(

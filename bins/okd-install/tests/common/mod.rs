@@ -2,6 +2,8 @@
 //! copy of an example, find the real programs, decode Ignition configs.
 #![allow(dead_code)]
 
+pub mod netns;
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,466 @@
+//! `okd-install serve`: the bastion layer of a user-provisioned install in
+//! one process (issue #3), and `create bastion-configs`, the same layer as
+//! files for real daemons.
+//!
+//! From the asset directory (after `create ignition-configs`) plus
+//! `agent-config.yaml` and `bastion-config.yaml` it runs, on the bastion's
+//! listen address:
+//!
+//! | port (default) | service |
+//! | --- | --- |
+//! | 53 udp+tcp | DNS, authoritative for `<cluster>.<baseDomain>` and the reverse zones, the rest forwarded |
+//! | 6443, 22623, 80, 443 | the load balancer (bootstrap + masters; workers, or masters, for ingress) |
+//! | 22625 | our machine-config server over TLS, a backend of 22623 |
+//! | 8080 | Ignition files, OS images, PXE scripts |
+//! | 9000 | status page (`/`), `/status` JSON, `/metrics` (Prometheus), `/healthz` |
+//!
+//! and a control socket `<dir>/.okd-serve.sock` for `serve status` and
+//! `serve remove-bootstrap`. Every port is bound before anything is served,
+//! so a port in use stops the start with an error naming it.
+
+mod control;
+mod status;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use axum::Router;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{Html, IntoResponse};
+use axum::routing::get;
+use okd_hosts::{Inventory, Role};
+use okd_lb::LoadBalancer;
+use okd_types::release::ReleaseTarget;
+use serde_json::Value;
+use status::Status;
+use tracing::info;
+
+/// What a served directory needs besides its hosts: the cluster's name and
+/// base domain and the target release, read from the state file that
+/// `create` wrote (or from `install-config.yaml` when no step consumed it yet).
+#[derive(Debug, Clone)]
+pub(crate) struct ClusterInfo {
+    /// `metadata.name`.
+    pub(crate) name: String,
+    /// `baseDomain`.
+    pub(crate) base_domain: String,
+    /// The release the assets were made for.
+    pub(crate) target: Option<ReleaseTarget>,
+}
+
+impl ClusterInfo {
+    /// Reads `dir/.openshift_install_state.json`, falling back to
+    /// `dir/install-config.yaml`.
+    ///
+    /// # Errors
+    /// When neither names the cluster.
+    pub(crate) fn load(dir: &Path) -> anyhow::Result<ClusterInfo> {
+        let state: Option<Value> = std::fs::read(dir.join(okd_assets::store::STATE_FILE))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let from_state = state
+            .as_ref()
+            .and_then(|s| s.pointer("/*installconfig.InstallConfig/config").cloned());
+        let config = match from_state {
+            Some(c) => c,
+            None => {
+                let p = dir.join("install-config.yaml");
+                let text = std::fs::read_to_string(&p).with_context(|| {
+                    format!(
+                        "{} has neither {} nor install-config.yaml: run `okd-install create ignition-configs --dir {}` first",
+                        dir.display(),
+                        okd_assets::store::STATE_FILE,
+                        dir.display()
+                    )
+                })?;
+                serde_yaml_ng::from_str(&text)
+                    .with_context(|| format!("cannot parse {}", p.display()))?
+            }
+        };
+        let field = |ptr: &str, name: &str| {
+            config
+                .pointer(ptr)
+                .and_then(Value::as_str)
+                .map(String::from)
+                .ok_or_else(|| anyhow::anyhow!("install-config in {} has no {name}", dir.display()))
+        };
+        let target = state
+            .as_ref()
+            .and_then(|s| s.pointer("/*releaseimage.Image/PullSpec"))
+            .and_then(Value::as_str)
+            .and_then(ReleaseTarget::from_release_image);
+        Ok(ClusterInfo {
+            name: field("/metadata/name", "metadata.name")?,
+            base_domain: field("/baseDomain", "baseDomain")?,
+            target,
+        })
+    }
+
+    /// Whether DNS carries the etcd A and SRV records (releases ≤ 4.5).
+    pub(crate) fn etcd_records(&self) -> bool {
+        self.target
+            .as_ref()
+            .is_some_and(ReleaseTarget::wants_etcd_srv_records)
+    }
+}
+
+/// Loads the cluster info and the hosts of `dir`.
+fn load(dir: &Path) -> anyhow::Result<(ClusterInfo, Inventory)> {
+    let info = ClusterInfo::load(dir)?;
+    let inv = Inventory::load(dir, &info.name, &info.base_domain)
+        .with_context(|| format!("reading the hosts of {}", dir.display()))?;
+    Ok((info, inv))
+}
+
+/// `okd-install create bastion-configs`: writes the files of
+/// [`okd_bastion::bastion_configs`] under `<dir>/bastion/` (atomically, file
+/// by file) and logs where.
+pub(crate) fn create_bastion_configs(dir: &Path) -> anyhow::Result<()> {
+    let (info, inv) = load(dir)?;
+    let files = okd_bastion::bastion_configs(&inv, info.etcd_records());
+    let root = dir.join("bastion");
+    okd_bastion::configs::write_generated(&root, &files)
+        .with_context(|| format!("writing {}", root.display()))?;
+    info!(
+        "Bastion configs created in: {} ({} files: haproxy, keepalived, dnsmasq, BIND, CoreDNS, PXE)",
+        root.display(),
+        files.len()
+    );
+    Ok(())
+}
+
+/// `okd-install serve status|remove-bootstrap`: one request to the running
+/// server of `dir`, printed on stdout.
+pub(crate) fn control_request(dir: &Path, what: &str) -> anyhow::Result<()> {
+    let reply = control::request(dir, what)?;
+    print!("{reply}");
+    Ok(())
+}
+
+/// Reports every service's events to the [`Status`].
+struct Observer(Arc<Status>);
+
+impl okd_mcs::FetchObserver for Observer {
+    fn fetched(&self, peer: SocketAddr, pool: &str, spec: &str, status: u16) {
+        self.0.ignition(peer, pool, spec, status);
+    }
+}
+
+impl okd_bastion::HttpObserver for Observer {
+    fn served(&self, peer: SocketAddr, path: &str, status: u16, bytes: u64) {
+        self.0.http(peer, path, status, bytes);
+    }
+}
+
+impl okd_dns::DnsObserver for Observer {
+    fn answered(&self, client: SocketAddr, name: &str, qtype: &str, answers: &[String]) {
+        self.0.dns(client, name, qtype, answers);
+    }
+}
+
+impl okd_lb::ConnObserver for Observer {
+    fn proxied(&self, _frontend: &str, _backend: &str, client: SocketAddr, local: SocketAddr) {
+        self.0.proxied(client, local);
+    }
+}
+
+/// The services `serve` can run; `--services` picks a subset (default all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub(crate) enum Service {
+    /// DNS on `ports.dns`.
+    Dns,
+    /// The load balancer (api, machine-config, ingress frontends).
+    Lb,
+    /// The machine-config server on `ports.machineConfigServer`.
+    Mcs,
+    /// Ignition files, OS images and PXE scripts on `ports.http`.
+    Http,
+    /// The status page, `/status` and `/metrics` on `ports.status`.
+    Status,
+}
+
+impl Service {
+    /// Every service.
+    pub(crate) const ALL: [Service; 5] = [
+        Service::Dns,
+        Service::Lb,
+        Service::Mcs,
+        Service::Http,
+        Service::Status,
+    ];
+}
+
+#[derive(Clone)]
+struct StatusApp {
+    status: Arc<Status>,
+    lb: Option<Arc<LoadBalancer>>,
+}
+
+impl StatusApp {
+    fn lb_json(&self) -> Value {
+        self.lb
+            .as_ref()
+            .map(|lb| serde_json::to_value(lb.snapshot()).unwrap_or(Value::Null))
+            .unwrap_or(Value::Null)
+    }
+
+    fn prometheus(&self) -> String {
+        self.lb
+            .as_ref()
+            .map(|lb| lb.prometheus())
+            .unwrap_or_default()
+    }
+}
+
+fn status_router(app: StatusApp) -> Router {
+    Router::new()
+        .route(
+            "/",
+            get(|State(a): State<StatusApp>| async move { Html(a.status.html(a.lb_json())) }),
+        )
+        .route(
+            "/status",
+            get(|State(a): State<StatusApp>| async move {
+                (
+                    [(header::CONTENT_TYPE, "application/json")],
+                    serde_json::to_string_pretty(&a.status.json(a.lb_json())).unwrap_or_default(),
+                )
+                    .into_response()
+            }),
+        )
+        .route(
+            "/metrics",
+            get(|State(a): State<StatusApp>| async move {
+                (
+                    [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+                    a.prometheus(),
+                )
+                    .into_response()
+            }),
+        )
+        .route("/healthz", get(|| async { "ok\n" }))
+        .with_state(app)
+}
+
+/// The reply of the control socket to one request line.
+fn control_reply(app: &StatusApp, inv: &Inventory, line: &str) -> String {
+    match line {
+        "status" => {
+            serde_json::to_string_pretty(&app.status.json(app.lb_json())).unwrap_or_default() + "\n"
+        }
+        "remove-bootstrap" => {
+            let Some(lb) = &app.lb else {
+                return "error: this serve runs no load balancer (--services without lb): remove the bootstrap from your own balancer\n".into();
+            };
+            let names: Vec<&str> = inv
+                .role(Role::Bootstrap)
+                .map(|n| n.hostname.as_str())
+                .collect();
+            if names.is_empty() {
+                return "error: the inventory has no bootstrap host (bastion-config.yaml `bootstrap`)\n".into();
+            }
+            let mut out = String::new();
+            for name in names {
+                let left = lb.remove_backend(name);
+                if left.is_empty() {
+                    out += &format!("backend {name} was already removed\n");
+                } else {
+                    out += &format!(
+                        "removed backend {name} from frontends {}\n",
+                        left.join(", ")
+                    );
+                }
+            }
+            out
+        }
+        other => format!("error: unknown request {other:?} (status, remove-bootstrap)\n"),
+    }
+}
+
+/// Runs `okd-install serve --dir dir` with `services` until SIGINT or SIGTERM.
+pub(crate) fn serve(dir: &Path, services: &[Service]) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(serve_async(dir.to_path_buf(), services.to_vec()))
+}
+
+async fn serve_async(dir: PathBuf, services: Vec<Service>) -> anyhow::Result<()> {
+    let on = |s: Service| services.contains(&s);
+    let (info, inv) = load(&dir)?;
+    let status = Arc::new(Status::new(inv.clone()));
+    let obs = Arc::new(Observer(status.clone()));
+    let mut ready = Vec::new();
+
+    // Bind every port first: a port in use stops the start, naming the port.
+    let mcs_addr = SocketAddr::new(inv.listen, inv.ports.machine_config_server);
+    let mcs = if on(Service::Mcs) {
+        let state = okd_mcs::McsState::from_asset_dir(&dir).with_context(|| {
+            format!(
+                "loading the machine-config server's inputs from {}",
+                dir.display()
+            )
+        })?;
+        for pool in state.pools() {
+            if let Some(p) = state.pool(pool) {
+                info!("Machine-config pool {pool}: {}", p.name());
+            }
+        }
+        let l = okd_mcs::bind(mcs_addr)?;
+        ready.push(format!("machine-config server on {mcs_addr} (TLS)"));
+        Some((Arc::new(state), l))
+    } else {
+        None
+    };
+    let http_addr = SocketAddr::new(inv.listen, inv.ports.http);
+    let http = if on(Service::Http) {
+        let l = okd_bastion::bind(http_addr).await?;
+        ready.push(format!("HTTP on {http_addr}"));
+        Some(l)
+    } else {
+        None
+    };
+    let status_addr = SocketAddr::new(inv.listen, inv.ports.status);
+    let status_listener = if on(Service::Status) {
+        let l = tokio::net::TcpListener::bind(status_addr)
+            .await
+            .with_context(|| format!("cannot listen on {status_addr} (status page)"))?;
+        ready.push(format!("status on http://{status_addr}/"));
+        Some(l)
+    } else {
+        None
+    };
+    let dns = if on(Service::Dns) {
+        let d = okd_dns::DnsServer::start(
+            &inv,
+            SocketAddr::new(inv.listen, inv.ports.dns),
+            info.etcd_records(),
+            Some(obs.clone()),
+        )
+        .await?;
+        ready.push(format!("DNS on {} (udp+tcp)", d.local_addr()));
+        Some(d)
+    } else {
+        None
+    };
+    let lb = if on(Service::Lb) {
+        let mcs_backend = mcs.as_ref().map(|_| mcs_addr);
+        let lb = LoadBalancer::start_observed(
+            okd_lb::frontends_for(&inv, mcs_backend),
+            Some(obs.clone()),
+        )
+        .await?;
+        let addr = |f: &str| lb.local_addr(f).map(|a| a.to_string()).unwrap_or_default();
+        ready.push(format!(
+            "load balancer api {} machine-config {} ingress {} and {}",
+            addr("api"),
+            addr("machine-config"),
+            addr("ingress-http"),
+            addr("ingress-https")
+        ));
+        Some(Arc::new(lb))
+    } else {
+        None
+    };
+    let control_listener = control::bind(&dir)?;
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|v| *v).await;
+        }
+    };
+    let mut tasks = tokio::task::JoinSet::new();
+    if let Some((st, l)) = mcs {
+        let (o, s) = (obs.clone(), stopped());
+        tasks.spawn(async move {
+            okd_mcs::serve_tls(l, st, Some(o), s)
+                .await
+                .context("machine-config server")
+        });
+    }
+    if let Some(l) = http {
+        let http_state = Arc::new(okd_bastion::HttpState::new(&dir, inv.clone()));
+        let router = okd_bastion::router(http_state, Some(obs.clone()));
+        let s = stopped();
+        tasks.spawn(async move {
+            okd_bastion::serve(l, router, s)
+                .await
+                .context("HTTP server")
+        });
+    }
+    let app = StatusApp {
+        status: status.clone(),
+        lb: lb.clone(),
+    };
+    if let Some(l) = status_listener {
+        let router = status_router(app.clone());
+        let s = stopped();
+        tasks.spawn(async move {
+            axum::serve(l, router)
+                .with_graceful_shutdown(s)
+                .await
+                .context("status server")
+        });
+    }
+    {
+        let (app, inv) = (app.clone(), inv.clone());
+        tasks.spawn(async move {
+            control::serve(control_listener, move |line| {
+                control_reply(&app, &inv, line)
+            })
+            .await;
+            Ok(())
+        });
+    }
+
+    info!("Serving {}: {}", inv.cluster_domain, ready.join(", "));
+    if on(Service::Http) {
+        info!(
+            "Nodes boot with the kernel arguments served at http://{http_addr}/pxe/ipxe?mac=<MAC>; `okd-install serve status --dir {}` shows what each host fetched",
+            dir.display()
+        );
+    }
+
+    let result = tokio::select! {
+        r = shutdown_signal() => { info!("Received {r}, shutting down"); Ok(()) }
+        Some(r) = tasks.join_next() => match r {
+            Ok(Ok(())) => Err(anyhow::anyhow!("a service stopped unexpectedly")),
+            Ok(Err(e)) => Err(e),
+            Err(e) => Err(anyhow::anyhow!("a service panicked: {e}")),
+        },
+    };
+    stop_tx.send_replace(true);
+    tasks.abort_all();
+    while tasks.join_next().await.is_some() {}
+    drop(app);
+    if let Some(d) = dns {
+        d.shutdown().await;
+    }
+    if let Some(lb) = lb.and_then(|lb| Arc::try_unwrap(lb).ok()) {
+        lb.shutdown().await;
+    }
+    let _ = std::fs::remove_file(control::socket_path(&dir));
+    result
+}
+
+async fn shutdown_signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        std::future::pending::<()>().await;
+        return "";
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    }
+}

@@ -1,0 +1,184 @@
+//! What each host fetched and when: the answer to "which node got its config?".
+//!
+//! Every service reports events here (DNS answers, Ignition served with its
+//! spec version, HTTP files and PXE scripts, load-balancer connections);
+//! events are attributed to hosts by source address through the inventory.
+//! Connections that reach the machine-config server through our load balancer
+//! arrive from the balancer's own address, so the balancer reports each
+//! proxied connection's upstream local address and the original client,
+//! and [`Status::client_of`] maps one to the other.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Mutex;
+
+use okd_hosts::Inventory;
+use serde::Serialize;
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+/// Most recent events kept per host and kind.
+const KEEP: usize = 50;
+
+fn now() -> String {
+    OffsetDateTime::now_utc()
+        .format(&Rfc3339)
+        .unwrap_or_default()
+}
+
+#[derive(Debug, Default, Clone, Serialize)]
+struct HostEvents {
+    dns: VecDeque<Value>,
+    ignition: VecDeque<Value>,
+    http: VecDeque<Value>,
+}
+
+fn push(q: &mut VecDeque<Value>, v: Value) {
+    if q.len() == KEEP {
+        q.pop_front();
+    }
+    q.push_back(v);
+}
+
+/// The shared event store of one `serve` process.
+pub(crate) struct Status {
+    inv: Inventory,
+    started: String,
+    events: Mutex<BTreeMap<IpAddr, HostEvents>>,
+    /// Upstream local address of a proxied connection → original client.
+    proxied: Mutex<HashMap<SocketAddr, SocketAddr>>,
+}
+
+impl Status {
+    pub(crate) fn new(inv: Inventory) -> Status {
+        Status {
+            inv,
+            started: now(),
+            events: Mutex::new(BTreeMap::new()),
+            proxied: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn with(&self, ip: IpAddr, f: impl FnOnce(&mut HostEvents)) {
+        if let Ok(mut m) = self.events.lock() {
+            f(m.entry(ip).or_default());
+        }
+    }
+
+    /// Records that the balancer proxied `client` through local address `upstream_local`.
+    pub(crate) fn proxied(&self, client: SocketAddr, upstream_local: SocketAddr) {
+        if let Ok(mut m) = self.proxied.lock() {
+            if m.len() > 10_000 {
+                m.clear();
+            }
+            m.insert(upstream_local, client);
+        }
+    }
+
+    /// The original client of a connection that may have come through the balancer.
+    pub(crate) fn client_of(&self, peer: SocketAddr) -> SocketAddr {
+        self.proxied
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&peer).copied())
+            .unwrap_or(peer)
+    }
+
+    /// A DNS query and its answers.
+    pub(crate) fn dns(&self, client: SocketAddr, name: &str, qtype: &str, answers: &[String]) {
+        let v = json!({"time": now(), "name": name, "type": qtype, "answers": answers});
+        self.with(client.ip(), |h| push(&mut h.dns, v));
+    }
+
+    /// A machine-config server response.
+    pub(crate) fn ignition(&self, peer: SocketAddr, pool: &str, spec: &str, status: u16) {
+        let client = self.client_of(peer);
+        let v = json!({"time": now(), "pool": pool, "spec": spec, "status": status});
+        self.with(client.ip(), |h| push(&mut h.ignition, v));
+    }
+
+    /// An HTTP response of the file/PXE server.
+    pub(crate) fn http(&self, peer: SocketAddr, path: &str, status: u16, bytes: u64) {
+        let v = json!({"time": now(), "path": path, "status": status, "bytes": bytes});
+        self.with(peer.ip(), |h| push(&mut h.http, v));
+    }
+
+    /// The status document: every inventory host (also those not heard from),
+    /// unknown clients, and the load balancer's snapshot.
+    pub(crate) fn json(&self, lb: Value) -> Value {
+        let events = self.events.lock().map(|m| m.clone()).unwrap_or_default();
+        let mut hosts = Vec::new();
+        for n in &self.inv.nodes {
+            let e = events.get(&n.address).cloned().unwrap_or_default();
+            hosts.push(json!({
+                "hostname": n.hostname, "fqdn": n.fqdn, "role": n.role, "address": n.address, "mac": n.mac,
+                "dns": e.dns, "ignition": e.ignition, "http": e.http,
+            }));
+        }
+        let unknown: Vec<Value> = events
+            .iter()
+            .filter(|(ip, _)| self.inv.by_address(**ip).is_none())
+            .map(|(ip, e)| json!({"address": ip, "dns": e.dns, "ignition": e.ignition, "http": e.http}))
+            .collect();
+        json!({
+            "cluster": self.inv.cluster_domain, "started": self.started, "hosts": hosts,
+            "unknownClients": unknown, "loadBalancer": lb,
+        })
+    }
+
+    /// A small HTML page of [`Status::json`].
+    pub(crate) fn html(&self, lb: Value) -> String {
+        let doc = self.json(lb);
+        let esc = |s: &str| {
+            s.replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
+        };
+        let last = |v: &Value, key: &str, f: &dyn Fn(&Value) -> String| {
+            v[key]
+                .as_array()
+                .and_then(|a| a.last())
+                .map(f)
+                .unwrap_or_else(|| "—".to_string())
+        };
+        let mut rows = String::new();
+        for h in doc["hosts"].as_array().into_iter().flatten() {
+            rows.push_str(&format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                esc(h["hostname"].as_str().unwrap_or("")),
+                esc(h["role"].as_str().unwrap_or("")),
+                esc(&h["address"].to_string().replace('"', "")),
+                esc(&last(h, "dns", &|e| format!(
+                    "{} {} → {}",
+                    e["time"].as_str().unwrap_or(""),
+                    e["name"].as_str().unwrap_or(""),
+                    e["answers"]
+                ))),
+                esc(&last(h, "ignition", &|e| format!(
+                    "{} {} spec {} ({})",
+                    e["time"].as_str().unwrap_or(""),
+                    e["pool"].as_str().unwrap_or(""),
+                    e["spec"].as_str().unwrap_or(""),
+                    e["status"]
+                ))),
+                esc(&last(h, "http", &|e| format!(
+                    "{} {} ({})",
+                    e["time"].as_str().unwrap_or(""),
+                    e["path"].as_str().unwrap_or(""),
+                    e["status"]
+                ))),
+            ));
+        }
+        format!(
+            "<!doctype html><html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"5\"><title>okd-install serve: {c}</title>\
+<style>body{{font-family:sans-serif}}table{{border-collapse:collapse}}td,th{{border:1px solid #999;padding:4px 8px;font-size:90%}}</style></head>\
+<body><h1>{c}</h1><p>serving since {s}. JSON: <a href=\"/status\">/status</a>, metrics: <a href=\"/metrics\">/metrics</a></p>\
+<table><tr><th>host</th><th>role</th><th>address</th><th>last DNS answer</th><th>last Ignition served</th><th>last HTTP file</th></tr>\n{rows}</table>\
+<h2>Load balancer</h2><pre>{lb}</pre></body></html>\n",
+            c = esc(doc["cluster"].as_str().unwrap_or("")),
+            s = esc(doc["started"].as_str().unwrap_or("")),
+            lb = esc(&serde_json::to_string_pretty(&doc["loadBalancer"]).unwrap_or_default()),
+        )
+    }
+}

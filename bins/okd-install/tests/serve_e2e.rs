@@ -1,0 +1,448 @@
+//! `okd-install serve` end to end: hosts are network namespaces on a bridge;
+//! in each node namespace the real Ignition (Debian `ignition`) starts from the
+//! node's pointer config, resolves api-int through our DNS, connects through
+//! our load balancer to our machine-config server, verifies TLS with the root
+//! CA from the pointer config and writes the rendered config into a per-node
+//! root. A second run with a wrong CA must fail inside Ignition.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::netns::Lab;
+use common::*;
+
+const IGNITION: &str = "/usr/lib/dracut/modules.d/30ignition/ignition";
+const USER_KEY: &str = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAACAQD1zXmIde90FOxXQ";
+
+/// An asset directory with the single-master example's install-config,
+/// agent-config and bastion-config (upstream resolvers removed: no traffic
+/// leaves the namespaces), after `create ignition-configs`.
+fn served_dir() -> tempfile::TempDir {
+    let d = example_dir("baremetal-single-master");
+    let ex = repo().join("examples/baremetal-single-master");
+    std::fs::copy(
+        ex.join("agent-config.yaml"),
+        d.path().join("agent-config.yaml"),
+    )
+    .unwrap();
+    let bastion = std::fs::read_to_string(ex.join("bastion-config.yaml"))
+        .unwrap()
+        .replace("  - 8.8.8.8\n", "");
+    let bastion = bastion.replace("upstreamResolvers:\n", "upstreamResolvers: []\n");
+    std::fs::write(d.path().join("bastion-config.yaml"), bastion).unwrap();
+    okd_ok(d.path(), &["create", "ignition-configs"]);
+    d
+}
+
+/// A minimal root Ignition's files stage accepts, plus a stub `setfiles` (peers.md §1b).
+fn ignition_root(base: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let (root, run, stub) = (base.join("root"), base.join("run"), base.join("stubbin"));
+    for d in [
+        root.join("etc/selinux"),
+        root.join("home"),
+        run.clone(),
+        stub.clone(),
+    ] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(root.join("etc/passwd"), "root:x:0:0:root:/root:/bin/bash\n").unwrap();
+    std::fs::write(root.join("etc/group"), "root:x:0:\n").unwrap();
+    std::fs::write(root.join("etc/shadow"), "root:*:19000:0:99999:7:::\n").unwrap();
+    std::fs::write(root.join("etc/gshadow"), "root:*::\n").unwrap();
+    std::fs::write(
+        root.join("etc/selinux/config"),
+        "SELINUX=disabled\nSELINUXTYPE=targeted\n",
+    )
+    .unwrap();
+    std::fs::write(stub.join("setfiles"), "#!/bin/sh\ncat >/dev/null\nexit 0\n").unwrap();
+    std::fs::set_permissions(
+        stub.join("setfiles"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    (root, run, stub)
+}
+
+/// Runs Ignition's fetch stage for `pointer` inside `ns` (bounded by `timeout`),
+/// then, if it succeeded, the files stage into a fresh root. Returns (ok, log, root).
+fn ignite(
+    lab: &Lab,
+    ns: &str,
+    pointer: &Path,
+    scratch: &Path,
+    secs: u64,
+) -> (bool, String, PathBuf) {
+    let (root, run, stub) = ignition_root(scratch);
+    let cache = run.join("ignition.json");
+    let out = lab
+        .cmd(ns, "timeout")
+        .arg(secs.to_string())
+        .arg(IGNITION)
+        .args(["-platform=file", "-stage=fetch", "-log-to-stdout"])
+        .arg(format!("-config-cache={}", cache.display()))
+        .arg(format!("-state-file={}", run.join("state").display()))
+        .arg(format!("-neednet={}", run.join("neednet").display()))
+        .env("IGNITION_CONFIG_FILE", pointer)
+        .output()
+        .unwrap();
+    let mut log =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return (false, log, root);
+    }
+    let path = format!(
+        "{}:{}",
+        stub.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new(IGNITION)
+        .args(["-platform=file", "-stage=files", "-log-to-stdout"])
+        .arg(format!("-root={}", root.display()))
+        .arg(format!("-config-cache={}", cache.display()))
+        .arg(format!("-state-file={}", run.join("state").display()))
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    log += &String::from_utf8_lossy(&out.stdout);
+    log += &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), log, root)
+}
+
+/// In each node namespace (master, then worker) the real Ignition fetches the
+/// node's pointer config through DNS, the balancer and the machine-config
+/// server at the bastion, and writes it into a fresh root; asserts the SSH
+/// key of install-config and the pool's MachineConfig files landed.
+fn ignite_nodes(lab: &Lab, dir: &Path, scratch: &Path, serve_log: &Path) {
+    for (i, role) in ["master", "worker"].iter().enumerate() {
+        let ns = lab.nodes[i].ns.clone();
+        let node_scratch = scratch.join(role);
+        let (ok, log, root) = ignite(
+            lab,
+            &ns,
+            &dir.join(format!("{role}.ign")),
+            &node_scratch,
+            90,
+        );
+        assert!(
+            ok,
+            "{role}: Ignition failed:\n{log}\nserve log:\n{}",
+            std::fs::read_to_string(serve_log).unwrap_or_default()
+        );
+        assert!(
+            log.contains(&format!(
+                "GET https://api-int.okd.example:22623/config/{role}"
+            )),
+            "{log}"
+        );
+        let keys = std::fs::read_to_string(root.join("home/core/.ssh/authorized_keys.d/ignition"))
+            .unwrap();
+        assert!(
+            keys.contains(USER_KEY),
+            "{role}: the install-config SSH key landed: {keys}"
+        );
+        let content =
+            std::fs::read_to_string(root.join("etc/mcs-machine-config-content.json")).unwrap();
+        assert!(
+            content.contains(&format!("\"rendered-{role}-")) && content.contains(USER_KEY),
+            "{content}"
+        );
+        assert!(
+            root.join("etc/kubernetes/kubeconfig").is_file(),
+            "{role}: bootstrap kubeconfig landed"
+        );
+        assert!(
+            root.join("etc/machine-config-daemon/node-annotations.json")
+                .is_file()
+        );
+    }
+}
+
+/// Waits (bounded) until the serve log says every service listens.
+fn wait_ready(log: &Path) {
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.contains("msg=Serving") {
+            return;
+        }
+        assert!(
+            !text.contains("level=error") && !text.contains("level=fatal"),
+            "serve failed:\n{text}"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "serve did not become ready:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `okd-install serve <what> --dir dir`: asserts success, returns stdout.
+fn control(dir: &Path, what: &str) -> String {
+    let out = okd(dir, &["serve", what]);
+    assert!(
+        out.status.success(),
+        "serve {what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn nodes_ignite_through_our_dns_lb_and_mcs() {
+    if !common::netns::available() || tool("ignition", &[IGNITION]).is_none() {
+        return;
+    }
+    let d = served_dir();
+    let prefix = format!("ok{}", std::process::id() % 100000);
+    let mut lab = Lab::new(
+        &prefix,
+        "192.168.120.101",
+        &[("master", "192.168.120.103"), ("worker", "192.168.120.104")],
+        "okd.example",
+    );
+    let serve_log = d.path().join("serve.log");
+    let bastion = lab.bastion.ns.clone();
+    let dir = d.path().to_string_lossy().into_owned();
+    lab.spawn(
+        &bastion,
+        env!("CARGO_BIN_EXE_okd-install"),
+        &["serve", "--dir", &dir],
+        &serve_log,
+    );
+    wait_ready(&serve_log);
+
+    let scratch = tempfile::tempdir().unwrap();
+    ignite_nodes(&lab, d.path(), scratch.path(), &serve_log);
+    // The status names each node and what it fetched.
+    let status: serde_json::Value = serde_json::from_str(&control(d.path(), "status")).unwrap();
+    for (host, pool) in [("master", "master"), ("worker1", "worker")] {
+        let h = status["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["hostname"] == host)
+            .unwrap_or_else(|| panic!("{host} in {status:#}"));
+        let ign = h["ignition"].as_array().unwrap();
+        assert!(
+            ign.iter()
+                .any(|e| e["pool"] == pool && e["status"] == 200 && e["spec"] == "3.3.0"),
+            "{status:#}"
+        );
+        assert!(
+            h["dns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|q| q["name"] == "api-int.okd.example."),
+            "{status:#}"
+        );
+    }
+
+    // A pointer config with a CA that did not sign the machine-config server: Ignition refuses.
+    let mut wrong = read_ign(&d.path().join("master.ign"));
+    let key = okd_pki::RsaKey::generate().unwrap();
+    let cfg = okd_pki::CertConfig {
+        subject: vec![
+            (okd_pki::NameAttr::OrganizationalUnit, "openshift".into()),
+            (okd_pki::NameAttr::CommonName, "root-ca".into()),
+        ],
+        dns_names: vec![],
+        ip_addresses: vec![],
+        key_usage: okd_pki::KeyUsage {
+            digital_signature: true,
+            key_encipherment: true,
+            cert_sign: true,
+        },
+        ext_key_usage: vec![],
+        validity: Duration::from_secs(86400),
+        is_ca: true,
+    };
+    let other_ca = okd_pki::self_signed(&cfg, key, time::OffsetDateTime::now_utc()).unwrap();
+    wrong["ignition"]["security"]["tls"]["certificateAuthorities"][0]["source"] =
+        okd_types::dataurl::encode(other_ca.cert.pem.as_bytes()).into();
+    let wrong_path = scratch.path().join("wrong-ca.ign");
+    std::fs::write(&wrong_path, serde_json::to_vec(&wrong).unwrap()).unwrap();
+    let ns = lab.nodes[0].ns.clone();
+    let (ok, log, _) = ignite(&lab, &ns, &wrong_path, &scratch.path().join("wrong"), 15);
+    assert!(
+        !ok,
+        "Ignition accepted a machine-config server its CA did not sign:\n{log}"
+    );
+    assert!(
+        log.contains("x509: certificate signed by unknown authority"),
+        "{log}"
+    );
+
+    // Removing the bootstrap takes it out of every pool and says so.
+    let out = control(d.path(), "remove-bootstrap");
+    assert!(
+        out.contains("bootstrap") && out.contains("api") && out.contains("machine-config"),
+        "{out}"
+    );
+    let status: serde_json::Value = serde_json::from_str(&control(d.path(), "status")).unwrap();
+    let lb = status["loadBalancer"].to_string();
+    assert!(
+        !lb.contains("\"bootstrap\""),
+        "bootstrap still a backend: {lb}"
+    );
+}
+
+/// Polls HAProxy's stats CSV (from the bastion namespace) until the
+/// machine-config backend has our server UP and the bootstrap and master
+/// DOWN (nothing listens there in this lab), bounded to 60 s.
+fn wait_haproxy_checks(lab: &Lab, stats: &str) {
+    let start = Instant::now();
+    loop {
+        let out = lab
+            .cmd(&lab.bastion.ns, "curl")
+            .args(["-s", "--max-time", "2", stats])
+            .output()
+            .unwrap();
+        let csv = String::from_utf8_lossy(&out.stdout).into_owned();
+        let state = |server: &str| {
+            csv.lines()
+                .find(|l| l.starts_with(&format!("machine-config,{server},")))
+                .and_then(|l| l.split(',').nth(17).map(String::from))
+        };
+        let (ours, boot, master) = (
+            state("machine-config-server"),
+            state("bootstrap"),
+            state("master"),
+        );
+        if ours.as_deref() == Some("UP")
+            && boot.as_deref().is_some_and(|s| s.starts_with("DOWN"))
+            && master.as_deref().is_some_and(|s| s.starts_with("DOWN"))
+        {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "haproxy checks did not settle: ours={ours:?} bootstrap={boot:?} master={master:?}\n{csv}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// The same run with the files of `create bastion-configs` in the real
+/// daemons: HAProxy balances 22623 and dnsmasq answers api-int; okd-install
+/// serves only the machine-config server and HTTP (`--services mcs,http`).
+#[test]
+fn nodes_ignite_through_generated_haproxy_and_dnsmasq() {
+    if !common::netns::available() || tool("ignition", &[IGNITION]).is_none() {
+        return;
+    }
+    let (Some(haproxy), Some(dnsmasq)) = (
+        tool("haproxy", &["/usr/sbin/haproxy"]),
+        tool("dnsmasq", &["/usr/sbin/dnsmasq"]),
+    ) else {
+        return;
+    };
+    if tool("curl", &["/usr/bin/curl"]).is_none() {
+        return;
+    }
+    let d = served_dir();
+    okd_ok(d.path(), &["create", "bastion-configs"]);
+    let scratch = tempfile::tempdir().unwrap();
+    let sock = scratch.path().join("haproxy-admin.sock");
+    let cfg = std::fs::read_to_string(d.path().join("bastion/haproxy/haproxy.cfg"))
+        .unwrap()
+        .replace("/run/haproxy/admin.sock", &sock.to_string_lossy())
+        .replace("log /dev/log local0", "log stdout format raw local0")
+        // maxconn 20000 needs ~40k descriptors (systemd's LimitNOFILE gives
+        // them to the packaged haproxy); this sandbox's hard limit is 20000.
+        .replace("maxconn 20000", "maxconn 4000");
+    let cfg_path = scratch.path().join("haproxy.cfg");
+    std::fs::write(&cfg_path, cfg).unwrap();
+    let conf_path = d.path().join("bastion/dnsmasq/dnsmasq.conf");
+    for (prog, args) in [
+        (
+            &haproxy,
+            vec![
+                "-c".to_string(),
+                "-f".into(),
+                cfg_path.to_string_lossy().into(),
+            ],
+        ),
+        (
+            &dnsmasq,
+            vec![
+                "--test".to_string(),
+                "-C".into(),
+                conf_path.to_string_lossy().into(),
+            ],
+        ),
+    ] {
+        let out = std::process::Command::new(prog)
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{} {args:?}: {}",
+            prog.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    let prefix = format!("oh{}", std::process::id() % 100000);
+    let mut lab = Lab::new(
+        &prefix,
+        "192.168.120.101",
+        &[("master", "192.168.120.103"), ("worker", "192.168.120.104")],
+        "okd.example",
+    );
+    let bastion = lab.bastion.ns.clone();
+    let serve_log = d.path().join("serve.log");
+    let dir = d.path().to_string_lossy().into_owned();
+    lab.spawn(
+        &bastion,
+        env!("CARGO_BIN_EXE_okd-install"),
+        &["serve", "--services", "mcs,http", "--dir", &dir],
+        &serve_log,
+    );
+    wait_ready(&serve_log);
+    lab.spawn(
+        &bastion,
+        &haproxy.to_string_lossy(),
+        &["-db", "-f", &cfg_path.to_string_lossy()],
+        &scratch.path().join("haproxy.log"),
+    );
+    let pid_file = scratch.path().join("dnsmasq.pid");
+    lab.spawn(
+        &bastion,
+        &dnsmasq.to_string_lossy(),
+        &[
+            "-k",
+            "-C",
+            &conf_path.to_string_lossy(),
+            &format!("--pid-file={}", pid_file.display()),
+            "--log-facility=-",
+            "--log-queries",
+        ],
+        &scratch.path().join("dnsmasq.log"),
+    );
+    wait_haproxy_checks(&lab, "http://192.168.120.101:9000/;csv");
+    ignite_nodes(&lab, d.path(), scratch.path(), &serve_log);
+
+    // The names came from dnsmasq and the configs through HAProxy.
+    let dns_log = std::fs::read_to_string(scratch.path().join("dnsmasq.log")).unwrap();
+    assert!(
+        dns_log.contains("api-int.okd.example is 192.168.120.101"),
+        "{dns_log}"
+    );
+    let status: serde_json::Value = serde_json::from_str(&control(d.path(), "status")).unwrap();
+    let served: usize = status["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(status["unknownClients"].as_array().unwrap())
+        .map(|h| h["ignition"].as_array().map_or(0, |a| a.len()))
+        .sum();
+    assert!(
+        served >= 2,
+        "our machine-config server served both nodes: {status:#}"
+    );
+}
