@@ -114,55 +114,58 @@ impl SemVer {
 struct Entry {
     subtype: String,
     version: Option<SemVer>,
-    q: f64,
+    q: f32,
 }
 
+/// Parses like the MCO's `parseAcceptHeader`: entries split on `,`, parts
+/// on `;`, each trimmed; an entry without `/` in its media type is dropped;
+/// the first parseable `version=` and the first parseable `q=` count
+/// (parameter names are case-sensitive, a bad `q` is ignored and q stays
+/// 1); stable-sorted by q, highest first.
 fn parse_accept(header: &str) -> Vec<Entry> {
     let mut out = Vec::new();
     for raw in header.split(',') {
-        let mut parts = raw.split(';');
-        let media = parts.next().unwrap_or("").trim();
+        let mut parts = raw.split(';').map(str::trim);
+        let media = parts.next().unwrap_or("");
         let Some((_ty, subtype)) = media.split_once('/') else {
             continue;
         };
-        if subtype.contains('/') {
-            continue;
-        }
         let mut e = Entry {
-            subtype: subtype.trim().to_ascii_lowercase(),
+            subtype: subtype.to_string(),
             version: None,
             q: 1.0,
         };
+        let mut q = None;
         for p in parts {
             let Some((k, v)) = p.split_once('=') else {
                 continue;
             };
-            let v = v.trim().trim_matches('"');
-            match k.trim().to_ascii_lowercase().as_str() {
-                "version" => e.version = SemVer::parse(v),
-                "q" => e.q = v.parse().unwrap_or(0.0),
+            match k {
+                "version" if e.version.is_none() => e.version = SemVer::parse(v),
+                "q" if q.is_none() => q = v.parse::<f32>().ok(),
                 _ => {}
             }
         }
+        e.q = q.unwrap_or(1.0);
         out.push(e);
     }
-    // Stable sort, highest q first.
     out.sort_by(|a, b| b.q.partial_cmp(&a.q).unwrap_or(std::cmp::Ordering::Equal));
     out
 }
 
-/// Picks the spec version for a request's Accept header (installer.md §6).
+/// Picks the spec version for a request's Accept header, as the MCO's
+/// `detectSpecVersionFromAcceptHeader` does (installer.md §6).
 ///
-/// The header is split on `,`; each entry is `type/subtype` plus optional
-/// `version=` and `q=` (default 1) parameters; entries are stable-sorted by
-/// q, highest first. The first entry with subtype `vnd.coreos.ignition+json`
-/// and a parseable semantic version decides:
-/// - `2.x` at or above 2.2.0 → [`SpecVersion::V2_2`];
-/// - `3.1`–`3.5` → that minor (`3.2.7` → 3.2.0);
-/// - a newer minor of major 3 → 3.5.0 ([`MAX_SPEC3_MINOR`]);
-/// - anything else (3.0, 2.1, 4.0, …) → [`UnsupportedVersion`].
+/// Entries are taken in q order (highest first, stable); among those with
+/// subtype `vnd.coreos.ignition+json` and a parseable semantic version:
+/// - `3.1.0` up to `4.0.0` (exclusive) → that minor, capped at 3.5
+///   (`3.2.7` → 3.2.0, `3.6.0` → 3.5.0, `3.4.0-experimental` → 3.3.0);
+/// - `2.2.0` up to `3.0.0` (exclusive) → [`SpecVersion::V2_2`];
+/// - anything else (3.0, 2.1, 4.0, …) is skipped, and if no later entry is
+///   served the answer is [`UnsupportedVersion`].
 ///
-/// No header, an unparseable one or no such entry gives spec 2.2.0.
+/// No header, an unparseable one or no versioned Ignition entry gives spec
+/// 2.2.0.
 ///
 /// # Errors
 /// [`UnsupportedVersion`] (served as HTTP 400).
@@ -170,18 +173,28 @@ pub fn negotiate(accept: Option<&str>) -> Result<SpecVersion, UnsupportedVersion
     let Some(header) = accept else {
         return Ok(SpecVersion::V2_2);
     };
+    let mut unsupported = false;
     for e in parse_accept(header) {
         if e.subtype != "vnd.coreos.ignition+json" {
             continue;
         }
         let Some(v) = e.version else { continue };
         if v.major == 3 && v.at_least(3, u64::from(MIN_SPEC3_MINOR)) {
-            let minor = v.minor.min(u64::from(MAX_SPEC3_MINOR)) as u8;
+            // A pre-release sorts below its release: 3.4.0-x is a 3.3 client.
+            let minor = if v.pre && v.patch == 0 {
+                v.minor.saturating_sub(1)
+            } else {
+                v.minor
+            };
+            let minor = minor.min(u64::from(MAX_SPEC3_MINOR)) as u8;
             return Ok(SpecVersion::V3(minor));
         }
         if v.major == 2 && v.at_least(2, 2) {
             return Ok(SpecVersion::V2_2);
         }
+        unsupported = true;
+    }
+    if unsupported {
         return Err(UnsupportedVersion {
             header: header.to_string(),
         });

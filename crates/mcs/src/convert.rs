@@ -114,8 +114,10 @@ fn check_fields_3(cfg: &Value, target: SpecVersion, minor: u8) -> Result<(), Con
 /// - 2.2: translated per infra-tools.md F.3 — `ignition.config.merge` becomes
 ///   `append`; resources keep only `source` and `verification`; files,
 ///   directories and links get `filesystem: "root"`; a file's `append`
-///   resources become further entries for the same path with `append: true`;
-///   `overwrite` is written explicitly (3.x defaults to false, 2.x to true);
+///   resources become further entries for the same path with `append: true`
+///   and `overwrite: false`; a file with neither contents nor appends is
+///   left out (as the MCO's ign-converter does); `overwrite` is written
+///   explicitly (3.x defaults to false, 2.x to true); hashes must be sha512;
 ///   units keep `name`, `enabled`, `mask`, `contents`, `dropins` (spec 2.2
 ///   has `enabled`; its deprecated `enable` is not used); users and groups
 ///   keep their fields except `shouldExist`.
@@ -124,7 +126,7 @@ fn check_fields_3(cfg: &Value, target: SpecVersion, minor: u8) -> Result<(), Con
 /// [`ConvertError`] when the config uses something the target cannot
 /// express: for 2.2, `kernelArguments`, `storage.{disks,raid,filesystems,luks}`,
 /// `ignition.proxy`, `httpHeaders`, `compression` on configs or CAs,
-/// `shouldExist`.
+/// `shouldExist: false`, verification hashes other than sha512.
 pub fn convert(cfg: &Value, target: SpecVersion) -> Result<Value, ConvertError> {
     match target {
         SpecVersion::V3(minor) => {
@@ -158,6 +160,12 @@ fn res2(r: &Value, what: &str, allow_compression: bool) -> Result<Value, Convert
         r.get("source").cloned().unwrap_or_else(|| "".into()),
     );
     if let Some(h) = r.pointer("/verification/hash").filter(|h| !h.is_null()) {
+        if !h.as_str().is_some_and(|h| h.starts_with("sha512-")) {
+            return Err(err(
+                t,
+                format!("{what}.verification.hash: spec 2.2 knows only sha512"),
+            ));
+        }
         o.insert("verification".into(), json!({"hash": h}));
     }
     Ok(Value::Object(o))
@@ -275,22 +283,22 @@ fn to_v2_2(cfg: &Value) -> Result<Value, ConvertError> {
         let mut base = node_base(f);
         copy_keys(f, &mut base, &["mode"]);
         let overwrite = f.get("overwrite").and_then(Value::as_bool).unwrap_or(false);
-        let appends: Vec<&Value> = items(f, "/append").collect();
-        let has_contents = f.pointer("/contents/source").is_some_and(|s| !s.is_null());
-        if has_contents || appends.is_empty() {
+        if let Some(c) = f
+            .get("contents")
+            .filter(|c| c.get("source").is_some_and(|s| !s.is_null()))
+        {
             let mut o = base.clone();
-            let contents = match f.get("contents").filter(|_| has_contents) {
-                Some(c) => res2(c, "storage.files.contents", true)?,
-                None => json!({"source": "data:,"}),
-            };
-            o.insert("contents".into(), contents);
+            o.insert("contents".into(), res2(c, "storage.files.contents", true)?);
             o.insert("overwrite".into(), overwrite.into());
             files.push(Value::Object(o));
         }
-        for a in appends {
+        // Each append becomes its own entry; spec 2 refuses append together
+        // with overwrite.
+        for a in items(f, "/append") {
             let mut o = base.clone();
             o.insert("append".into(), true.into());
             o.insert("contents".into(), res2(a, "storage.files.append", true)?);
+            o.insert("overwrite".into(), false.into());
             files.push(Value::Object(o));
         }
     }

@@ -11,7 +11,10 @@
 //! Differences from the real bootstrap-mode server: every pool found
 //! (always `master` and `worker`) is served, not only `master`/`arbiter`;
 //! the rendered name hashes the spec with SHA-256 (first 32 hex digits)
-//! instead of MD5.
+//! instead of MD5; MachineConfigs must carry Ignition 3.0–3.5 configs (the
+//! MCO also converts 2.2 ones); there is no ControllerConfig, so
+//! `osImageURL` has no default; spec 2.2 bodies do not translate
+//! `storage.disks`/`raid`/`filesystems` (HTTP 500 instead).
 
 mod accept;
 mod convert;

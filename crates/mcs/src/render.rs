@@ -38,29 +38,46 @@ fn name_of(mc: &Value) -> &str {
         .unwrap_or("")
 }
 
-/// Renders one pool: `machine_configs` (MachineConfig objects, any order)
-/// are sorted by `metadata.name` and merged in that order:
-/// - `spec.config` Ignition 3.x configs merged child-over-parent: files,
-///   directories and links with the same path replace the earlier node of
-///   any kind; units with the same name replace the earlier unit; passwd users
-///   with the same name are merged field by field with `sshAuthorizedKeys`
-///   appended (duplicates dropped); groups, disks, raid, filesystems and luks
-///   entries with the same key replace; `ignition.config.merge`, CAs and
-///   Ignition kernel arguments are appended;
-/// - `spec.kernelArguments` concatenated in order; `spec.extensions` unioned
-///   in first-seen order; `spec.fips` true if any is; `spec.kernelType`,
-///   `spec.osImageURL` and `spec.baseOSExtensionsContainerImage`: the last
-///   non-empty value wins.
+/// `spec.kernelType` values that win over the default (MCO `KernelTypeRealtime`,
+/// `KernelType64kPages`).
+const NON_DEFAULT_KERNELS: [&str; 2] = ["realtime", "64k-pages"];
+
+/// Renders one pool the way the machine-config-operator's
+/// `MergeMachineConfigs` does (`pkg/controller/common/helpers.go`):
+/// `machine_configs` (any order) are ordered with the configs labelled
+/// `worker` first and then the others, each group sorted by
+/// `metadata.name`, and merged in that order:
+/// - `spec.config` (Ignition 3.0–3.5) merged child-over-parent by
+///   Ignition's own rules ([`merge_config`]); then every file without an
+///   `overwrite` gets `overwrite: true` (the MCO always overwrites; files
+///   without `contents.source` are left alone, since Ignition refuses
+///   `overwrite: true` there);
+/// - `spec.kernelArguments` concatenated in order, duplicates kept (some
+///   arguments, e.g. `hugepagesz=`/`hugepages=`, must repeat);
+/// - `spec.extensions` concatenated in order;
+/// - `spec.fips` true if any config sets it;
+/// - `spec.kernelType`: the last `realtime` or `64k-pages` of any config,
+///   otherwise `default`; a non-default kernel with the `kernel-devel`
+///   extension is an error;
+/// - `spec.osImageURL` and `spec.baseOSExtensionsContainerImage`: the last
+///   non-empty value (there is no ControllerConfig default here).
 ///
 /// The merged config declares spec [`internal_version`]. The result is the
 /// MachineConfig object named `rendered-<pool>-<first 32 hex digits of the
 /// SHA-256 of the merged spec's compact JSON>`.
 ///
 /// # Errors
-/// [`McsError::MachineConfig`] when a `spec.config` is not a spec 3.x config.
+/// [`McsError::MachineConfig`] when a `spec.config` is not an Ignition
+/// 3.0.0–3.5.0 config, or for `kernel-devel` with a non-default kernel.
 pub fn render_pool(pool: &str, machine_configs: &[Value]) -> Result<Value, McsError> {
     let mut mcs: Vec<&Value> = machine_configs.iter().collect();
-    mcs.sort_by(|a, b| name_of(a).cmp(name_of(b)));
+    // Stable: worker-labelled configs first (custom pools inherit the worker
+    // configs and override them), each group by name.
+    mcs.sort_by(|a, b| {
+        let wa = pool_of(a) != Some("worker");
+        let wb = pool_of(b) != Some("worker");
+        (wa, name_of(a)).cmp(&(wb, name_of(b)))
+    });
 
     let mut config = Map::new();
     config.insert("ignition".into(), json!({"version": internal_version()}));
@@ -82,11 +99,12 @@ pub fn render_pool(pool: &str, machine_configs: &[Value]) -> Result<Value, McsEr
                     .and_then(|i| i.get("version"))
                     .and_then(Value::as_str)
                     .unwrap_or("");
-                if !version.starts_with("3.") {
+                if !is_mergeable_version(version) {
                     return Err(McsError::MachineConfig {
                         name,
                         reason: format!(
-                            "spec.config declares Ignition version {version:?}; only 3.x is supported"
+                            "spec.config declares Ignition version {version:?}; only 3.0.0 to {} are supported",
+                            internal_version()
                         ),
                     });
                 }
@@ -103,13 +121,14 @@ pub fn render_pool(pool: &str, machine_configs: &[Value]) -> Result<Value, McsEr
             kargs.extend(k.iter().cloned());
         }
         if let Some(Value::Array(e)) = spec.get("extensions") {
-            for x in e {
-                if !extensions.contains(x) {
-                    extensions.push(x.clone());
-                }
-            }
+            extensions.extend(e.iter().cloned());
         }
         fips |= spec.get("fips").and_then(Value::as_bool).unwrap_or(false);
+        if let Some(k) = spec.get("kernelType").and_then(Value::as_str)
+            && NON_DEFAULT_KERNELS.contains(&k)
+        {
+            kernel_type = k.to_string();
+        }
         let last = |key: &str, slot: &mut String| {
             if let Some(s) = spec.get(key).and_then(Value::as_str)
                 && !s.is_empty()
@@ -117,14 +136,25 @@ pub fn render_pool(pool: &str, machine_configs: &[Value]) -> Result<Value, McsEr
                 *slot = s.to_string();
             }
         };
-        last("kernelType", &mut kernel_type);
         last("osImageURL", &mut os_image);
         last("baseOSExtensionsContainerImage", &mut ext_image);
+    }
+    if kernel_type.is_empty() {
+        kernel_type = "default".into();
+    }
+    if kernel_type != "default" && extensions.iter().any(|e| e == "kernel-devel") {
+        return Err(McsError::MachineConfig {
+            name: format!("rendered-{pool}"),
+            reason: format!(
+                "installing kernel-devel extension is not supported with kernelType: {kernel_type}"
+            ),
+        });
     }
     // Always the internal version, whatever the inputs declared.
     if let Some(Value::Object(ign)) = config.get_mut("ignition") {
         ign.insert("version".into(), internal_version().into());
     }
+    default_overwrite(&mut config);
 
     let mut spec = Map::new();
     spec.insert("osImageURL".into(), os_image.into());
@@ -149,55 +179,188 @@ pub fn render_pool(pool: &str, machine_configs: &[Value]) -> Result<Value, McsEr
     }))
 }
 
-/// Merges Ignition 3.x config `child` into `parent` (see [`render_pool`]).
+/// `3.0.0` … `3.<MAX>.0`: what the MCO's `ParseCompatibleVersion` accepts.
+fn is_mergeable_version(v: &str) -> bool {
+    (0..=MAX_SPEC3_MINOR).any(|m| v == format!("3.{m}.0"))
+}
+
+/// MCO: "For file entries without a default overwrite, set it to true".
+fn default_overwrite(config: &mut Map<String, Value>) {
+    let Some(Value::Array(files)) = config.get_mut("storage").and_then(|s| s.get_mut("files"))
+    else {
+        return;
+    };
+    for f in files {
+        let has_source = f.pointer("/contents/source").is_some_and(|s| !s.is_null());
+        if let Value::Object(o) = f
+            && has_source
+            && o.get("overwrite").is_none_or(Value::is_null)
+        {
+            o.insert("overwrite".into(), true.into());
+        }
+    }
+}
+
+/// The Ignition 3.x struct a JSON object stands for: it decides how its
+/// lists merge (`Key()`, `IgnoreDuplicates()`, `MergedKeys()` of the Go
+/// types in `config/v3_*/types`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ty {
+    Config,
+    Ignition,
+    IgnitionConfig,
+    Security,
+    Tls,
+    Proxy,
+    Resource,
+    Header,
+    Passwd,
+    User,
+    Group,
+    Storage,
+    Disk,
+    Partition,
+    Raid,
+    Filesystem,
+    File,
+    Directory,
+    Link,
+    Luks,
+    Clevis,
+    Tang,
+    Systemd,
+    Unit,
+    Dropin,
+    KernelArguments,
+    Other,
+}
+
+/// The type of the object (or list element) in field `field` of a `parent`.
+fn field_ty(parent: Ty, field: &str) -> Ty {
+    use Ty::*;
+    match (parent, field) {
+        (Config, "ignition") => Ignition,
+        (Config, "passwd") => Passwd,
+        (Config, "storage") => Storage,
+        (Config, "systemd") => Systemd,
+        (Config, "kernelArguments") => KernelArguments,
+        (Ignition, "config") => IgnitionConfig,
+        (Ignition, "security") => Security,
+        (Ignition, "proxy") => Proxy,
+        (IgnitionConfig, "merge" | "replace") => Resource,
+        (Security, "tls") => Tls,
+        (Tls, "certificateAuthorities") => Resource,
+        (Resource, "httpHeaders") => Header,
+        (Passwd, "users") => User,
+        (Passwd, "groups") => Group,
+        (Storage, "disks") => Disk,
+        (Storage, "raid") => Raid,
+        (Storage, "filesystems") => Filesystem,
+        (Storage, "files") => File,
+        (Storage, "directories") => Directory,
+        (Storage, "links") => Link,
+        (Storage, "luks") => Luks,
+        (Disk, "partitions") => Partition,
+        (File, "contents" | "append") => Resource,
+        (Luks, "clevis") => Clevis,
+        (Luks, "keyFile") => Resource,
+        (Clevis, "tang") => Tang,
+        (Systemd, "units") => Unit,
+        (Unit, "dropins") => Dropin,
+        _ => Other,
+    }
+}
+
+/// Lists appended whole (`IgnoreDuplicates`).
+fn appends(parent: Ty, field: &str) -> bool {
+    use Ty::*;
+    matches!(
+        (parent, field),
+        (File, "append")
+            | (Filesystem, "options" | "mountOptions")
+            | (Raid, "options")
+            | (Luks, "options" | "openOptions")
+    )
+}
+
+/// Lists whose keys are shared (`MergedKeys`): an entry of one removes the
+/// parent's entry with the same key from the others.
+fn key_group(parent: Ty, field: &str) -> &'static [&'static str] {
+    const NODES: &[&str] = &["files", "directories", "links"];
+    const KARGS: &[&str] = &["shouldExist", "shouldNotExist"];
+    match (parent, field) {
+        (Ty::Storage, "files" | "directories" | "links") => NODES,
+        (Ty::KernelArguments, "shouldExist" | "shouldNotExist") => KARGS,
+        _ => &[],
+    }
+}
+
+/// `Key()` of a list entry of type `ty`; `None` for entries without one
+/// (objects of unknown lists, which are appended).
+fn key_of(ty: Ty, v: &Value) -> Option<String> {
+    use Ty::*;
+    let Value::Object(o) = v else {
+        return Some(match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+    };
+    let field = |k: &str| o.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    Some(match ty {
+        File | Directory | Link => field("path"),
+        User | Group | Unit | Dropin | Raid | Luks | Header => field("name"),
+        Disk | Filesystem => field("device"),
+        Resource => field("source"),
+        Tang => field("url"),
+        Partition => match o.get("number").and_then(Value::as_i64) {
+            Some(n) if n != 0 => format!("number:{n}"),
+            _ => match o.get("label").and_then(Value::as_str) {
+                Some(l) => format!("label:{l}"),
+                None => String::new(),
+            },
+        },
+        _ => return None,
+    })
+}
+
+/// Merges Ignition 3.x config `child` into `parent` by Ignition's
+/// `config/merge` rules (what the MCO's `ign3.Merge` does):
+/// - objects merge field by field; a scalar or list-less field of the child
+///   replaces the parent's unless it is absent or null;
+/// - lists of keyed entries (files/directories/links by `path`, units,
+///   dropins, users, groups, raid, luks and HTTP headers by `name`, disks and
+///   filesystems by `device`, partitions by number or label, config merges,
+///   CAs and resources by `source`, Tang servers by `url`, strings by value):
+///   an entry with the key of a parent entry is merged into it in place,
+///   other child entries are appended;
+/// - files, directories and links share one key space (so do
+///   `kernelArguments.shouldExist`/`shouldNotExist`): a child entry removes
+///   the parent's entry with that key from the other lists;
+/// - a child HTTP header without a value deletes the parent's header;
+/// - file `append`, filesystem `options`/`mountOptions`, raid and luks
+///   `options` are concatenated.
 pub fn merge_config(parent: &mut Map<String, Value>, child: &Map<String, Value>) {
+    merge_object(parent, child, Ty::Config);
+}
+
+fn merge_object(parent: &mut Map<String, Value>, child: &Map<String, Value>, ty: Ty) {
+    let mut done_groups: Vec<&'static [&'static str]> = Vec::new();
     for (key, cv) in child {
-        match key.as_str() {
-            "ignition" => merge_ignition_section(parent, cv),
-            "kernelArguments" => {
-                let pk = obj_entry(parent, "kernelArguments");
-                for list in ["shouldExist", "shouldNotExist"] {
-                    append_unique(pk, list, cv.get(list));
+        match cv {
+            Value::Null => {}
+            Value::Object(co) => match parent.get_mut(key) {
+                Some(Value::Object(po)) => merge_object(po, co, field_ty(ty, key)),
+                _ => {
+                    parent.insert(key.clone(), cv.clone());
                 }
-            }
-            "passwd" => {
-                let pp = obj_entry(parent, "passwd");
-                if let Some(Value::Array(users)) = cv.get("users") {
-                    let pu = arr_entry(pp, "users");
-                    for u in users {
-                        merge_user(pu, u);
-                    }
-                }
-                if let Some(Value::Array(groups)) = cv.get("groups") {
-                    let pg = arr_entry(pp, "groups");
-                    for g in groups {
-                        replace_keyed(pg, g, "name");
-                    }
-                }
-            }
-            "storage" => {
-                let ps = obj_entry(parent, "storage");
-                merge_nodes(ps, cv);
-                for (list, k) in [
-                    ("disks", "device"),
-                    ("raid", "name"),
-                    ("filesystems", "device"),
-                    ("luks", "name"),
-                ] {
-                    if let Some(Value::Array(items)) = cv.get(list) {
-                        let pl = arr_entry(ps, list);
-                        for it in items {
-                            replace_keyed(pl, it, k);
-                        }
-                    }
-                }
-            }
-            "systemd" => {
-                if let Some(Value::Array(units)) = cv.get("units") {
-                    let pu = arr_entry(obj_entry(parent, "systemd"), "units");
-                    for u in units {
-                        replace_keyed(pu, u, "name");
-                    }
+            },
+            Value::Array(_) => {
+                let group = key_group(ty, key);
+                if group.is_empty() {
+                    merge_lists(parent, child, ty, &[key.as_str()]);
+                } else if !done_groups.contains(&group) {
+                    done_groups.push(group);
+                    merge_lists(parent, child, ty, group);
                 }
             }
             _ => {
@@ -207,129 +370,92 @@ pub fn merge_config(parent: &mut Map<String, Value>, child: &Map<String, Value>)
     }
 }
 
-fn merge_ignition_section(parent: &mut Map<String, Value>, cv: &Value) {
-    let Value::Object(c) = cv else { return };
-    let pi = obj_entry(parent, "ignition");
-    for (k, v) in c {
-        match k.as_str() {
-            "version" => {}
-            "config" => {
-                let pc = obj_entry(pi, "config");
-                append_unique(pc, "merge", v.get("merge"));
-                if let Some(r) = v.get("replace")
-                    && !r.is_null()
-                {
-                    pc.insert("replace".into(), r.clone());
-                }
-            }
-            "security" => {
-                let tls = obj_entry(obj_entry(pi, "security"), "tls");
-                append_unique(
-                    tls,
-                    "certificateAuthorities",
-                    v.pointer("/tls/certificateAuthorities"),
-                );
-            }
-            _ => deep_override(obj_entry(pi, k), v),
+/// Merges the child's lists `fields` (one key space) into the parent's.
+fn merge_lists(
+    parent: &mut Map<String, Value>,
+    child: &Map<String, Value>,
+    ty: Ty,
+    fields: &[&str],
+) {
+    let empty = Vec::new();
+    let list = |m: &Map<String, Value>, f: &str| -> Vec<Value> {
+        match m.get(f) {
+            Some(Value::Array(a)) => a.clone(),
+            _ => Vec::new(),
         }
-    }
-}
-
-/// Object fields of `child` override those of `parent`, recursively; arrays
-/// and scalars replace.
-fn deep_override(parent: &mut Map<String, Value>, child: &Value) {
-    let Value::Object(c) = child else { return };
-    for (k, v) in c {
-        match (parent.get_mut(k), v) {
-            (Some(Value::Object(p)), Value::Object(_)) => deep_override(p, v),
-            _ => {
-                parent.insert(k.clone(), v.clone());
-            }
-        }
-    }
-}
-
-fn obj_entry<'a>(m: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
-    let slot = m.entry(key.to_string()).or_insert_with(|| json!({}));
-    if !slot.is_object() {
-        *slot = json!({});
-    }
-    match slot {
-        Value::Object(o) => o,
-        _ => unreachable!("just made an object"),
-    }
-}
-
-fn arr_entry<'a>(m: &'a mut Map<String, Value>, key: &str) -> &'a mut Vec<Value> {
-    let slot = m.entry(key.to_string()).or_insert_with(|| json!([]));
-    if !slot.is_array() {
-        *slot = json!([]);
-    }
-    match slot {
-        Value::Array(a) => a,
-        _ => unreachable!("just made an array"),
-    }
-}
-
-fn append_unique(m: &mut Map<String, Value>, key: &str, items: Option<&Value>) {
-    let Some(Value::Array(items)) = items else {
-        return;
     };
-    let list = arr_entry(m, key);
-    for it in items {
-        if !list.contains(it) {
-            list.push(it.clone());
-        }
-    }
-}
-
-fn replace_keyed(list: &mut Vec<Value>, item: &Value, key: &str) {
-    let k = item.get(key);
-    match list.iter_mut().find(|e| k.is_some() && e.get(key) == k) {
-        Some(slot) => *slot = item.clone(),
-        None => list.push(item.clone()),
-    }
-}
-
-fn merge_user(users: &mut Vec<Value>, user: &Value) {
-    let name = user.get("name");
-    let Some(existing) = users
-        .iter_mut()
-        .find(|u| name.is_some() && u.get("name") == name)
-    else {
-        users.push(user.clone());
-        return;
-    };
-    let (Value::Object(p), Value::Object(c)) = (existing, user) else {
-        return;
-    };
-    for (k, v) in c {
-        if k == "sshAuthorizedKeys" {
-            append_unique(p, k, Some(v));
-        } else {
-            p.insert(k.clone(), v.clone());
-        }
-    }
-}
-
-/// Files, directories and links share one path namespace: a later node
-/// replaces an earlier one with the same path (in place when of the same
-/// kind, otherwise the earlier is removed and the later appended).
-fn merge_nodes(storage: &mut Map<String, Value>, child: &Value) {
-    for kind in ["files", "directories", "links"] {
-        let Some(Value::Array(items)) = child.get(kind) else {
+    // key -> (field, index) of the child's entries; the last one wins, as
+    // in Go's map.
+    let mut child_keys: std::collections::HashMap<String, (usize, usize)> =
+        std::collections::HashMap::new();
+    for (fi, f) in fields.iter().enumerate() {
+        if appends(ty, f) {
             continue;
+        }
+        let elem = field_ty(ty, f);
+        let items = match child.get(*f) {
+            Some(Value::Array(a)) => a,
+            _ => &empty,
         };
-        for it in items {
-            let path = it.get("path").cloned();
-            for other in ["files", "directories", "links"] {
-                if other != kind
-                    && let Some(Value::Array(l)) = storage.get_mut(other)
-                {
-                    l.retain(|e| path.is_none() || e.get("path") != path.as_ref());
+        for (j, it) in items.iter().enumerate() {
+            if let Some(k) = key_of(elem, it) {
+                child_keys.insert(k, (fi, j));
+            }
+        }
+    }
+    for (fi, f) in fields.iter().enumerate() {
+        let elem = field_ty(ty, f);
+        let pitems = list(parent, f);
+        let citems = match child.get(*f) {
+            Some(Value::Array(a)) => a,
+            _ => &empty,
+        };
+        if pitems.is_empty() && citems.is_empty() {
+            continue;
+        }
+        let mut out: Vec<Value> = Vec::with_capacity(pitems.len() + citems.len());
+        if appends(ty, f) {
+            out.extend(pitems);
+            out.extend(citems.iter().cloned());
+        } else {
+            let mut parent_keys = std::collections::HashSet::new();
+            for p in pitems {
+                let Some(k) = key_of(elem, &p) else {
+                    out.push(p);
+                    continue;
+                };
+                parent_keys.insert(k.clone());
+                match child_keys.get(&k) {
+                    Some(&(cf, cj)) if cf == fi => {
+                        let c = &citems[cj];
+                        match (p, c) {
+                            (_, Value::Object(co))
+                                if elem == Ty::Header
+                                    && co.get("value").is_none_or(Value::is_null) => {}
+                            (Value::Object(mut po), Value::Object(co)) => {
+                                merge_object(&mut po, co, elem);
+                                out.push(Value::Object(po));
+                            }
+                            (_, c) => out.push(c.clone()),
+                        }
+                    }
+                    // In the child under another list of the key space:
+                    // that entry replaces this one.
+                    Some(_) => {}
+                    None => out.push(p),
                 }
             }
-            replace_keyed(arr_entry(storage, kind), it, "path");
+            for c in citems {
+                match key_of(elem, c) {
+                    Some(k) if parent_keys.contains(&k) => {}
+                    _ => out.push(c.clone()),
+                }
+            }
+        }
+        if out.is_empty() {
+            parent.remove(*f);
+        } else {
+            parent.insert((*f).to_string(), Value::Array(out));
         }
     }
 }

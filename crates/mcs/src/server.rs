@@ -30,7 +30,8 @@ struct AppState {
 }
 
 /// The machine-config server's routes:
-/// - `GET`/`HEAD /config/<pool>` (pool = last path element): 200,
+/// - `GET`/`HEAD /config/<pool>` (pool = last path element, trailing `/`
+///   ignored, like Go's `path.Base`): 200,
 ///   `Content-Type: application/json`, `Content-Length`, the pool's
 ///   rendered config in the spec the Accept header asks for
 ///   ([`crate::negotiate`]); `HEAD` sends the headers only. Unknown pool 404;
@@ -38,7 +39,7 @@ struct AppState {
 ///   header`); a config the spec cannot express 500; other methods 405 with
 ///   `Content-Length: 0`.
 /// - `GET`/`HEAD /healthz`: 200, empty body; other methods 405.
-/// - anything else: 404.
+/// - anything else: 404 for `GET`/`HEAD`, 405 for other methods.
 ///
 /// Every config request is logged at info level as
 /// `Pool "<p>" requested by address:"<ip:port>" User-Agent:"<ua>" Accept-Header: "<accept>"`
@@ -79,8 +80,12 @@ fn text(status: StatusCode, msg: &str, head: bool) -> Response {
     r
 }
 
-async fn not_found() -> Response {
-    text(StatusCode::NOT_FOUND, "404 page not found", false)
+async fn not_found(method: Method) -> Response {
+    if method == Method::GET || method == Method::HEAD {
+        text(StatusCode::NOT_FOUND, "404 page not found", false)
+    } else {
+        empty(StatusCode::METHOD_NOT_ALLOWED)
+    }
 }
 
 async fn healthz(method: Method) -> Response {
@@ -101,8 +106,15 @@ async fn config(
     req: Request,
 ) -> Response {
     let method = req.method().clone();
-    let path = req.uri().path().to_string();
-    let pool = path.rsplit('/').next().unwrap_or("").to_string();
+    // Go's path.Base: the last element, trailing slashes ignored.
+    let pool = req
+        .uri()
+        .path()
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or("")
+        .to_string();
     let h = req.headers();
     let ua = header_str(h, header::USER_AGENT).unwrap_or("");
     let accept = header_str(h, header::ACCEPT);
@@ -145,12 +157,12 @@ fn respond(
             );
         }
     };
-    match state.body(pool, spec) {
+    match state.shared_body(pool, spec) {
         Some(Ok(body)) => {
             let mut r = Response::new(if head {
                 Body::empty()
             } else {
-                Body::from(body.to_vec())
+                Body::from(body.clone())
             });
             let hm = r.headers_mut();
             hm.insert(
@@ -240,11 +252,16 @@ pub async fn serve_tls(
 ) -> Result<(), McsError> {
     let cfg = tls_config(&state.inputs().tls_cert_pem, &state.inputs().tls_key_pem)?;
     let rustls_cfg = axum_server::tls_rustls::RustlsConfig::from_config(Arc::new(cfg));
-    let server = axum_server::tls_rustls::from_tcp_rustls(listener, rustls_cfg).map_err(|e| {
-        McsError::Serve {
+    // TCP_NODELAY, as nginx and Go's net/http set it: without it a reply
+    // whose last TLS record goes out in a second write waits for the
+    // client's delayed ACK.
+    let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(rustls_cfg)
+        .acceptor(axum_server::accept::NoDelayAcceptor::new());
+    let server = axum_server::from_tcp(listener)
+        .map_err(|e| McsError::Serve {
             reason: e.to_string(),
-        }
-    })?;
+        })?
+        .acceptor(acceptor);
     server
         .handle(shutdown_handle(shutdown))
         .http1_only()
@@ -264,9 +281,11 @@ pub async fn serve_plain(
     observer: Option<Arc<dyn FetchObserver>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), McsError> {
-    let server = axum_server::from_tcp(listener).map_err(|e| McsError::Serve {
-        reason: e.to_string(),
-    })?;
+    let server = axum_server::from_tcp(listener)
+        .map_err(|e| McsError::Serve {
+            reason: e.to_string(),
+        })?
+        .acceptor(axum_server::accept::NoDelayAcceptor::new());
     server
         .handle(shutdown_handle(shutdown))
         .http1_only()

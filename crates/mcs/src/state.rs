@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use axum::body::Bytes;
 use serde_json::{Map, Value, json};
 
 use crate::McsError;
@@ -43,8 +44,9 @@ pub struct BootstrapInputs {
 pub struct RenderedPool {
     /// The rendered MachineConfig object (`rendered-<pool>-<hash>`).
     pub machine_config: Value,
-    /// Body (compact JSON) or conversion error message, per spec version.
-    bodies: BTreeMap<SpecVersion, Result<Vec<u8>, String>>,
+    /// Body (compact JSON, shared by every response) or conversion error
+    /// message, per spec version.
+    bodies: BTreeMap<SpecVersion, Result<Bytes, String>>,
 }
 
 impl RenderedPool {
@@ -228,7 +230,7 @@ impl McsState {
             let mut bodies = BTreeMap::new();
             for spec in SpecVersion::all() {
                 let body = served_config(&rendered, &inputs, spec)
-                    .map(|v| okd_types::gojson::to_string(&v).into_bytes());
+                    .map(|v| Bytes::from(okd_types::gojson::to_string(&v).into_bytes()));
                 bodies.insert(spec, body);
             }
             pools.insert(
@@ -341,9 +343,22 @@ impl McsState {
     /// The body served for `pool` in `spec`: `None` for an unknown pool,
     /// `Some(Err(message))` when the config cannot be expressed in `spec`.
     pub fn body(&self, pool: &str, spec: SpecVersion) -> Option<Result<&[u8], &str>> {
+        Some(match self.shared_body(pool, spec)? {
+            Ok(v) => Ok(v.as_ref()),
+            Err(e) => Err(e),
+        })
+    }
+
+    /// [`McsState::body`] as the shared buffer the server sends (cloning it
+    /// copies nothing).
+    pub(crate) fn shared_body(
+        &self,
+        pool: &str,
+        spec: SpecVersion,
+    ) -> Option<Result<&Bytes, &str>> {
         let b = self.pools.get(pool)?.bodies.get(&spec)?;
         Some(match b {
-            Ok(v) => Ok(v.as_slice()),
+            Ok(v) => Ok(v),
             Err(e) => Err(e.as_str()),
         })
     }
