@@ -78,32 +78,7 @@ fn ignition_apply(dir: &Path) {
         return;
     };
     let scratch = tempfile::tempdir().unwrap();
-    let root = scratch.path().join("root");
-    let run = scratch.path().join("run");
-    let stub = scratch.path().join("stubbin");
-    for d in [
-        root.join("etc/selinux"),
-        root.join("home"),
-        run.clone(),
-        stub.clone(),
-    ] {
-        std::fs::create_dir_all(d).unwrap();
-    }
-    std::fs::write(root.join("etc/passwd"), "root:x:0:0:root:/root:/bin/bash\n").unwrap();
-    std::fs::write(root.join("etc/group"), "root:x:0:\n").unwrap();
-    std::fs::write(root.join("etc/shadow"), "root:*:19000:0:99999:7:::\n").unwrap();
-    std::fs::write(root.join("etc/gshadow"), "root:*::\n").unwrap();
-    std::fs::write(
-        root.join("etc/selinux/config"),
-        "SELINUX=disabled\nSELINUXTYPE=targeted\n",
-    )
-    .unwrap();
-    std::fs::write(stub.join("setfiles"), "#!/bin/sh\ncat >/dev/null\nexit 0\n").unwrap();
-    std::fs::set_permissions(
-        stub.join("setfiles"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    let (root, run, stub) = ignition_root(scratch.path());
     let cache = run.join("ignition.json");
     let path = format!(
         "{}:{}",

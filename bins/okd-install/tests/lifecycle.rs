@@ -227,22 +227,7 @@ fn expired_bootstrap_certificates_are_an_error() {
     okd_ok(d.path(), &["create", "ignition-configs"]);
     // Replace one TLS file with a certificate that expired a day ago.
     let key = okd_pki::RsaKey::generate().unwrap();
-    let cfg = okd_pki::CertConfig {
-        subject: vec![
-            (okd_pki::NameAttr::OrganizationalUnit, "openshift".into()),
-            (okd_pki::NameAttr::CommonName, "kubelet-signer".into()),
-        ],
-        dns_names: vec![],
-        ip_addresses: vec![],
-        key_usage: okd_pki::KeyUsage {
-            digital_signature: true,
-            key_encipherment: true,
-            cert_sign: true,
-        },
-        ext_key_usage: vec![],
-        validity: std::time::Duration::from_secs(24 * 3600),
-        is_ca: true,
-    };
+    let cfg = ca_config("kubelet-signer", std::time::Duration::from_secs(24 * 3600));
     let old = okd_pki::self_signed(
         &cfg,
         key,

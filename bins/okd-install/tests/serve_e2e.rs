@@ -36,35 +36,6 @@ fn served_dir() -> tempfile::TempDir {
     d
 }
 
-/// A minimal root Ignition's files stage accepts, plus a stub `setfiles` (peers.md §1b).
-fn ignition_root(base: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    let (root, run, stub) = (base.join("root"), base.join("run"), base.join("stubbin"));
-    for d in [
-        root.join("etc/selinux"),
-        root.join("home"),
-        run.clone(),
-        stub.clone(),
-    ] {
-        std::fs::create_dir_all(d).unwrap();
-    }
-    std::fs::write(root.join("etc/passwd"), "root:x:0:0:root:/root:/bin/bash\n").unwrap();
-    std::fs::write(root.join("etc/group"), "root:x:0:\n").unwrap();
-    std::fs::write(root.join("etc/shadow"), "root:*:19000:0:99999:7:::\n").unwrap();
-    std::fs::write(root.join("etc/gshadow"), "root:*::\n").unwrap();
-    std::fs::write(
-        root.join("etc/selinux/config"),
-        "SELINUX=disabled\nSELINUXTYPE=targeted\n",
-    )
-    .unwrap();
-    std::fs::write(stub.join("setfiles"), "#!/bin/sh\ncat >/dev/null\nexit 0\n").unwrap();
-    std::fs::set_permissions(
-        stub.join("setfiles"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    (root, run, stub)
-}
-
 /// Runs Ignition's fetch stage for `pointer` inside `ns` (bounded by `timeout`),
 /// then, if it succeeded, the files stage into a fresh root. Returns (ok, log, root).
 fn ignite(
@@ -244,22 +215,7 @@ fn nodes_ignite_through_our_dns_lb_and_mcs() {
     // A pointer config with a CA that did not sign the machine-config server: Ignition refuses.
     let mut wrong = read_ign(&d.path().join("master.ign"));
     let key = okd_pki::RsaKey::generate().unwrap();
-    let cfg = okd_pki::CertConfig {
-        subject: vec![
-            (okd_pki::NameAttr::OrganizationalUnit, "openshift".into()),
-            (okd_pki::NameAttr::CommonName, "root-ca".into()),
-        ],
-        dns_names: vec![],
-        ip_addresses: vec![],
-        key_usage: okd_pki::KeyUsage {
-            digital_signature: true,
-            key_encipherment: true,
-            cert_sign: true,
-        },
-        ext_key_usage: vec![],
-        validity: Duration::from_secs(86400),
-        is_ca: true,
-    };
+    let cfg = ca_config("root-ca", Duration::from_secs(86400));
     let other_ca = okd_pki::self_signed(&cfg, key, time::OffsetDateTime::now_utc()).unwrap();
     wrong["ignition"]["security"]["tls"]["certificateAuthorities"][0]["source"] =
         okd_types::dataurl::encode(other_ca.cert.pem.as_bytes()).into();

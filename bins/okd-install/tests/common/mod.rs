@@ -177,3 +177,54 @@ pub fn reference_rows(file: &str) -> Vec<Vec<String>> {
         .map(|l| l.split('\t').map(String::from).collect())
         .collect()
 }
+
+/// A minimal root that Ignition's files stage accepts (passwd, group, shadow,
+/// gshadow, SELinux disabled) plus a directory with a stub `setfiles`
+/// (peers.md §1b). Returns (root, run dir for cache/state, stub bin dir).
+pub fn ignition_root(base: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let (root, run, stub) = (base.join("root"), base.join("run"), base.join("stubbin"));
+    for d in [
+        root.join("etc/selinux"),
+        root.join("home"),
+        run.clone(),
+        stub.clone(),
+    ] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(root.join("etc/passwd"), "root:x:0:0:root:/root:/bin/bash\n").unwrap();
+    std::fs::write(root.join("etc/group"), "root:x:0:\n").unwrap();
+    std::fs::write(root.join("etc/shadow"), "root:*:19000:0:99999:7:::\n").unwrap();
+    std::fs::write(root.join("etc/gshadow"), "root:*::\n").unwrap();
+    std::fs::write(
+        root.join("etc/selinux/config"),
+        "SELINUX=disabled\nSELINUXTYPE=targeted\n",
+    )
+    .unwrap();
+    std::fs::write(stub.join("setfiles"), "#!/bin/sh\ncat >/dev/null\nexit 0\n").unwrap();
+    std::fs::set_permissions(
+        stub.join("setfiles"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    (root, run, stub)
+}
+
+/// A signer profile (OU openshift, CN `cn`, cert-sign) valid for `validity`.
+pub fn ca_config(cn: &str, validity: std::time::Duration) -> okd_pki::CertConfig {
+    okd_pki::CertConfig {
+        subject: vec![
+            (okd_pki::NameAttr::OrganizationalUnit, "openshift".into()),
+            (okd_pki::NameAttr::CommonName, cn.into()),
+        ],
+        dns_names: vec![],
+        ip_addresses: vec![],
+        key_usage: okd_pki::KeyUsage {
+            digital_signature: true,
+            key_encipherment: true,
+            cert_sign: true,
+        },
+        ext_key_usage: vec![],
+        validity,
+        is_ca: true,
+    }
+}
