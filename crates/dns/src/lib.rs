@@ -156,7 +156,7 @@ impl Shared {
         rcode: u16,
         answers: &[String],
     ) {
-        let name = wire::name_to_string(q.qname);
+        let name = wire::name_to_string(&q.name);
         let qtype = wire::type_name(q.qtype);
         tracing::debug!(
             %client,
@@ -211,7 +211,7 @@ impl Shared {
             }
             return Handled::Reply;
         }
-        let lookup = if q.qclass == wire::CLASS_IN || q.qclass == wire::CLASS_ANY {
+        let lookup = if wire::class_in_or_any(q.qclass) {
             wire::lower_name_into(q.qname, scratch);
             self.table.lookup(scratch, q.qtype)
         } else {
@@ -370,7 +370,7 @@ impl DnsServer {
             error,
         })?;
         let shared = Arc::new(Shared {
-            table: Table::new(&zones),
+            table: Table::new(&zones)?,
             forwarder: (!upstreams.is_empty()).then(|| Forwarder::new(upstreams.clone())),
             observer,
         });
@@ -589,18 +589,24 @@ mod tests {
             .join("../../examples/baremetal-single-master");
         let inv = okd_hosts::Inventory::load(&dir, "okd", "example").unwrap();
         Shared {
-            table: Table::new(&zone_records(&inv, true).unwrap()),
+            table: Table::new(&zone_records(&inv, true).unwrap()).unwrap(),
             forwarder: upstreams.then(|| Forwarder::new(vec!["127.0.0.1:9".parse().unwrap()])),
             observer: None,
         }
     }
 
     fn query(name: &str, qtype: u16, class: u16) -> Vec<u8> {
-        let mut b = vec![0xbe, 0xef, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
-        wire::put_name(&mut b, name);
-        b.extend_from_slice(&qtype.to_be_bytes());
-        b.extend_from_slice(&class.to_be_bytes());
-        b
+        use hickory_proto::rr::{DNSClass, Name, RecordType};
+        let mut q = hickory_proto::op::Query::query(
+            Name::from_ascii(name).unwrap(),
+            RecordType::from(qtype),
+        );
+        q.set_query_class(DNSClass::from(class));
+        let mut m = Message::query();
+        m.metadata.id = 0xbeef;
+        m.metadata.recursion_desired = true;
+        m.add_query(q);
+        m.to_vec().unwrap()
     }
 
     fn ask(s: &Shared, msg: &[u8]) -> Option<Message> {

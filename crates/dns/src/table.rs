@@ -9,7 +9,10 @@
 
 use std::collections::HashMap;
 
-use crate::wire::{QNAME_POINTER, TYPE_ANY, put_record, wire_name};
+use hickory_proto::ProtoError;
+
+use crate::DnsError;
+use crate::wire::{put_record, type_any, wire_name};
 use crate::zone::{RecordData, Zone, ZoneRecord};
 
 /// One RRset (or all records of a name, for QTYPE `*`), encoded.
@@ -69,18 +72,22 @@ pub(crate) struct Table {
 
 impl Table {
     /// Encodes `zones` (records of one zone must lie at or below its apex).
-    pub fn new(zones: &[Zone]) -> Table {
+    ///
+    /// # Errors
+    /// [`DnsError::InvalidName`] for a name hickory-proto does not take.
+    pub fn new(zones: &[Zone]) -> Result<Table, DnsError> {
         let mut nodes: HashMap<Box<[u8]>, Node> = HashMap::new();
         let mut infos = Vec::with_capacity(zones.len());
         let mut records_at: HashMap<Box<[u8]>, Vec<&ZoneRecord>> = HashMap::new();
         for (zi, z) in zones.iter().enumerate() {
-            let apex = wire_name(&z.origin);
+            let apex = wire_name(&z.origin).map_err(invalid(&z.origin))?;
             let mut soa = Vec::new();
             for r in &z.records {
                 if let RecordData::Soa { minimum, .. } = &r.data
                     && soa.is_empty()
                 {
-                    put_record(&mut soa, &apex, r.ttl.min(*minimum), &r.data);
+                    put_record(&mut soa, Some(&z.origin), r.ttl.min(*minimum), &r.data)
+                        .map_err(invalid(&r.name))?;
                 }
             }
             infos.push(ZoneInfo {
@@ -93,7 +100,7 @@ impl Table {
                 any: None,
             });
             for r in &z.records {
-                let key = wire_name(&r.name);
+                let key = wire_name(&r.name).map_err(invalid(&r.name))?;
                 records_at.entry(key.clone().into()).or_default().push(r);
                 // The name and every empty non-terminal up to the apex.
                 let mut at = 0;
@@ -121,14 +128,14 @@ impl Table {
                     t,
                     recs.iter().copied().filter(|r| r.data.type_code() == t),
                     &all,
-                ));
+                )?);
             }
-            node.any = Some(encode(TYPE_ANY, recs.iter().copied(), &all));
+            node.any = Some(encode(type_any(), recs.iter().copied(), &all)?);
         }
-        Table {
+        Ok(Table {
             nodes,
             zones: infos,
-        }
+        })
     }
 
     /// Looks up `qname` (wire form, lower case) and `qtype`.
@@ -160,7 +167,7 @@ impl Table {
     }
 
     fn at<'a>(&'a self, node: &'a Node, qtype: u16) -> Lookup<'a> {
-        let found = if qtype == TYPE_ANY {
+        let found = if qtype == type_any() {
             node.any.as_ref()
         } else {
             node.sets.iter().find(|s| s.rtype == qtype)
@@ -183,14 +190,14 @@ fn encode<'a>(
     rtype: u16,
     recs: impl Iterator<Item = &'a ZoneRecord>,
     all: &[&ZoneRecord],
-) -> RrSet {
+) -> Result<RrSet, DnsError> {
     let mut set = RrSet {
         rtype,
         ..RrSet::default()
     };
     let mut targets: Vec<&str> = Vec::new();
     for r in recs {
-        put_record(&mut set.answer, &QNAME_POINTER, r.ttl, &r.data);
+        put_record(&mut set.answer, None, r.ttl, &r.data).map_err(invalid(&r.name))?;
         set.ancount += 1;
         set.text.push(r.data.to_string());
         if let RecordData::Srv { target, .. } | RecordData::Ns(target) = &r.data
@@ -202,12 +209,21 @@ fn encode<'a>(
     for t in targets {
         for r in all.iter().filter(|r| r.name == t) {
             if matches!(r.data, RecordData::A(_) | RecordData::Aaaa(_)) {
-                put_record(&mut set.additional, &wire_name(&r.name), r.ttl, &r.data);
+                put_record(&mut set.additional, Some(&r.name), r.ttl, &r.data)
+                    .map_err(invalid(&r.name))?;
                 set.arcount += 1;
             }
         }
     }
-    set
+    Ok(set)
+}
+
+/// Maps a hickory-proto error about `name` to [`DnsError::InvalidName`].
+fn invalid(name: &str) -> impl Fn(ProtoError) -> DnsError + '_ {
+    move |e| DnsError::InvalidName {
+        name: name.to_string(),
+        reason: e.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -253,6 +269,7 @@ mod tests {
                 ),
             ],
         }])
+        .unwrap()
     }
 
     fn texts(l: Lookup<'_>) -> Vec<String> {
@@ -265,7 +282,7 @@ mod tests {
     #[test]
     fn exact_wildcard_and_negative() {
         let t = table();
-        let w = |s: &str| wire_name(s);
+        let w = |s: &str| wire_name(s).unwrap();
         assert_eq!(
             texts(t.lookup(&w("api.c.test."), 1)),
             ["10.0.0.2", "10.0.0.3"]
@@ -295,20 +312,20 @@ mod tests {
         assert!(matches!(t.lookup(&w("test."), 1), Lookup::NotOurs));
         assert!(matches!(t.lookup(&w("."), 1), Lookup::NotOurs));
         assert_eq!(texts(t.lookup(&w("c.test."), 2)), ["ns1.c.test."]);
-        assert_eq!(texts(t.lookup(&w("c.test."), TYPE_ANY)).len(), 2);
+        assert_eq!(texts(t.lookup(&w("c.test."), type_any())).len(), 2);
     }
 
     #[test]
     fn srv_and_ns_carry_target_addresses() {
         let t = table();
-        match t.lookup(&wire_name("_etcd-server-ssl._tcp.c.test."), 33) {
+        match t.lookup(&wire_name("_etcd-server-ssl._tcp.c.test.").unwrap(), 33) {
             Lookup::Answer(s) => {
                 assert_eq!(s.text, ["0 10 2380 api.c.test."]);
                 assert_eq!(s.arcount, 2);
             }
             other => panic!("{other:?}"),
         }
-        match t.lookup(&wire_name("c.test."), 2) {
+        match t.lookup(&wire_name("c.test.").unwrap(), 2) {
             Lookup::Answer(s) => assert_eq!(s.arcount, 1),
             other => panic!("{other:?}"),
         }

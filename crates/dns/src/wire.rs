@@ -1,9 +1,25 @@
-//! The DNS message format (RFC 1035 §4.1) for the server's own use: reading
-//! a query's header, question and EDNS OPT record (RFC 6891), encoding
-//! names and the record types of [`crate::zone`], and assembling responses.
+//! DNS messages (RFC 1035 §4.1, RFC 6891) read and written with
+//! `hickory-proto`: queries are decoded with its [`BinDecoder`] (header,
+//! question, and every record to find the EDNS OPT record); records, OPT
+//! records and headers are encoded with its [`BinEncoder`].
+//!
+//! Answers are encoded once, when the zones are loaded; a response is then
+//! assembled from a freshly encoded header, the question exactly as the
+//! client sent it, those encoded sections and an OPT record.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
+use std::sync::LazyLock;
+
+use hickory_proto::ProtoError;
+use hickory_proto::op::{
+    Edns as OptRecord, Header, HeaderCounts, MessageType, Metadata, OpCode, Query as Question,
+    ResponseCode,
+};
+use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType, rdata};
+use hickory_proto::serialize::binary::{
+    BinDecodable, BinDecoder, BinEncodable, BinEncoder, NameEncoding,
+};
 
 use crate::zone::RecordData;
 
@@ -15,16 +31,7 @@ pub(crate) const EDNS_PAYLOAD: u16 = 1232;
 /// Largest UDP response without EDNS (RFC 1035 §4.2.1).
 pub(crate) const PLAIN_UDP_MAX: usize = 512;
 
-/// TYPE OPT (RFC 6891).
-const TYPE_OPT: u16 = 41;
-/// QTYPE `*` (RFC 1035 §3.2.3).
-pub(crate) const TYPE_ANY: u16 = 255;
-/// CLASS IN.
-pub(crate) const CLASS_IN: u16 = 1;
-/// QCLASS `*`.
-pub(crate) const CLASS_ANY: u16 = 255;
-
-/// RCODE values (RFC 1035 §4.1.1, RFC 6891 §9).
+/// RCODE values (RFC 1035 §4.1.1, RFC 6891 §9), as numbers.
 pub(crate) mod rcode {
     /// No error.
     pub const NOERROR: u16 = 0;
@@ -42,7 +49,17 @@ pub(crate) mod rcode {
     pub const BADVERS: u16 = 16;
 }
 
-/// The EDNS OPT record of a query.
+/// QTYPE `*` (RFC 1035 §3.2.3).
+pub(crate) fn type_any() -> u16 {
+    RecordType::ANY.into()
+}
+
+/// Whether a QCLASS asks for class IN data (IN or `*`).
+pub(crate) fn class_in_or_any(qclass: u16) -> bool {
+    matches!(DNSClass::from(qclass), DNSClass::IN | DNSClass::ANY)
+}
+
+/// What the server uses of a query's EDNS OPT record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Edns {
     /// Requestor's UDP payload size (at least 512 is assumed).
@@ -54,18 +71,16 @@ pub(crate) struct Edns {
 }
 
 /// A query as far as the server reads it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Query<'a> {
-    /// Message ID.
-    pub id: u16,
-    /// RD flag.
-    pub rd: bool,
-    /// CD flag (copied, RFC 4035 §3.1.6).
-    pub cd: bool,
+    /// The header's ID, opcode and flags.
+    pub meta: Metadata,
     /// The question section as received: QNAME, QTYPE, QCLASS.
     pub question: &'a [u8],
     /// QNAME in wire form, as received (original case).
     pub qname: &'a [u8],
+    /// QNAME, decoded.
+    pub name: Name,
     /// QTYPE.
     pub qtype: u16,
     /// QCLASS.
@@ -92,117 +107,68 @@ pub(crate) enum Reject {
     },
 }
 
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
+/// Octets of `name` in uncompressed wire form.
+fn wire_len(name: &Name) -> usize {
+    if name.is_root() { 1 } else { name.len() + 1 }
 }
 
-/// Length of the uncompressed name at `b[at..]` (labels and the root byte);
-/// `None` when truncated, compressed, over 255 octets or using a reserved
-/// label type.
-fn plain_name_len(b: &[u8], at: usize) -> Option<usize> {
-    let mut i = at;
-    loop {
-        let len = usize::from(*b.get(i)?);
-        if len == 0 {
-            let n = i + 1 - at;
-            return (n <= 255).then_some(n);
-        }
-        if len > 63 {
-            return None;
-        }
-        i += 1 + len;
-        if i - at > 255 {
-            return None;
-        }
-    }
-}
-
-/// Skips a possibly compressed name (RFC 1035 §4.1.4) and returns the
-/// offset after it.
-fn skip_name(b: &[u8], mut i: usize) -> Option<usize> {
-    loop {
-        let len = *b.get(i)?;
-        match len & 0xc0 {
-            0x00 if len == 0 => return Some(i + 1),
-            0x00 => i += 1 + usize::from(len),
-            0xc0 => {
-                b.get(i + 1)?;
-                return Some(i + 2);
-            }
-            _ => return None,
-        }
-    }
-}
-
-/// Reads a query (RFC 1035 §4.1): one question with an uncompressed QNAME,
-/// and the OPT record (RFC 6891 §6.1.1) from the additional section.
+/// Reads a query: the header, one question with an uncompressed QNAME,
+/// then every record, taking the OPT record (RFC 6891 §6.1.1) from the
+/// additional section.
 pub(crate) fn parse_query(b: &[u8]) -> Result<Query<'_>, Reject> {
-    if b.len() < HEADER_LEN {
+    let mut d = BinDecoder::new(b);
+    let header = Header::read(&mut d).map_err(|_| Reject::Drop)?;
+    let meta = header.metadata;
+    if meta.message_type == MessageType::Response {
         return Err(Reject::Drop);
     }
-    let id = u16::from_be_bytes([b[0], b[1]]);
-    let flags = u16::from_be_bytes([b[2], b[3]]);
-    if flags & 0x8000 != 0 {
-        return Err(Reject::Drop);
-    }
-    let rd = flags & 0x0100 != 0;
-    let opcode = ((flags >> 11) & 0xf) as u8;
     let err = |rcode| Reject::Error {
-        id,
-        rd,
-        opcode,
+        id: meta.id,
+        rd: meta.recursion_desired,
+        opcode: meta.op_code.into(),
         rcode,
     };
-    if opcode != 0 {
+    if meta.op_code != OpCode::Query {
         return Err(err(rcode::NOTIMP));
     }
-    let count = |at| u16::from_be_bytes([b[at], b[at + 1]]);
-    let (qd, an, ns, ar) = (count(4), count(6), count(8), count(10));
-    if qd != 1 {
+    let counts = header.counts;
+    if counts.queries != 1 {
         return Err(err(rcode::FORMERR));
     }
-    let formerr = || err(rcode::FORMERR);
-    let name_len = plain_name_len(b, HEADER_LEN).ok_or_else(formerr)?;
-    let qend = HEADER_LEN + name_len + 4;
-    if b.len() < qend {
-        return Err(formerr());
+    let formerr = |_| err(rcode::FORMERR);
+    let question = Question::read(&mut d).map_err(formerr)?;
+    let qend = d.index();
+    let name_len = wire_len(question.name());
+    // A compressed QNAME (its wire form longer than what was read) cannot
+    // be echoed as received.
+    if HEADER_LEN + name_len + 4 != qend {
+        return Err(err(rcode::FORMERR));
     }
-    let qtype = u16::from_be_bytes([b[qend - 4], b[qend - 3]]);
-    let qclass = u16::from_be_bytes([b[qend - 2], b[qend - 1]]);
+    let an_ns = usize::from(counts.answers) + usize::from(counts.authorities);
     let mut edns = None;
-    let mut i = qend;
-    for n in 0..usize::from(an) + usize::from(ns) + usize::from(ar) {
-        let name_start = i;
-        i = skip_name(b, i).ok_or_else(formerr)?;
-        let rtype = u16_at(b, i).ok_or_else(formerr)?;
-        let class = u16_at(b, i + 2).ok_or_else(formerr)?;
-        let ttl_hi = u16_at(b, i + 4).ok_or_else(formerr)?;
-        let ttl_lo = u16_at(b, i + 6).ok_or_else(formerr)?;
-        let rdlen = usize::from(u16_at(b, i + 8).ok_or_else(formerr)?);
-        i += 10 + rdlen;
-        if i > b.len() {
-            return Err(formerr());
-        }
-        if rtype == TYPE_OPT {
-            // Only in the additional section, only once, owned by the root.
-            if n < usize::from(an) + usize::from(ns) || edns.is_some() || b[name_start] != 0 {
-                return Err(formerr());
+    for n in 0..an_ns + usize::from(counts.additionals) {
+        let record = Record::read(&mut d).map_err(formerr)?;
+        if record.record_type() == RecordType::OPT {
+            // Only in the additional section, only once (the owner is
+            // checked to be the root by the decoder).
+            if n < an_ns || edns.is_some() {
+                return Err(err(rcode::FORMERR));
             }
+            let opt = OptRecord::from(&record);
             edns = Some(Edns {
-                payload: class.max(PLAIN_UDP_MAX as u16),
-                version: (ttl_hi & 0xff) as u8,
-                dnssec_ok: ttl_lo & 0x8000 != 0,
+                payload: opt.max_payload().max(PLAIN_UDP_MAX as u16),
+                version: opt.version(),
+                dnssec_ok: opt.flags().dnssec_ok,
             });
         }
     }
     Ok(Query {
-        id,
-        rd,
-        cd: flags & 0x0010 != 0,
+        meta,
         question: &b[HEADER_LEN..qend],
         qname: &b[HEADER_LEN..HEADER_LEN + name_len],
-        qtype,
-        qclass,
+        qtype: question.query_type().into(),
+        qclass: question.query_class().into(),
+        name: question.name().clone(),
         edns,
     })
 }
@@ -214,18 +180,17 @@ pub(crate) fn lower_name_into(name: &[u8], out: &mut Vec<u8>) {
     out.extend(name.iter().map(u8::to_ascii_lowercase));
 }
 
-/// Presentation form of a wire-form name (RFC 1035 §5.1): lower case,
-/// trailing dot, `.` and `\` inside labels escaped with `\`, other
-/// non-printable octets as `\DDD`; the root is `.`.
-pub(crate) fn name_to_string(name: &[u8]) -> String {
+/// Presentation form of a name (RFC 1035 §5.1): lower case, trailing dot,
+/// `.` and `\` inside labels escaped with `\`, other non-printable octets
+/// as `\DDD` in decimal (hickory-proto's own `to_ascii` writes them in
+/// octal); the root is `.`.
+pub(crate) fn name_to_string(name: &Name) -> String {
+    if name.is_root() {
+        return ".".into();
+    }
     let mut s = String::with_capacity(name.len() + 1);
-    let mut i = 0;
-    while let Some(&len) = name.get(i) {
-        if len == 0 {
-            break;
-        }
-        let end = (i + 1 + usize::from(len)).min(name.len());
-        for &c in &name[i + 1..end] {
+    for label in name.iter() {
+        for &c in label {
             match c.to_ascii_lowercase() {
                 c @ (b'.' | b'\\') => {
                     s.push('\\');
@@ -238,72 +203,66 @@ pub(crate) fn name_to_string(name: &[u8]) -> String {
             }
         }
         s.push('.');
-        i = end;
-    }
-    if s.is_empty() {
-        s.push('.');
     }
     s
 }
 
 /// Mnemonic of a TYPE (`A`, `SRV`, …), `TYPE<n>` for unknown ones (RFC 3597 §5).
 pub(crate) fn type_name(code: u16) -> Cow<'static, str> {
-    use hickory_proto::rr::RecordType;
     match RecordType::from(code) {
         RecordType::Unknown(n) => Cow::Owned(format!("TYPE{n}")),
         t => Cow::Borrowed(<&'static str>::from(t)),
     }
 }
 
-/// Appends `name` (presentation form, trailing dot, no escapes) in wire
-/// form, uncompressed.
-pub(crate) fn put_name(out: &mut Vec<u8>, name: &str) {
-    for label in name.trim_end_matches('.').split('.') {
-        if label.is_empty() {
-            continue;
-        }
-        out.push(label.len() as u8);
-        out.extend_from_slice(label.as_bytes());
-    }
-    out.push(0);
+/// `name` (presentation form, fully qualified) as a hickory name.
+pub(crate) fn parse_name(name: &str) -> Result<Name, ProtoError> {
+    let mut n = Name::from_ascii(name)?;
+    n.set_fqdn(true);
+    Ok(n)
 }
 
-/// Wire form of `name` (see [`put_name`]), lower case.
-pub(crate) fn wire_name(name: &str) -> Vec<u8> {
+/// An encoder appending to `out` with names never compressed (each record
+/// is encoded on its own, to be copied into responses whose earlier
+/// contents vary).
+fn encode_into(out: &mut Vec<u8>, item: &impl BinEncodable) -> Result<(), ProtoError> {
+    let mut buf = Vec::new();
+    let mut e = BinEncoder::new(&mut buf);
+    e.set_name_encoding(NameEncoding::Uncompressed);
+    item.emit(&mut e)?;
+    out.extend_from_slice(&buf);
+    Ok(())
+}
+
+/// Wire form of `name`, lower case, uncompressed.
+pub(crate) fn wire_name(name: &str) -> Result<Vec<u8>, ProtoError> {
     let mut v = Vec::with_capacity(name.len() + 2);
-    put_name(&mut v, &name.to_ascii_lowercase());
-    v
+    encode_into(&mut v, &parse_name(name)?.to_lowercase())?;
+    Ok(v)
 }
 
 /// Owner name that is a pointer to the question's QNAME, which always
 /// starts right after the header (RFC 1035 §4.1.4).
 pub(crate) const QNAME_POINTER: [u8; 2] = [0xc0, HEADER_LEN as u8];
 
-/// Appends one resource record (RFC 1035 §4.1.3): `owner` already in wire
-/// form (a name or [`QNAME_POINTER`]), class IN, `ttl`, and `data`
-/// (names inside uncompressed, as RFC 2782 and RFC 3597 §4 require).
-pub(crate) fn put_record(out: &mut Vec<u8>, owner: &[u8], ttl: u32, data: &RecordData) {
-    out.extend_from_slice(owner);
-    out.extend_from_slice(&data.type_code().to_be_bytes());
-    out.extend_from_slice(&CLASS_IN.to_be_bytes());
-    out.extend_from_slice(&ttl.to_be_bytes());
-    let len_at = out.len();
-    out.extend_from_slice(&[0, 0]);
-    match data {
-        RecordData::A(a) => out.extend_from_slice(&a.octets()),
-        RecordData::Aaaa(a) => out.extend_from_slice(&a.octets()),
-        RecordData::Ns(n) | RecordData::Ptr(n) => put_name(out, n),
+/// The hickory form of our record data.
+fn rdata(data: &RecordData) -> Result<RData, ProtoError> {
+    Ok(match data {
+        RecordData::A(a) => RData::A(rdata::A(*a)),
+        RecordData::Aaaa(a) => RData::AAAA(rdata::AAAA(*a)),
+        RecordData::Ns(n) => RData::NS(rdata::NS(parse_name(n)?)),
+        RecordData::Ptr(n) => RData::PTR(rdata::PTR(parse_name(n)?)),
         RecordData::Srv {
             priority,
             weight,
             port,
             target,
-        } => {
-            for v in [priority, weight, port] {
-                out.extend_from_slice(&v.to_be_bytes());
-            }
-            put_name(out, target);
-        }
+        } => RData::SRV(rdata::SRV::new(
+            *priority,
+            *weight,
+            *port,
+            parse_name(target)?,
+        )),
         RecordData::Soa {
             mname,
             rname,
@@ -313,15 +272,41 @@ pub(crate) fn put_record(out: &mut Vec<u8>, owner: &[u8], ttl: u32, data: &Recor
             expire,
             minimum,
         } => {
-            put_name(out, mname);
-            put_name(out, rname);
-            for v in [serial, refresh, retry, expire, minimum] {
-                out.extend_from_slice(&v.to_be_bytes());
-            }
+            let secs = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
+            RData::SOA(rdata::SOA::new(
+                parse_name(mname)?,
+                parse_name(rname)?,
+                *serial,
+                secs(*refresh),
+                secs(*retry),
+                secs(*expire),
+                *minimum,
+            ))
         }
+    })
+}
+
+/// Appends one resource record, class IN, encoded by hickory: owned by
+/// `owner` (presentation form), or with `None` by the question's QNAME
+/// ([`QNAME_POINTER`]). Names inside the data are not compressed (as RFC
+/// 2782 and RFC 3597 §4 require for SRV and others).
+pub(crate) fn put_record(
+    out: &mut Vec<u8>,
+    owner: Option<&str>,
+    ttl: u32,
+    data: &RecordData,
+) -> Result<(), ProtoError> {
+    let name = match owner {
+        Some(o) => parse_name(o)?.to_lowercase(),
+        None => Name::root(),
+    };
+    let start = out.len();
+    encode_into(out, &Record::from_rdata(name, ttl, rdata(data)?))?;
+    if owner.is_none() {
+        // The root owner (one zero octet) becomes the pointer.
+        out.splice(start..start + 1, QNAME_POINTER);
     }
-    let rdlen = (out.len() - len_at - 2) as u16;
-    out[len_at..len_at + 2].copy_from_slice(&rdlen.to_be_bytes());
+    Ok(())
 }
 
 /// The sections after the question of a response, already encoded.
@@ -352,6 +337,31 @@ pub(crate) struct Flags {
     pub rcode: u16,
 }
 
+/// Our OPT record (payload [`EDNS_PAYLOAD`], version 0, no options), with
+/// the upper RCODE bits and the DO bit, encoded by hickory.
+fn opt_record(rcode_high: u8, dnssec_ok: bool) -> Vec<u8> {
+    let mut e = OptRecord::new();
+    e.set_max_payload(EDNS_PAYLOAD)
+        .set_version(0)
+        .set_rcode_high(rcode_high)
+        .set_dnssec_ok(dnssec_ok);
+    let mut out = Vec::with_capacity(11);
+    // Encoding a fixed, option-less OPT record into a Vec cannot fail.
+    let _ = encode_into(&mut out, &e);
+    out
+}
+
+/// [`opt_record`] without extended RCODE bits, without and with DO.
+static OPT: LazyLock<[Vec<u8>; 2]> = LazyLock::new(|| [opt_record(0, false), opt_record(0, true)]);
+
+/// Emits `header` at the start of `out` (cleared first).
+fn put_header(out: &mut Vec<u8>, header: &Header) {
+    out.clear();
+    let mut e = BinEncoder::new(out);
+    // Twelve octets into an empty Vec: cannot fail.
+    let _ = header.emit(&mut e);
+}
+
 /// Writes the response to `q` into `out` (cleared first): header, the
 /// question as received, `s`, and an OPT record when the query had one
 /// (RFC 6891 §7). When the result exceeds `limit` octets the additional
@@ -364,38 +374,32 @@ pub(crate) fn write_response(
     s: &Sections<'_>,
     limit: usize,
 ) {
-    let needed = HEADER_LEN
-        + q.question.len()
-        + s.answer.len()
-        + s.authority.len()
-        + if q.edns.is_some() { 11 } else { 0 };
+    let rc = <ResponseCode as From<u16>>::from(f.rcode);
+    let opt: Cow<'_, [u8]> = match q.edns {
+        None => Cow::Borrowed(&[]),
+        Some(e) if rc.high() == 0 => Cow::Borrowed(&OPT[usize::from(e.dnssec_ok)]),
+        Some(e) => Cow::Owned(opt_record(rc.high(), e.dnssec_ok)),
+    };
+    let needed = HEADER_LEN + q.question.len() + s.answer.len() + s.authority.len() + opt.len();
     let tc = needed > limit;
     let with_additional = !tc && needed + s.additional.len() <= limit;
-    out.clear();
-    out.extend_from_slice(&q.id.to_be_bytes());
-    let mut flags: u16 = 0x8000 | (f.rcode & 0xf);
-    if f.aa {
-        flags |= 0x0400;
-    }
-    if tc {
-        flags |= 0x0200;
-    }
-    if q.rd {
-        flags |= 0x0100;
-    }
-    if f.ra {
-        flags |= 0x0080;
-    }
-    if q.cd {
-        flags |= 0x0010;
-    }
-    out.extend_from_slice(&flags.to_be_bytes());
+    let mut metadata = Metadata::response_from_request(&q.meta);
+    metadata.authoritative = f.aa;
+    metadata.truncation = tc;
+    metadata.recursion_available = f.ra;
+    metadata.response_code = rc;
     let (an, ns) = if tc { (0, 0) } else { (s.ancount, s.nscount) };
     let ar = if with_additional { s.arcount } else { 0 };
-    let opt = u16::from(q.edns.is_some());
-    for c in [1, an, ns, ar + opt] {
-        out.extend_from_slice(&c.to_be_bytes());
-    }
+    let header = Header {
+        metadata,
+        counts: HeaderCounts {
+            queries: 1,
+            answers: an,
+            authorities: ns,
+            additionals: ar + u16::from(q.edns.is_some()),
+        },
+    };
+    put_header(out, &header);
     out.extend_from_slice(q.question);
     if !tc {
         out.extend_from_slice(s.answer);
@@ -404,37 +408,21 @@ pub(crate) fn write_response(
     if with_additional {
         out.extend_from_slice(s.additional);
     }
-    if let Some(e) = q.edns {
-        put_opt(out, f.rcode, e.dnssec_ok);
-    }
-}
-
-/// Appends our OPT record: payload [`EDNS_PAYLOAD`], the upper RCODE bits,
-/// version 0, the DO bit, no options.
-fn put_opt(out: &mut Vec<u8>, rcode: u16, dnssec_ok: bool) {
-    out.push(0);
-    out.extend_from_slice(&TYPE_OPT.to_be_bytes());
-    out.extend_from_slice(&EDNS_PAYLOAD.to_be_bytes());
-    out.push((rcode >> 4) as u8);
-    out.push(0);
-    out.extend_from_slice(&(if dnssec_ok { 0x8000u16 } else { 0 }).to_be_bytes());
-    out.extend_from_slice(&[0, 0]);
+    out.extend_from_slice(&opt);
 }
 
 /// Writes a question-less error response (FORMERR, NOTIMP) to a message
 /// that could not be read as a query.
 pub(crate) fn write_error(out: &mut Vec<u8>, id: u16, rd: bool, opcode: u8, rcode: u16, ra: bool) {
-    out.clear();
-    out.extend_from_slice(&id.to_be_bytes());
-    let mut flags: u16 = 0x8000 | (u16::from(opcode & 0xf) << 11) | (rcode & 0xf);
-    if rd {
-        flags |= 0x0100;
-    }
-    if ra {
-        flags |= 0x0080;
-    }
-    out.extend_from_slice(&flags.to_be_bytes());
-    out.extend_from_slice(&[0; 8]);
+    let mut metadata = Metadata::new(id, MessageType::Response, OpCode::from_u8(opcode));
+    metadata.recursion_desired = rd;
+    metadata.recursion_available = ra;
+    metadata.response_code = <ResponseCode as From<u16>>::from(rcode);
+    let header = Header {
+        metadata,
+        counts: HeaderCounts::default(),
+    };
+    put_header(out, &header);
 }
 
 /// The largest UDP response the client takes (RFC 6891 §6.2.5): its EDNS
@@ -449,24 +437,31 @@ pub(crate) fn udp_limit(q: &Query<'_>) -> usize {
 /// Whether `resp` answers `query`: a response (QR) with the same ID and
 /// the same question (names compared case-insensitively).
 pub(crate) fn matches(query: &[u8], resp: &[u8]) -> bool {
-    if resp.len() < HEADER_LEN || query.len() < HEADER_LEN {
+    let mut qd = BinDecoder::new(query);
+    let mut rd = BinDecoder::new(resp);
+    let (Ok(qh), Ok(rh)) = (Header::read(&mut qd), Header::read(&mut rd)) else {
+        return false;
+    };
+    if qh.metadata.id != rh.metadata.id
+        || rh.metadata.message_type != MessageType::Response
+        || qh.counts.queries != rh.counts.queries
+    {
         return false;
     }
-    if resp[0..2] != query[0..2] || resp[2] & 0x80 == 0 {
-        return false;
+    if qh.counts.queries != 1 {
+        return true;
     }
-    // Question sections: compare QDCOUNT and, when one question, its bytes.
-    if resp[4..6] != query[4..6] {
-        return false;
-    }
-    let Some(ql) = plain_name_len(query, HEADER_LEN) else {
+    let Ok(qq) = Question::read(&mut qd) else {
         return true;
     };
-    let end = HEADER_LEN + ql + 4;
-    match (query.get(HEADER_LEN..end), resp.get(HEADER_LEN..end)) {
-        (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
-        // A question-less error (FORMERR) to a question we could not read either.
-        _ => resp[4..6] == [0, 0],
+    match Question::read(&mut rd) {
+        // Name equality in hickory ignores ASCII case.
+        Ok(rq) => {
+            qq.name() == rq.name()
+                && qq.query_type() == rq.query_type()
+                && qq.query_class() == rq.query_class()
+        }
+        Err(_) => false,
     }
 }
 
@@ -475,27 +470,32 @@ mod tests {
     use super::*;
     use hickory_proto::op::Message;
 
-    fn query(name: &str, qtype: u16, edns: Option<u16>) -> Vec<u8> {
-        let mut b = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
-        put_name(&mut b, name);
-        b.extend_from_slice(&qtype.to_be_bytes());
-        b.extend_from_slice(&CLASS_IN.to_be_bytes());
+    fn query(name: &str, qtype: RecordType, edns: Option<u16>) -> Vec<u8> {
+        let mut m = Message::query();
+        m.metadata.id = 0x1234;
+        m.metadata.recursion_desired = true;
+        m.add_query(Question::query(Name::from_ascii(name).unwrap(), qtype));
         if let Some(p) = edns {
-            b[11] = 1;
-            b.push(0);
-            b.extend_from_slice(&TYPE_OPT.to_be_bytes());
-            b.extend_from_slice(&p.to_be_bytes());
-            b.extend_from_slice(&[0, 0, 0x80, 0, 0, 0]);
+            let mut e = OptRecord::new();
+            e.set_max_payload(p).set_dnssec_ok(true);
+            m.edns = Some(e);
         }
-        b
+        m.to_vec().unwrap()
     }
 
     #[test]
     fn reads_a_query_with_edns() {
-        let b = query("Api.OKD.example.", 1, Some(4096));
+        let b = query("Api.OKD.example.", RecordType::A, Some(4096));
         let q = parse_query(&b).unwrap();
-        assert_eq!((q.id, q.rd, q.qtype, q.qclass), (0x1234, true, 1, 1));
-        assert_eq!(name_to_string(q.qname), "api.okd.example.");
+        assert_eq!(
+            (q.meta.id, q.meta.recursion_desired, q.qtype, q.qclass),
+            (0x1234, true, 1, 1)
+        );
+        assert_eq!(name_to_string(&q.name), "api.okd.example.");
+        assert_eq!(
+            q.qname.to_ascii_lowercase(),
+            wire_name("api.okd.example.").unwrap()
+        );
         assert_eq!(
             q.edns,
             Some(Edns {
@@ -510,16 +510,16 @@ mod tests {
     #[test]
     fn rejects_bad_messages() {
         assert_eq!(parse_query(&[0; 5]).unwrap_err(), Reject::Drop);
-        let mut resp = query("a.", 1, None);
+        let mut resp = query("a.", RecordType::A, None);
         resp[2] |= 0x80;
         assert_eq!(parse_query(&resp).unwrap_err(), Reject::Drop);
-        let mut two = query("a.", 1, None);
+        let mut two = query("a.", RecordType::A, None);
         two[5] = 2;
         assert!(matches!(
             parse_query(&two).unwrap_err(),
             Reject::Error { rcode: 1, .. }
         ));
-        let mut notify = query("a.", 6, None);
+        let mut notify = query("a.", RecordType::SOA, None);
         notify[2] = 4 << 3;
         assert!(matches!(
             parse_query(&notify).unwrap_err(),
@@ -529,40 +529,38 @@ mod tests {
                 ..
             }
         ));
-        let mut cut = query("abc.", 1, None);
+        let mut cut = query("abc.", RecordType::A, None);
         cut.truncate(cut.len() - 1);
         assert!(matches!(
             parse_query(&cut).unwrap_err(),
             Reject::Error { rcode: 1, .. }
         ));
-        let mut compressed = query("abc.", 1, None);
+        let mut compressed = query("abc.", RecordType::A, None);
         compressed[12] = 0xc0;
         assert!(parse_query(&compressed).is_err());
     }
 
     #[test]
     fn names_print_escaped() {
-        assert_eq!(name_to_string(&[0]), ".");
-        assert_eq!(name_to_string(&[3, b'a', b'.', 0xff, 0]), "a\\.\\255.");
+        let mut b = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+        b.extend_from_slice(&[3, b'a', b'.', 0xff, 0, 0, 1, 0, 1]);
+        let q = parse_query(&b).unwrap();
+        assert_eq!(name_to_string(&q.name), "a\\.\\255.");
+        assert_eq!(name_to_string(&Name::root()), ".");
         assert_eq!(type_name(33), "SRV");
         assert_eq!(type_name(65280), "TYPE65280");
     }
 
     #[test]
     fn responses_decode_with_hickory() {
-        let b = query("x.apps.okd.example.", 1, Some(1232));
+        let b = query("x.apps.okd.example.", RecordType::A, Some(1232));
         let q = parse_query(&b).unwrap();
         let mut ans = Vec::new();
-        put_record(
-            &mut ans,
-            &QNAME_POINTER,
-            60,
-            &RecordData::A([10, 0, 0, 1].into()),
-        );
+        put_record(&mut ans, None, 60, &RecordData::A([10, 0, 0, 1].into())).unwrap();
         let mut auth = Vec::new();
         put_record(
             &mut auth,
-            &wire_name("okd.example."),
+            Some("okd.example."),
             60,
             &RecordData::Soa {
                 mname: "ns1.okd.example.".into(),
@@ -573,11 +571,12 @@ mod tests {
                 expire: 604800,
                 minimum: 60,
             },
-        );
+        )
+        .unwrap();
         let mut add = Vec::new();
         put_record(
             &mut add,
-            &wire_name("_etcd-server-ssl._tcp.okd.example."),
+            Some("_etcd-server-ssl._tcp.okd.example."),
             60,
             &RecordData::Srv {
                 priority: 0,
@@ -585,7 +584,8 @@ mod tests {
                 port: 2380,
                 target: "etcd-0.okd.example.".into(),
             },
-        );
+        )
+        .unwrap();
         let mut out = Vec::new();
         let flags = Flags {
             aa: true,
@@ -627,5 +627,15 @@ mod tests {
         write_response(&mut out, &q, flags, &s, 60);
         let m = Message::from_vec(&out).unwrap();
         assert!(m.metadata.truncation && m.answers.is_empty());
+
+        // BADVERS: extended RCODE 1 in OPT, 0 in the header.
+        let f = Flags {
+            aa: false,
+            ra: false,
+            rcode: rcode::BADVERS,
+        };
+        write_response(&mut out, &q, f, &Sections::default(), 512);
+        let m = Message::from_vec(&out).unwrap();
+        assert_eq!(u16::from(m.metadata.response_code), rcode::BADVERS);
     }
 }
