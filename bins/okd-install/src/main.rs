@@ -5,6 +5,7 @@
 
 mod interactive;
 mod logging;
+mod mirror;
 mod serve;
 
 use std::path::PathBuf;
@@ -57,6 +58,9 @@ enum Cmd {
         #[command(subcommand)]
         action: Option<ServeCmd>,
     },
+    /// Disconnected installs: set up a mirror registry.
+    #[command(subcommand)]
+    Mirror(mirror::MirrorCmd),
     /// Print the asset graph of a target in Graphviz DOT.
     Graph {
         /// Target: install-config, manifests, ignition-configs, single-node-ignition-config.
@@ -179,6 +183,20 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
                 serve::control_request(&cli.dir, "remove-bootstrap").map_err(fail)
             }
         },
+        Cmd::Mirror(m) => {
+            let ctx = release_context(&cli).map_err(fail)?;
+            mirror::run(&cli.dir, m, ctx.target).map_err(|e| {
+                // Exit code 3 for install-config errors, as for `create`.
+                let code = match e.downcast_ref::<okd_mirror::MirrorError>() {
+                    Some(
+                        okd_mirror::MirrorError::InstallConfig(_)
+                        | okd_mirror::MirrorError::InstallConfigInvalid(_),
+                    ) => 3,
+                    _ => 1,
+                };
+                (e, code)
+            })
+        }
         Cmd::Create(c) => {
             let target = match c {
                 CreateCmd::InstallConfig(opts) => {
