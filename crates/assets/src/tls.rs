@@ -149,22 +149,7 @@ impl CaCert for CertBundleAsset {
 }
 
 fn ca_config(cn: &str, ou: &str, validity: Duration) -> CertConfig {
-    CertConfig {
-        subject: vec![
-            (NameAttr::OrganizationalUnit, ou.to_string()),
-            (NameAttr::CommonName, cn.to_string()),
-        ],
-        dns_names: Vec::new(),
-        ip_addresses: Vec::new(),
-        key_usage: KeyUsage {
-            digital_signature: true,
-            key_encipherment: true,
-            cert_sign: true,
-        },
-        ext_key_usage: Vec::new(),
-        validity,
-        is_ca: true,
-    }
+    CertConfig::signer(ou, cn, validity)
 }
 
 fn leaf_config(

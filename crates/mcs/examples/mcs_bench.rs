@@ -163,22 +163,7 @@ struct Pki {
 fn pki() -> Pki {
     let now = time::OffsetDateTime::now_utc();
     let ca = okd_pki::self_signed(
-        &CertConfig {
-            subject: vec![
-                (NameAttr::OrganizationalUnit, "openshift".into()),
-                (NameAttr::CommonName, "root-ca".into()),
-            ],
-            dns_names: Vec::new(),
-            ip_addresses: Vec::new(),
-            key_usage: KeyUsage {
-                digital_signature: true,
-                key_encipherment: true,
-                cert_sign: true,
-            },
-            ext_key_usage: Vec::new(),
-            validity: Duration::from_secs(86_400),
-            is_ca: true,
-        },
+        &CertConfig::signer("openshift", "root-ca", Duration::from_secs(86_400)),
         RsaKey::generate().expect("key"),
         now,
     )

@@ -226,22 +226,7 @@ pub fn generate_password() -> String {
 /// The CA profile: subject `OU=okd-mirror, CN=<first name> mirror CA`, key
 /// usage digitalSignature + keyEncipherment + keyCertSign, CA:TRUE.
 fn ca_config(name: &str) -> CertConfig {
-    CertConfig {
-        subject: vec![
-            (NameAttr::OrganizationalUnit, REALM.to_string()),
-            (NameAttr::CommonName, format!("{name} mirror CA")),
-        ],
-        dns_names: vec![],
-        ip_addresses: vec![],
-        key_usage: KeyUsage {
-            digital_signature: true,
-            key_encipherment: true,
-            cert_sign: true,
-        },
-        ext_key_usage: vec![],
-        validity: CA_VALIDITY,
-        is_ca: true,
-    }
+    CertConfig::signer(REALM, &format!("{name} mirror CA"), CA_VALIDITY)
 }
 
 /// The serving profile: CN = the registry name, SANs, digitalSignature +

@@ -13,20 +13,7 @@ use okd_mirror::registry::{self, InitOptions, files};
 /// Finds a program or, when missing, fails (OKD_REQUIRE_TOOLS=1) or skips
 /// loudly, naming the Debian package.
 fn tool(name: &str, package: &str) -> Option<PathBuf> {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {name}"))
-        .output()
-        .ok()?;
-    let s = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    if out.status.success() && !s.is_empty() {
-        return Some(PathBuf::from(s));
-    }
-    if std::env::var("OKD_REQUIRE_TOOLS").as_deref() == Ok("1") {
-        panic!("required program {name} is not installed: apt-get install -y {package}");
-    }
-    eprintln!("SKIPPING part of this test: {name} is not installed (apt-get install {package})");
-    None
+    okd_test_utils::tool(name, &[], Some(package))
 }
 
 /// A child process killed (by PID) and reaped when dropped.

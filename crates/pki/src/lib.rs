@@ -422,6 +422,31 @@ pub struct CertConfig {
     pub is_ca: bool,
 }
 
+impl CertConfig {
+    /// The installer's signer profile (`tls.CertCfg` of its `*SignerCertKey`
+    /// assets): subject `OU=<ou>, CN=<cn>`, key usage digitalSignature +
+    /// keyEncipherment + keyCertSign, no extended key usage, no SANs,
+    /// CA:TRUE, valid for `validity`.
+    pub fn signer(ou: &str, cn: &str, validity: Duration) -> CertConfig {
+        CertConfig {
+            subject: vec![
+                (NameAttr::OrganizationalUnit, ou.to_string()),
+                (NameAttr::CommonName, cn.to_string()),
+            ],
+            dns_names: Vec::new(),
+            ip_addresses: Vec::new(),
+            key_usage: KeyUsage {
+                digital_signature: true,
+                key_encipherment: true,
+                cert_sign: true,
+            },
+            ext_key_usage: Vec::new(),
+            validity,
+            is_ca: true,
+        }
+    }
+}
+
 /// A certificate with its DER, PEM and validity window.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Certificate {

@@ -58,26 +58,7 @@ pub fn okd_ok(dir: &Path, args: &[&str]) -> String {
 /// Finds a program; `None` (after a loud message) when missing, unless
 /// `OKD_REQUIRE_TOOLS=1` (CI), where a missing tool fails the test.
 pub fn tool(name: &str, paths: &[&str]) -> Option<PathBuf> {
-    for p in paths {
-        if Path::new(p).exists() {
-            return Some(PathBuf::from(p));
-        }
-    }
-    if let Ok(out) = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {name}"))
-        .output()
-    {
-        let s = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        if out.status.success() && !s.is_empty() {
-            return Some(PathBuf::from(s));
-        }
-    }
-    if std::env::var("OKD_REQUIRE_TOOLS").as_deref() == Ok("1") {
-        panic!("required program {name} is not installed (run .ci/run, or apt-get install it)");
-    }
-    eprintln!("SKIPPING part of this test: {name} is not installed");
-    None
+    okd_test_utils::tool(name, paths, None)
 }
 
 /// Reads and parses an Ignition config file.
@@ -211,20 +192,5 @@ pub fn ignition_root(base: &Path) -> (PathBuf, PathBuf, PathBuf) {
 
 /// A signer profile (OU openshift, CN `cn`, cert-sign) valid for `validity`.
 pub fn ca_config(cn: &str, validity: std::time::Duration) -> okd_pki::CertConfig {
-    okd_pki::CertConfig {
-        subject: vec![
-            (okd_pki::NameAttr::OrganizationalUnit, "openshift".into()),
-            (okd_pki::NameAttr::CommonName, cn.into()),
-        ],
-        dns_names: vec![],
-        ip_addresses: vec![],
-        key_usage: okd_pki::KeyUsage {
-            digital_signature: true,
-            key_encipherment: true,
-            cert_sign: true,
-        },
-        ext_key_usage: vec![],
-        validity,
-        is_ca: true,
-    }
+    okd_pki::CertConfig::signer("openshift", cn, validity)
 }

@@ -29,26 +29,7 @@ pub fn single_master() -> Inventory {
 /// `OKD_REQUIRE_TOOLS=1` (CI), where a missing tool fails the test naming
 /// the Debian package to install.
 pub fn tool(name: &str, paths: &[&str], package: &str) -> Option<PathBuf> {
-    for p in paths {
-        if Path::new(p).is_file() {
-            return Some(PathBuf::from(p));
-        }
-    }
-    if let Ok(out) = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {name}"))
-        .output()
-    {
-        let s = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        if out.status.success() && !s.is_empty() {
-            return Some(PathBuf::from(s));
-        }
-    }
-    if std::env::var("OKD_REQUIRE_TOOLS").as_deref() == Ok("1") {
-        panic!("required program {name} is not installed: apt-get install {package}");
-    }
-    eprintln!("SKIPPING this test: {name} is not installed (apt-get install {package})");
-    None
+    okd_test_utils::tool(name, paths, Some(package))
 }
 
 /// `dig` (Debian package `bind9-dnsutils`).

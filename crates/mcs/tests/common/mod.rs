@@ -16,26 +16,7 @@ use serde_json::{Value, json};
 /// Finds a program; `None` (after a loud message) when missing, unless
 /// `OKD_REQUIRE_TOOLS=1` (CI), where a missing tool fails the test.
 pub fn tool(name: &str, paths: &[&str]) -> Option<PathBuf> {
-    for p in paths {
-        if Path::new(p).exists() {
-            return Some(PathBuf::from(p));
-        }
-    }
-    if let Ok(out) = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {name}"))
-        .output()
-    {
-        let s = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        if out.status.success() && !s.is_empty() {
-            return Some(PathBuf::from(s));
-        }
-    }
-    if std::env::var("OKD_REQUIRE_TOOLS").as_deref() == Ok("1") {
-        panic!("required program {name} is not installed (run .ci/run, or apt-get install it)");
-    }
-    eprintln!("SKIPPING part of this test: {name} is not installed");
-    None
+    okd_test_utils::tool(name, paths, None)
 }
 
 /// `ignition-validate` (Debian package `ignition`).
@@ -63,22 +44,7 @@ pub struct Pki {
 }
 
 fn ca(cn: &str) -> CertKey {
-    let cfg = CertConfig {
-        subject: vec![
-            (NameAttr::OrganizationalUnit, "openshift".into()),
-            (NameAttr::CommonName, cn.into()),
-        ],
-        dns_names: Vec::new(),
-        ip_addresses: Vec::new(),
-        key_usage: KeyUsage {
-            digital_signature: true,
-            key_encipherment: true,
-            cert_sign: true,
-        },
-        ext_key_usage: Vec::new(),
-        validity: Duration::from_secs(86_400),
-        is_ca: true,
-    };
+    let cfg = CertConfig::signer("openshift", cn, Duration::from_secs(86_400));
     okd_pki::self_signed(
         &cfg,
         RsaKey::generate().expect("CA key"),
