@@ -5,8 +5,20 @@
 //! CA and serving certificate, an htpasswd user, the registry's `config.yml`,
 //! and the login and CA added to the install-config (`pullSecret`,
 //! `additionalTrustBundle`) so that nodes trust and can log in to the mirror.
+//!
+//! [`release`] mirrors a release payload (`oc adm release mirror`): it reads
+//! `release-manifests/image-references` from the release image and copies
+//! the release and every component by digest with [`copy::copy`], over the
+//! OCI distribution API ([`client`]) or into/out of an OCI image layout
+//! ([`layout`], `mirror to-disk` / `from-disk`).
 
+pub mod auth;
+pub mod client;
+pub mod copy;
+pub mod layout;
+pub mod oci;
 pub mod registry;
+pub mod release;
 
 use std::path::PathBuf;
 
@@ -42,6 +54,9 @@ pub enum MirrorError {
     /// The edited install-config fails okd-install's validation; nothing was written.
     #[error("refusing to write install-config.yaml, it would not validate: {0}")]
     InstallConfigInvalid(String),
+    /// A registry or archive operation failed.
+    #[error(transparent)]
+    Oci(#[from] client::OciError),
 }
 
 impl MirrorError {

@@ -1,0 +1,493 @@
+//! Copying images by digest between registries and OCI layouts.
+//!
+//! Order of work (what makes a killed run resumable and a bad blob harmless):
+//! 1. every manifest of every image is fetched (indexes with all their
+//!    children) and checked against its digest;
+//! 2. the distinct blobs are copied, largest first, `concurrency` at a time:
+//!    `HEAD` skips what the target has, a cross-repository mount is tried
+//!    when the blob is known in another repository of the same registry,
+//!    else the bytes stream from source to target through a SHA-256 check;
+//! 3. only for images whose every blob arrived, manifests are pushed
+//!    children first, then the tag. An image with a failed blob gets no
+//!    manifest and no tag.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use futures_util::StreamExt as _;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tracing::{debug, info, warn};
+
+use crate::client::{BlobOutcome, OciError, Registries};
+use crate::layout::Layout;
+use crate::oci::{Descriptor, Digest, Manifest, Parsed, Repo};
+
+/// Where images come from or go to.
+#[derive(Clone)]
+pub enum Endpoint {
+    /// Registries over HTTP(S); the repository of each job says which.
+    Registry(Arc<Registries>),
+    /// One OCI image layout directory (job repositories are ignored).
+    Layout(Arc<Layout>),
+}
+
+impl Endpoint {
+    async fn manifest(&self, repo: &Repo, reference: &str) -> Result<Manifest, OciError> {
+        match self {
+            Endpoint::Registry(r) => r.get_manifest(repo, reference).await,
+            Endpoint::Layout(l) => l.get_manifest(reference).await,
+        }
+    }
+}
+
+/// One image to copy.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// Name for messages (`release`, `cli`, ...).
+    pub name: String,
+    /// Source repository.
+    pub src: Repo,
+    /// Digest (or tag) in the source.
+    pub reference: String,
+    /// Target repository.
+    pub dst: Repo,
+    /// Tag to set in the target, if any (the manifest is always pushed by digest).
+    pub tag: Option<String>,
+    /// Extra `index.json` annotations when the target is a layout.
+    pub annotations: Vec<(String, String)>,
+}
+
+/// Copy settings.
+#[derive(Debug, Clone)]
+pub struct CopyOptions {
+    /// Blob transfers in flight at once (≥ 1).
+    pub concurrency: usize,
+    /// Show progress bars (on a terminal).
+    pub progress: bool,
+}
+
+/// The outcome of one image.
+#[derive(Debug)]
+pub struct JobResult {
+    /// The job.
+    pub job: Job,
+    /// The manifest digest copied (top level).
+    pub digest: Option<Digest>,
+    /// Why it failed, if it did.
+    pub error: Option<String>,
+}
+
+/// Counts for a whole copy.
+#[derive(Debug, Default)]
+pub struct CopyReport {
+    /// Per image, in job order.
+    pub images: Vec<JobResult>,
+    /// Distinct blobs referred to.
+    pub blobs: usize,
+    /// Blobs uploaded (or written) and their bytes.
+    pub uploaded: (usize, u64),
+    /// Blobs the target already had.
+    pub present: usize,
+    /// Blobs mounted from another repository.
+    pub mounted: usize,
+    /// Manifests pushed.
+    pub manifests: usize,
+    /// Wall time, seconds.
+    pub seconds: f64,
+}
+
+impl CopyReport {
+    /// The failed images.
+    pub fn failures(&self) -> impl Iterator<Item = &JobResult> {
+        self.images.iter().filter(|r| r.error.is_some())
+    }
+}
+
+/// A distinct blob: its size, the source repository to read it from, and
+/// the target repositories that need it with the jobs that need it there.
+struct BlobUse {
+    size: u64,
+    src: Repo,
+    targets: Vec<(Repo, Vec<usize>)>,
+}
+
+struct Planned {
+    /// Manifests in push order: children first, the top one last.
+    manifests: Vec<Manifest>,
+    blobs: Vec<Descriptor>,
+}
+
+/// Fetches a manifest and, for an index, its children (one level: OCI
+/// indexes of indexes are followed too, depth-first).
+async fn plan_job(src: &Endpoint, job: &Job) -> Result<Planned, OciError> {
+    let top = src.manifest(&job.src, &job.reference).await?;
+    let mut manifests = Vec::new();
+    let mut blobs = Vec::new();
+    let mut stack = vec![(top, 0usize)];
+    let mut ordered: Vec<Manifest> = Vec::new();
+    while let Some((m, depth)) = stack.pop() {
+        let what = format!("{} ({}@{})", job.name, job.src, m.digest);
+        match m.parse().map_err(|e| OciError::Format {
+            what: what.clone(),
+            detail: e.0,
+        })? {
+            Parsed::Index(children) => {
+                if depth > 4 {
+                    return Err(OciError::Format {
+                        what,
+                        detail: "indexes nested too deep".into(),
+                    });
+                }
+                for c in children {
+                    let child = src.manifest(&job.src, c.digest.as_str()).await?;
+                    if child.bytes.len() as u64 != c.size {
+                        return Err(OciError::Size {
+                            what: format!("manifest {}@{}", job.src, c.digest),
+                            expected: c.size,
+                            actual: child.bytes.len() as u64,
+                        });
+                    }
+                    stack.push((child, depth + 1));
+                }
+            }
+            Parsed::Image { config, layers } => {
+                blobs.push(config);
+                blobs.extend(layers);
+            }
+        }
+        ordered.push(m);
+    }
+    // `ordered` has parents before children; push children first.
+    ordered.reverse();
+    manifests.extend(ordered);
+    Ok(Planned { manifests, blobs })
+}
+
+fn bars(
+    opts: &CopyOptions,
+    total_bytes: u64,
+    images: usize,
+) -> (MultiProgress, ProgressBar, ProgressBar) {
+    let mp = MultiProgress::with_draw_target(if opts.progress {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    });
+    let bytes = mp.add(ProgressBar::new(total_bytes));
+    bytes.set_style(
+        ProgressStyle::with_template(
+            "blobs  [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {msg}",
+        )
+        .expect("template")
+        .progress_chars("=> "),
+    );
+    let imgs = mp.add(ProgressBar::new(images as u64));
+    imgs.set_style(
+        ProgressStyle::with_template("images [{bar:40}] {pos}/{len} {msg}")
+            .expect("template")
+            .progress_chars("=> "),
+    );
+    (mp, bytes, imgs)
+}
+
+/// Copies `jobs` from `src` to `dst`. Per-image failures are in the report
+/// (the rest still completes); errors that stop everything (target
+/// unreachable, login rejected) are returned as `Err`.
+pub async fn copy(
+    src: &Endpoint,
+    dst: &Endpoint,
+    jobs: Vec<Job>,
+    opts: &CopyOptions,
+) -> Result<CopyReport, OciError> {
+    let start = Instant::now();
+    let concurrency = opts.concurrency.max(1);
+    // Fail early, in one line, when a registry is unreachable or refuses the login.
+    if let Endpoint::Registry(r) = src {
+        let repos: BTreeSet<&Repo> = jobs.iter().map(|j| &j.src).collect();
+        for repo in repos {
+            r.check(repo, false).await?;
+        }
+    }
+    if let Endpoint::Registry(r) = dst {
+        let repos: BTreeSet<&Repo> = jobs.iter().map(|j| &j.dst).collect();
+        for repo in repos {
+            r.check(repo, true).await?;
+        }
+    }
+
+    info!("Reading the manifests of {} images", jobs.len());
+    let planned: Vec<Result<Planned, OciError>> =
+        futures_util::stream::iter(jobs.iter().map(|j| plan_job(src, j)))
+            .buffered(concurrency * 2)
+            .collect()
+            .await;
+    let mut fatal: Option<OciError> = None;
+    let mut results: Vec<JobResult> = Vec::new();
+    let mut blobs: HashMap<Digest, BlobUse> = HashMap::new();
+    let mut plans = Vec::new();
+    for (i, (job, p)) in jobs.iter().zip(planned).enumerate() {
+        match p {
+            Ok(p) => {
+                for b in &p.blobs {
+                    let e = blobs.entry(b.digest.clone()).or_insert_with(|| BlobUse {
+                        size: b.size,
+                        src: job.src.clone(),
+                        targets: Vec::new(),
+                    });
+                    match e.targets.iter_mut().find(|(r, _)| *r == job.dst) {
+                        Some((_, users)) => users.push(i),
+                        None => e.targets.push((job.dst.clone(), vec![i])),
+                    }
+                }
+                results.push(JobResult {
+                    job: job.clone(),
+                    digest: p.manifests.last().map(|m| m.digest.clone()),
+                    error: None,
+                });
+                plans.push(Some(p));
+            }
+            Err(e) => {
+                if matches!(
+                    e,
+                    OciError::Unreachable { .. }
+                        | OciError::Unauthorized { .. }
+                        | OciError::NoCredentials { .. }
+                ) {
+                    fatal.get_or_insert(e);
+                    results.push(JobResult {
+                        job: job.clone(),
+                        digest: None,
+                        error: Some("not read".into()),
+                    });
+                } else {
+                    warn!("image {} not mirrored: {e}", job.name);
+                    results.push(JobResult {
+                        job: job.clone(),
+                        digest: None,
+                        error: Some(e.to_string()),
+                    });
+                }
+                plans.push(None);
+            }
+        }
+    }
+    if let Some(e) = fatal {
+        return Err(e);
+    }
+
+    let mut order: Vec<(Digest, BlobUse)> = blobs.into_iter().collect();
+    order.sort_by(|a, b| b.1.size.cmp(&a.1.size).then_with(|| a.0.cmp(&b.0)));
+    let total: u64 = order
+        .iter()
+        .map(|(_, u)| u.size * u.targets.len() as u64)
+        .sum();
+    let report = Mutex::new(CopyReport {
+        blobs: order.len(),
+        ..Default::default()
+    });
+    let (_mp, bytes_bar, images_bar) = bars(opts, total, jobs.len());
+    info!(
+        "Copying {} distinct blobs ({:.1} MiB) of {} images, {} at a time",
+        order.len(),
+        total as f64 / 1048576.0,
+        jobs.len(),
+        concurrency
+    );
+    let failed: Mutex<HashMap<usize, String>> = Mutex::new(HashMap::new());
+    let fatal: Mutex<Option<OciError>> = Mutex::new(None);
+    futures_util::stream::iter(order.iter())
+        .for_each_concurrent(concurrency, |(digest, usage)| {
+            let bytes_bar = &bytes_bar;
+            let report = &report;
+            let failed = &failed;
+            let fatal = &fatal;
+            async move {
+                // The first target repository gets the bytes; the others
+                // mount from it (same registry), one after the other.
+                let mut have: Option<&Repo> = None;
+                if let (Endpoint::Registry(to), true) = (dst, usage.targets.len() > 1) {
+                    for (r, _) in &usage.targets {
+                        if let Ok(true) = to.has(r, "blobs", digest).await {
+                            have = Some(r);
+                            break;
+                        }
+                    }
+                }
+                for (dst_repo, users) in &usage.targets {
+                    if fatal.lock().expect("lock").is_some() {
+                        return;
+                    }
+                    let progress = |n: u64| bytes_bar.inc(n);
+                    let r = copy_blob(
+                        src, dst, &usage.src, dst_repo, digest, usage.size, have, &progress,
+                    )
+                    .await;
+                    match r {
+                        Ok(outcome) => {
+                            let mut rep = report.lock().expect("lock");
+                            match outcome {
+                                BlobOutcome::Present => {
+                                    rep.present += 1;
+                                    bytes_bar.inc(usage.size);
+                                }
+                                BlobOutcome::Mounted => {
+                                    rep.mounted += 1;
+                                    bytes_bar.inc(usage.size);
+                                }
+                                BlobOutcome::Uploaded(n) => {
+                                    rep.uploaded.0 += 1;
+                                    rep.uploaded.1 += n;
+                                }
+                            }
+                            have.get_or_insert(dst_repo);
+                            debug!(
+                                "blob {digest} ({} bytes) to {dst_repo}: {outcome:?}",
+                                usage.size
+                            );
+                        }
+                        Err(
+                            e @ (OciError::Unreachable { .. }
+                            | OciError::Unauthorized { .. }
+                            | OciError::NoCredentials { .. }),
+                        ) => {
+                            fatal.lock().expect("lock").get_or_insert(e);
+                        }
+                        Err(e) => {
+                            let msg = e.to_string();
+                            let mut f = failed.lock().expect("lock");
+                            for u in users {
+                                f.entry(*u).or_insert_with(|| msg.clone());
+                            }
+                        }
+                    }
+                }
+            }
+        })
+        .await;
+    bytes_bar.finish_and_clear();
+    if let Some(e) = fatal.into_inner().expect("lock") {
+        images_bar.finish_and_clear();
+        return Err(e);
+    }
+    let failed = failed.into_inner().expect("lock");
+    let mut report = report.into_inner().expect("lock");
+
+    // Manifests, children first, then the tag; only for complete images.
+    let pushes = results
+        .iter_mut()
+        .zip(plans)
+        .enumerate()
+        .map(|(i, (res, plan))| {
+            let images_bar = &images_bar;
+            let failed = &failed;
+            async move {
+                let mut pushed = 0usize;
+                if let Some(plan) = plan {
+                    if let Some(msg) = failed.get(&i) {
+                        warn!("image {} not mirrored, nothing tagged: {msg}", res.job.name);
+                        res.error = Some(msg.clone());
+                    } else if let Err(e) =
+                        push_manifests(dst, &res.job, &plan.manifests, &mut pushed).await
+                    {
+                        warn!("image {} not mirrored: {e}", res.job.name);
+                        res.error = Some(e.to_string());
+                    }
+                }
+                images_bar.inc(1);
+                pushed
+            }
+        });
+    let counts: Vec<usize> = futures_util::stream::iter(pushes)
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    images_bar.finish_and_clear();
+    report.manifests = counts.iter().sum();
+    report.images = results;
+    report.seconds = start.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn copy_blob(
+    src: &Endpoint,
+    dst: &Endpoint,
+    src_repo: &Repo,
+    dst_repo: &Repo,
+    digest: &Digest,
+    size: u64,
+    have: Option<&Repo>,
+    progress: &(dyn Fn(u64) + Send + Sync),
+) -> Result<BlobOutcome, OciError> {
+    match dst {
+        Endpoint::Registry(to) => {
+            // Mount from a repository of the target registry that has it:
+            // one filled earlier in this run, or the source itself when
+            // source and target are the same registry.
+            let mount = have.or(matches!(src, Endpoint::Registry(_)).then_some(src_repo));
+            to.put_blob(
+                dst_repo,
+                digest,
+                size,
+                mount,
+                || async {
+                    Ok(match src {
+                        Endpoint::Registry(from) => from.get_blob(src_repo, digest).await?.boxed(),
+                        Endpoint::Layout(l) => l.get_blob(digest).await?.boxed(),
+                    })
+                },
+                progress,
+            )
+            .await
+        }
+        Endpoint::Layout(l) => {
+            if l.has(digest) {
+                return Ok(BlobOutcome::Present);
+            }
+            let stream = match src {
+                Endpoint::Registry(from) => from.get_blob(src_repo, digest).await?.boxed(),
+                Endpoint::Layout(s) => s.get_blob(digest).await?.boxed(),
+            };
+            let n = l.put_blob(digest, size, stream, progress).await?;
+            Ok(BlobOutcome::Uploaded(n))
+        }
+    }
+}
+
+async fn push_manifests(
+    dst: &Endpoint,
+    job: &Job,
+    manifests: &[Manifest],
+    pushed: &mut usize,
+) -> Result<(), OciError> {
+    for m in manifests {
+        match dst {
+            Endpoint::Registry(r) => {
+                if !r.has(&job.dst, "manifests", &m.digest).await? {
+                    r.put_manifest(&job.dst, m.digest.as_str(), m).await?;
+                    *pushed += 1;
+                }
+            }
+            Endpoint::Layout(l) => {
+                l.put_manifest(None, m, &[]).await?;
+                *pushed += 1;
+            }
+        }
+    }
+    let top = manifests.last().expect("at least the top manifest");
+    if let Some(tag) = &job.tag {
+        match dst {
+            Endpoint::Registry(r) => r.put_manifest(&job.dst, tag, top).await?,
+            Endpoint::Layout(l) => {
+                let ann: Vec<(&str, &str)> = job
+                    .annotations
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
+                l.put_manifest(Some(tag), top, &ann).await?
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,280 @@
+//! An OCI image layout directory (OCI image spec v1.1 `image-layout.md`):
+//! `oci-layout`, `index.json` and `blobs/sha256/<hex>`; the archive of
+//! `mirror to-disk` / `from-disk`. skopeo reads it as `oci:<dir>:<tag>`.
+//!
+//! Blobs are written to a temporary file in `blobs/sha256/`, hashed on the
+//! way and renamed into place only when the digest matches, so a blob file
+//! that exists is always complete and correct (a killed run resumes by
+//! skipping them).
+
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt as _};
+use tokio::io::AsyncWriteExt as _;
+
+use crate::client::OciError;
+use crate::oci::{Digest, Hasher, Manifest, OCI_INDEX};
+
+/// The annotation naming a tag in `index.json`.
+pub const REF_NAME: &str = "org.opencontainers.image.ref.name";
+
+/// An OCI image layout on disk.
+pub struct Layout {
+    dir: PathBuf,
+    index: tokio::sync::Mutex<serde_json::Value>,
+}
+
+fn io(what: String) -> impl FnOnce(std::io::Error) -> OciError {
+    move |source| OciError::Io { what, source }
+}
+
+/// Writes `data` to `path` via a temporary file in the same folder and a
+/// rename (mode 0644: nothing secret goes through here).
+pub fn write_file(path: &Path, data: &[u8]) -> Result<(), OciError> {
+    write_atomic(path, data)?;
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644))
+        .map_err(io(format!("chmod {}", path.display())))
+}
+
+/// Writes `data` to `path` via a temporary file in the same folder and a rename.
+pub(crate) fn write_atomic(path: &Path, data: &[u8]) -> Result<(), OciError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .map_err(io(format!("creating a file in {}", dir.display())))?;
+    std::io::Write::write_all(&mut tmp, data).map_err(io(format!("writing {}", path.display())))?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .map_err(io(format!("writing {}", path.display())))?;
+    Ok(())
+}
+
+impl Layout {
+    /// Opens `dir`, creating an empty layout when `create` and it has none.
+    /// Errors: no `oci-layout` / `index.json` (when not creating), bad JSON.
+    pub fn open(dir: &Path, create: bool) -> Result<Layout, OciError> {
+        let marker = dir.join("oci-layout");
+        let index_path = dir.join("index.json");
+        if !marker.is_file() {
+            if !create {
+                return Err(OciError::Format {
+                    what: format!("archive {}", dir.display()),
+                    detail: "not an OCI image layout (no oci-layout file)".into(),
+                });
+            }
+            std::fs::create_dir_all(dir.join("blobs/sha256"))
+                .map_err(io(format!("creating {}", dir.display())))?;
+            write_atomic(&marker, br#"{"imageLayoutVersion":"1.0.0"}"#)?;
+        }
+        std::fs::create_dir_all(dir.join("blobs/sha256"))
+            .map_err(io(format!("creating {}/blobs/sha256", dir.display())))?;
+        let index = if index_path.is_file() {
+            let text = std::fs::read(&index_path)
+                .map_err(io(format!("reading {}", index_path.display())))?;
+            serde_json::from_slice(&text).map_err(|e| OciError::Format {
+                what: index_path.display().to_string(),
+                detail: e.to_string(),
+            })?
+        } else {
+            serde_json::json!({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": []})
+        };
+        Ok(Layout {
+            dir: dir.to_path_buf(),
+            index: tokio::sync::Mutex::new(index),
+        })
+    }
+
+    /// The layout's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn blob_path(&self, d: &Digest) -> PathBuf {
+        self.dir.join("blobs/sha256").join(d.hex())
+    }
+
+    /// Whether the blob (or manifest) file exists.
+    pub fn has(&self, d: &Digest) -> bool {
+        self.blob_path(d).is_file()
+    }
+
+    /// The digest a tag (ref name) points at, from `index.json`.
+    pub async fn resolve(&self, tag: &str) -> Option<(Digest, String)> {
+        let idx = self.index.lock().await;
+        idx.get("manifests")?.as_array()?.iter().find_map(|m| {
+            let name = m.get("annotations")?.get(REF_NAME)?.as_str()?;
+            (name == tag).then(|| {
+                Some((
+                    Digest::parse(m.get("digest")?.as_str()?).ok()?,
+                    m.get("mediaType")?.as_str()?.to_string(),
+                ))
+            })?
+        })
+    }
+
+    /// Reads a manifest by digest or tag, checking its digest.
+    pub async fn get_manifest(&self, reference: &str) -> Result<Manifest, OciError> {
+        let (d, mt) = match Digest::parse(reference) {
+            Ok(d) => (d, None),
+            Err(_) => {
+                let (d, mt) = self
+                    .resolve(reference)
+                    .await
+                    .ok_or_else(|| OciError::Format {
+                        what: format!("archive {}", self.dir.display()),
+                        detail: format!("no image tagged {reference:?} in index.json"),
+                    })?;
+                (d, Some(mt))
+            }
+        };
+        let p = self.blob_path(&d);
+        let bytes = tokio::fs::read(&p)
+            .await
+            .map_err(io(format!("reading manifest {}", p.display())))?;
+        let m = Manifest::new(Bytes::from(bytes), mt.as_deref()).map_err(|e| OciError::Format {
+            what: p.display().to_string(),
+            detail: e.0,
+        })?;
+        if m.digest != d {
+            return Err(OciError::Digest {
+                what: format!("manifest {}", p.display()),
+                expected: d,
+                actual: m.digest.clone(),
+                size: m.bytes.len() as u64,
+            });
+        }
+        Ok(m)
+    }
+
+    /// A blob's bytes as a stream (verified by whoever consumes it).
+    pub async fn get_blob(
+        &self,
+        d: &Digest,
+    ) -> Result<impl Stream<Item = Result<Bytes, OciError>> + Send + Unpin + 'static, OciError>
+    {
+        let p = self.blob_path(d);
+        let f = tokio::fs::File::open(&p)
+            .await
+            .map_err(io(format!("opening blob {}", p.display())))?;
+        let what = format!("reading blob {}", p.display());
+        Ok(
+            tokio_util::io::ReaderStream::with_capacity(f, 256 * 1024).map(move |r| {
+                r.map_err(|source| OciError::Io {
+                    what: what.clone(),
+                    source,
+                })
+            }),
+        )
+    }
+
+    /// Writes a blob from `source`, verifying size and digest before the
+    /// rename; returns the bytes written (0 if it was there already).
+    pub async fn put_blob<S>(
+        &self,
+        d: &Digest,
+        size: u64,
+        source: S,
+        progress: &(dyn Fn(u64) + Send + Sync),
+    ) -> Result<u64, OciError>
+    where
+        S: Stream<Item = Result<Bytes, OciError>> + Unpin,
+    {
+        let path = self.blob_path(d);
+        if path.is_file() {
+            return Ok(0);
+        }
+        let tmp = tempfile::Builder::new()
+            .prefix(".partial-")
+            .tempfile_in(self.dir.join("blobs/sha256"))
+            .map_err(io(format!("creating a file in {}", self.dir.display())))?;
+        let (std_file, tmp_path) = tmp.into_parts();
+        let mut f = tokio::fs::File::from_std(std_file);
+        let mut h = Hasher::new();
+        let mut n = 0u64;
+        let mut source = source;
+        let what = format!("blob {d} into {}", self.dir.display());
+        while let Some(piece) = source.next().await {
+            let piece = piece?;
+            n += piece.len() as u64;
+            if n > size {
+                return Err(OciError::Size {
+                    what,
+                    expected: size,
+                    actual: n,
+                });
+            }
+            h.update(&piece);
+            f.write_all(&piece)
+                .await
+                .map_err(io(format!("writing {}", tmp_path.display())))?;
+            progress(piece.len() as u64);
+        }
+        if n != size {
+            return Err(OciError::Size {
+                what,
+                expected: size,
+                actual: n,
+            });
+        }
+        let actual = h.finish();
+        if &actual != d {
+            return Err(OciError::Digest {
+                what,
+                expected: d.clone(),
+                actual,
+                size: n,
+            });
+        }
+        f.sync_all()
+            .await
+            .map_err(io(format!("writing {}", tmp_path.display())))?;
+        drop(f);
+        tmp_path
+            .persist(&path)
+            .map_err(|e| e.error)
+            .map_err(io(format!("renaming into {}", path.display())))?;
+        Ok(n)
+    }
+
+    /// Stores a manifest blob and, with `tag`, names it in `index.json`
+    /// (written atomically; an older entry with the same name is replaced).
+    pub async fn put_manifest(
+        &self,
+        tag: Option<&str>,
+        m: &Manifest,
+        annotations: &[(&str, &str)],
+    ) -> Result<(), OciError> {
+        let p = self.blob_path(&m.digest);
+        if !p.is_file() {
+            write_atomic(&p, &m.bytes)?;
+        }
+        let Some(tag) = tag else { return Ok(()) };
+        let mut idx = self.index.lock().await;
+        let list = idx
+            .get_mut("manifests")
+            .and_then(|x| x.as_array_mut())
+            .ok_or_else(|| OciError::Format {
+                what: format!("{}/index.json", self.dir.display()),
+                detail: "no manifests array".into(),
+            })?;
+        list.retain(|e| {
+            e.pointer("/annotations/org.opencontainers.image.ref.name")
+                .and_then(|x| x.as_str())
+                != Some(tag)
+        });
+        let mut ann = serde_json::Map::new();
+        ann.insert(REF_NAME.into(), tag.into());
+        for (k, v) in annotations {
+            ann.insert((*k).into(), (*v).into());
+        }
+        list.push(serde_json::json!({
+            "mediaType": m.media_type,
+            "digest": m.digest.as_str(),
+            "size": m.bytes.len(),
+            "annotations": ann,
+        }));
+        let text = serde_json::to_vec_pretty(&*idx).expect("JSON");
+        write_atomic(&self.dir.join("index.json"), &text)
+    }
+}

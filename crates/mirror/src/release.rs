@@ -1,0 +1,499 @@
+//! Mirroring a release payload: what `oc adm release mirror` does.
+//!
+//! A release image carries `release-manifests/image-references` in one of
+//! its layers: an ImageStream (`image.openshift.io/v1`) whose
+//! `spec.tags[].from.name` are the component images by digest, and whose
+//! `metadata.name` is the release version. The mirror copies the release
+//! image and every component by digest into one target repository, tagged
+//! `<version>` (release) and `<version>-<component>` (as oc does), and
+//! gives the `imageContentSources` / `imageDigestSources` block that sends
+//! the cluster to the mirror: one entry per source repository (the release
+//! repository and the components' repository), all mirrored to the target.
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::path::Path;
+
+use futures_util::StreamExt as _;
+
+use crate::client::OciError;
+use crate::copy::{Endpoint, Job};
+use crate::oci::{Digest, Manifest, Parsed, Reference, Repo};
+
+/// Path of the ImageStream inside the release image.
+pub const IMAGE_REFERENCES: &str = "release-manifests/image-references";
+/// The file `mirror to-disk` writes next to the layout, for `from-disk`.
+pub const ARCHIVE_METADATA: &str = "okd-release.json";
+
+/// One component of a release.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Component {
+    /// The ImageStream tag name (`cli`, `machine-config-operator`, ...).
+    pub name: String,
+    /// Source repository (`quay.io/openshift/okd-content`).
+    pub source: String,
+    /// Manifest (or index) digest.
+    pub digest: String,
+}
+
+/// A release payload: the release image and its components.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Release {
+    /// Version (`metadata.name` of image-references).
+    pub version: String,
+    /// Source repository of the release image.
+    pub source: String,
+    /// Digest of the release image (index or manifest).
+    pub digest: String,
+    /// Components, in image-references order.
+    pub components: Vec<Component>,
+}
+
+fn format_err(what: &str, detail: impl Into<String>) -> OciError {
+    OciError::Format {
+        what: what.to_string(),
+        detail: detail.into(),
+    }
+}
+
+/// Parses an image-references ImageStream. Errors name the tag at fault:
+/// a `from.name` that is not `repo@sha256:...`, duplicate tag names.
+pub fn parse_image_references(
+    text: &[u8],
+    what: &str,
+) -> Result<(String, Vec<Component>), OciError> {
+    let v: serde_json::Value =
+        serde_json::from_slice(text).map_err(|e| format_err(what, format!("not JSON: {e}")))?;
+    if v.get("kind").and_then(|k| k.as_str()) != Some("ImageStream") {
+        return Err(format_err(what, "kind must be ImageStream"));
+    }
+    let version = v
+        .pointer("/metadata/name")
+        .and_then(|x| x.as_str())
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| format_err(what, "metadata.name (the release version) is missing"))?
+        .to_string();
+    let tags = v
+        .pointer("/spec/tags")
+        .and_then(|x| x.as_array())
+        .ok_or_else(|| format_err(what, "spec.tags is missing"))?;
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for (i, t) in tags.iter().enumerate() {
+        let name = t
+            .get("name")
+            .and_then(|x| x.as_str())
+            .ok_or_else(|| format_err(what, format!("spec.tags[{i}].name is missing")))?;
+        if !seen.insert(name.to_string()) {
+            return Err(format_err(
+                what,
+                format!("spec.tags[{i}]: tag {name:?} appears twice"),
+            ));
+        }
+        let from = t
+            .pointer("/from/name")
+            .and_then(|x| x.as_str())
+            .ok_or_else(|| {
+                format_err(
+                    what,
+                    format!("spec.tags[{i}] ({name}): from.name is missing"),
+                )
+            })?;
+        let r = Reference::parse(from)
+            .map_err(|e| format_err(what, format!("spec.tags[{i}] ({name}): {}", e.0)))?;
+        let digest = r.digest.ok_or_else(|| {
+            format_err(
+                what,
+                format!("spec.tags[{i}] ({name}): {from:?} must be pinned by digest (@sha256:...)"),
+            )
+        })?;
+        out.push(Component {
+            name: name.to_string(),
+            source: r.repo.to_string(),
+            digest: digest.to_string(),
+        });
+    }
+    Ok((version, out))
+}
+
+/// Finds `release-manifests/image-references` in a (gzip or plain) tar layer.
+fn find_in_layer(reader: impl std::io::Read) -> std::io::Result<Option<Vec<u8>>> {
+    let mut buf = std::io::BufReader::with_capacity(256 * 1024, reader);
+    let head = std::io::BufRead::fill_buf(&mut buf)?;
+    let gz = head.starts_with(&[0x1f, 0x8b]);
+    let inner: Box<dyn std::io::Read> = if gz {
+        Box::new(flate2::read::MultiGzDecoder::new(buf))
+    } else {
+        Box::new(buf)
+    };
+    let mut ar = tar::Archive::new(inner);
+    let mut found = None;
+    for e in ar.entries()? {
+        let mut e = e?;
+        let p = e
+            .path()?
+            .to_string_lossy()
+            .trim_start_matches("./")
+            .to_string();
+        if p == IMAGE_REFERENCES && found.is_none() {
+            let mut v = Vec::new();
+            e.read_to_end(&mut v)?;
+            found = Some(v);
+        }
+    }
+    Ok(found)
+}
+
+/// Reads the release at `from`: resolves the tag, picks the `arch` image
+/// of a multi-arch release, and reads image-references from its layers
+/// (last layer first), verifying each layer read against its digest.
+pub async fn read_release(
+    src: &Endpoint,
+    from: &Reference,
+    arch: &str,
+) -> Result<Release, OciError> {
+    let top = match src {
+        Endpoint::Registry(r) => r.get_manifest(&from.repo, &from.reference()).await?,
+        Endpoint::Layout(l) => l.get_manifest(&from.reference()).await?,
+    };
+    let what = format!("release image {from}");
+    let image: Manifest = match top.parse().map_err(|e| format_err(&what, e.0))? {
+        Parsed::Index(children) => {
+            let c = children
+                .iter()
+                .find(|c| {
+                    c.architecture.as_deref() == Some(arch)
+                        && c.os.as_deref().unwrap_or("linux") == "linux"
+                })
+                .ok_or_else(|| format_err(&what, format!("the index has no linux/{arch} image")))?;
+            match src {
+                Endpoint::Registry(r) => r.get_manifest(&from.repo, c.digest.as_str()).await?,
+                Endpoint::Layout(l) => l.get_manifest(c.digest.as_str()).await?,
+            }
+        }
+        Parsed::Image { .. } => top.clone(),
+    };
+    let Parsed::Image { layers, .. } = image.parse().map_err(|e| format_err(&what, e.0))? else {
+        return Err(format_err(&what, "an index inside an index"));
+    };
+    for layer in layers.iter().rev() {
+        let stream = match src {
+            Endpoint::Registry(r) => r.get_blob(&from.repo, &layer.digest).await?.boxed(),
+            Endpoint::Layout(l) => l.get_blob(&layer.digest).await?.boxed(),
+        };
+        // Hash every byte while a blocking thread untars what arrives.
+        let (tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(16);
+        let reader = ChannelReader {
+            rx,
+            cur: bytes::Bytes::new(),
+        };
+        let scan = tokio::task::spawn_blocking(move || find_in_layer(reader));
+        let mut h = crate::oci::Hasher::new();
+        let mut n = 0u64;
+        let mut stream = stream;
+        let mut tx = Some(tx);
+        while let Some(piece) = stream.next().await {
+            let piece = piece?;
+            h.update(&piece);
+            n += piece.len() as u64;
+            if let Some(t) = &tx
+                && t.send(piece).await.is_err()
+            {
+                tx = None;
+            }
+        }
+        drop(tx);
+        let lwhat = format!("layer {} of {what}", layer.digest);
+        let actual = h.finish();
+        if actual != layer.digest {
+            return Err(OciError::Digest {
+                what: lwhat,
+                expected: layer.digest.clone(),
+                actual,
+                size: n,
+            });
+        }
+        let found = scan
+            .await
+            .map_err(|e| format_err(&lwhat, e.to_string()))?
+            .map_err(|e| format_err(&lwhat, format!("not a tar archive: {e}")))?;
+        if let Some(text) = found {
+            let (version, components) =
+                parse_image_references(&text, &format!("{IMAGE_REFERENCES} in {what}"))?;
+            return Ok(Release {
+                version,
+                source: from.repo.to_string(),
+                digest: top.digest.to_string(),
+                components,
+            });
+        }
+    }
+    Err(format_err(
+        &what,
+        format!("no layer holds {IMAGE_REFERENCES}: is this a release image?"),
+    ))
+}
+
+/// A blocking reader over chunks sent from async code.
+struct ChannelReader {
+    rx: tokio::sync::mpsc::Receiver<bytes::Bytes>,
+    cur: bytes::Bytes,
+}
+
+impl std::io::Read for ChannelReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.cur.is_empty() {
+            match self.rx.blocking_recv() {
+                Some(b) => self.cur = b,
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.cur.len());
+        buf[..n].copy_from_slice(&self.cur[..n]);
+        self.cur = self.cur.slice(n..);
+        Ok(n)
+    }
+}
+
+/// Where a release goes: the components' repository and the release image's
+/// reference (default: the same repository, tagged with the version).
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Repository for the components (`--to`).
+    pub to: Repo,
+    /// Repository and tag for the release image (`--to-release-image`).
+    pub release: Option<Reference>,
+}
+
+/// Tag of a component in the mirror: `<version>-<name>` (as oc), cut to 128
+/// characters and with characters a tag cannot hold replaced by `-`.
+pub fn component_tag(version: &str, name: &str) -> String {
+    let t: String = format!("{version}-{name}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(128)
+        .collect();
+    t
+}
+
+/// The copy jobs for `release` into `target`: the release first, then the
+/// components; a component image shared by two tags is copied once and
+/// tagged for the first.
+pub fn jobs(release: &Release, target: &Target) -> Result<Vec<Job>, OciError> {
+    let src = Repo::parse(&release.source).map_err(|e| format_err("release source", e.0))?;
+    let (rel_repo, rel_tag) = match &target.release {
+        Some(r) => (
+            r.repo.clone(),
+            r.tag.clone().unwrap_or_else(|| release.version.clone()),
+        ),
+        None => (target.to.clone(), release.version.clone()),
+    };
+    let mut out = vec![Job {
+        name: format!("release {}", release.version),
+        src,
+        reference: release.digest.clone(),
+        dst: rel_repo,
+        tag: Some(rel_tag),
+        annotations: vec![("io.openshift.release".into(), release.version.clone())],
+    }];
+    for c in &release.components {
+        out.push(Job {
+            name: c.name.clone(),
+            src: Repo::parse(&c.source).map_err(|e| format_err(&c.name, e.0))?,
+            reference: c.digest.clone(),
+            dst: target.to.clone(),
+            tag: Some(component_tag(&release.version, &c.name)),
+            annotations: vec![("io.okd-install.component".into(), c.name.clone())],
+        });
+    }
+    Ok(out)
+}
+
+/// Source repository → mirror repositories, for the install-config block
+/// and the ImageDigestMirrorSet: the release's repository goes to the
+/// release target, every components' repository to `--to`.
+pub fn mirror_map(release: &Release, target: &Target) -> BTreeMap<String, Vec<String>> {
+    let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let rel = target
+        .release
+        .as_ref()
+        .map_or_else(|| target.to.to_string(), |r| r.repo.to_string());
+    m.entry(release.source.clone()).or_default().push(rel);
+    for c in &release.components {
+        let e = m.entry(c.source.clone()).or_default();
+        let to = target.to.to_string();
+        if !e.contains(&to) {
+            e.push(to);
+        }
+    }
+    m
+}
+
+/// Which install-config field the printed block uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourcesField {
+    /// `imageContentSources` (what 4.13 and older guides paste).
+    ImageContentSources,
+    /// `imageDigestSources` (4.14 and newer; the other one is deprecated there).
+    ImageDigestSources,
+}
+
+impl SourcesField {
+    /// The field name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SourcesField::ImageContentSources => "imageContentSources",
+            SourcesField::ImageDigestSources => "imageDigestSources",
+        }
+    }
+
+    /// `imageDigestSources` from release 4.14 on, else `imageContentSources`.
+    pub fn for_version(version: &str) -> SourcesField {
+        let mut it = version.split(['.', '-']).map(|p| p.parse::<u32>().ok());
+        match (it.next().flatten(), it.next().flatten()) {
+            (Some(4), Some(minor)) if minor >= 14 => SourcesField::ImageDigestSources,
+            (Some(major), _) if major > 4 => SourcesField::ImageDigestSources,
+            _ => SourcesField::ImageContentSources,
+        }
+    }
+}
+
+fn yaml_list(map: &BTreeMap<String, Vec<String>>, indent: &str) -> String {
+    let mut s = String::new();
+    for (source, mirrors) in map {
+        s.push_str(&format!("{indent}- mirrors:\n"));
+        for m in mirrors {
+            s.push_str(&format!("{indent}  - {m}\n"));
+        }
+        s.push_str(&format!("{indent}  source: {source}\n"));
+    }
+    s
+}
+
+/// The install-config block, e.g.
+/// `imageContentSources:\n- mirrors:\n  - registry.okd.example:5000/openshift/okd\n  source: quay.io/openshift/okd\n`.
+pub fn install_config_block(map: &BTreeMap<String, Vec<String>>, field: SourcesField) -> String {
+    format!("{}:\n{}", field.name(), yaml_list(map, ""))
+}
+
+/// An ImageDigestMirrorSet (config.openshift.io/v1) for a running cluster.
+pub fn image_digest_mirror_set(map: &BTreeMap<String, Vec<String>>, name: &str) -> String {
+    format!(
+        "apiVersion: config.openshift.io/v1\nkind: ImageDigestMirrorSet\nmetadata:\n  name: {name}\nspec:\n  imageDigestMirrors:\n{}",
+        yaml_list(map, "  ")
+    )
+}
+
+/// An ImageContentSourcePolicy (operator.openshift.io/v1alpha1), for clusters before 4.13.
+pub fn image_content_source_policy(map: &BTreeMap<String, Vec<String>>, name: &str) -> String {
+    format!(
+        "apiVersion: operator.openshift.io/v1alpha1\nkind: ImageContentSourcePolicy\nmetadata:\n  name: {name}\nspec:\n  repositoryDigestMirrors:\n{}",
+        yaml_list(map, "  ")
+    )
+}
+
+/// `oc image mirror` style mapping lines: `source@digest=target:tag`.
+pub fn mapping(release: &Release, jobs: &[Job]) -> String {
+    let mut s = String::new();
+    for j in jobs {
+        s.push_str(&format!(
+            "{}@{}={}:{}\n",
+            j.src,
+            j.reference,
+            j.dst,
+            j.tag.as_deref().unwrap_or(&release.version)
+        ));
+    }
+    s
+}
+
+/// Writes the archive metadata next to a layout (atomically).
+pub fn write_archive_metadata(dir: &Path, release: &Release) -> Result<(), OciError> {
+    let text = serde_json::to_vec_pretty(release).expect("JSON");
+    crate::layout::write_atomic(&dir.join(ARCHIVE_METADATA), &text)
+}
+
+/// Reads the archive metadata of `mirror to-disk`.
+pub fn read_archive_metadata(dir: &Path) -> Result<Release, OciError> {
+    let p = dir.join(ARCHIVE_METADATA);
+    let text = std::fs::read(&p).map_err(|source| OciError::Io {
+        what: format!(
+            "reading {} (is {} an archive of mirror to-disk?)",
+            p.display(),
+            dir.display()
+        ),
+        source,
+    })?;
+    serde_json::from_slice(&text).map_err(|e| format_err(&p.display().to_string(), e.to_string()))
+}
+
+/// Checks a digest string from metadata.
+pub fn digest(s: &str) -> Result<Digest, OciError> {
+    Digest::parse(s).map_err(|e| format_err("digest", e.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_references() {
+        let d = format!("sha256:{}", "b".repeat(64));
+        let text = format!(
+            r#"{{"kind":"ImageStream","apiVersion":"image.openshift.io/v1","metadata":{{"name":"4.5.0-0.okd-2020-08-12-020541"}},"spec":{{"tags":[{{"name":"cli","from":{{"kind":"DockerImage","name":"quay.io/openshift/okd-content@{d}"}}}}]}}}}"#
+        );
+        let (v, c) = parse_image_references(text.as_bytes(), "x").unwrap();
+        assert_eq!(v, "4.5.0-0.okd-2020-08-12-020541");
+        assert_eq!(c[0].source, "quay.io/openshift/okd-content");
+        let bad = text.replace(&format!("@{d}"), ":latest");
+        let e = parse_image_references(bad.as_bytes(), "x")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("spec.tags[0] (cli)") && e.contains("pinned by digest"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn blocks() {
+        let rel = Release {
+            version: "4.5.0-0.okd-2020-08-12-020541".into(),
+            source: "quay.io/openshift/okd".into(),
+            digest: format!("sha256:{}", "c".repeat(64)),
+            components: vec![Component {
+                name: "cli".into(),
+                source: "quay.io/openshift/okd-content".into(),
+                digest: format!("sha256:{}", "d".repeat(64)),
+            }],
+        };
+        let target = Target {
+            to: Repo::parse("registry.okd.example:5000/openshift/okd").unwrap(),
+            release: None,
+        };
+        let m = mirror_map(&rel, &target);
+        assert_eq!(
+            install_config_block(&m, SourcesField::for_version(&rel.version)),
+            "imageContentSources:\n- mirrors:\n  - registry.okd.example:5000/openshift/okd\n  source: quay.io/openshift/okd\n- mirrors:\n  - registry.okd.example:5000/openshift/okd\n  source: quay.io/openshift/okd-content\n"
+        );
+        assert_eq!(
+            SourcesField::for_version("4.15.0-0.okd-test"),
+            SourcesField::ImageDigestSources
+        );
+        assert_eq!(
+            component_tag("4.5.0", "machine-config-operator"),
+            "4.5.0-machine-config-operator"
+        );
+        let j = jobs(&rel, &target).unwrap();
+        assert_eq!(
+            j[1].tag.as_deref(),
+            Some("4.5.0-0.okd-2020-08-12-020541-cli")
+        );
+    }
+}
