@@ -25,13 +25,13 @@ pub enum MirrorCmd {
     /// Copies a release image and every component image it lists, by
     /// digest, to a repository of the mirror registry (as `oc adm release
     /// mirror`), and prints the imageContentSources block for install-config.yaml.
-    Release(ReleaseArgs),
+    Release(Box<ReleaseArgs>),
     /// Copies a release payload into a local OCI image layout (archive), for
     /// sites with no network path to the mirror.
     ToDisk(ToDiskArgs),
     /// Pushes an archive of `mirror to-disk` to the mirror registry and
     /// prints the imageContentSources block.
-    FromDisk(FromDiskArgs),
+    FromDisk(Box<FromDiskArgs>),
 }
 
 /// How to reach registries (shared by release, to-disk, from-disk).
@@ -268,10 +268,9 @@ fn registries(dir: &Path, c: &ConnectArgs) -> anyhow::Result<Arc<Registries>> {
     if let Ok(text) = std::fs::read_to_string(&ic)
         && let Ok(v) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&text)
         && let Some(p) = v.get("pullSecret").and_then(|p| p.as_str())
+        && let Err(e) = creds.add_json(p, &format!("{} pullSecret", ic.display()))
     {
-        if let Err(e) = creds.add_json(p, &format!("{} pullSecret", ic.display())) {
-            warn!("ignoring the pull secret of {}: {e}", ic.display());
-        }
+        warn!("ignoring the pull secret of {}: {e}", ic.display());
     }
     for f in Credentials::default_files() {
         if let Err(e) = creds.add_file(&f) {
