@@ -44,6 +44,40 @@ pub(crate) struct InstallConfigOpts {
     /// Control-plane replicas (default 3).
     #[arg(long = "control-plane-replicas")]
     control_plane_replicas: Option<i64>,
+    /// PEM file for additionalTrustBundle (e.g. mirror-registry/ca.crt of `mirror registry init`).
+    #[arg(long = "additional-trust-bundle-file")]
+    additional_trust_bundle_file: Option<PathBuf>,
+    /// YAML file with an imageContentSources or imageDigestSources block
+    /// (what `mirror release` prints, or its --output-dir/install-config-mirror.yaml).
+    #[arg(long = "image-sources-file")]
+    image_sources_file: Option<PathBuf>,
+}
+
+/// Reads the block `mirror release` prints: a mapping with
+/// `imageContentSources` or `imageDigestSources` (a list of `{source, mirrors}`).
+fn read_image_sources(f: &PathBuf) -> Result<(String, serde_json::Value), AssetError> {
+    let text = std::fs::read_to_string(f).map_err(|source| AssetError::Io {
+        action: "reading image sources",
+        path: f.clone(),
+        source,
+    })?;
+    let v: serde_json::Value = serde_yaml_ng::from_str(&text)
+        .map_err(|e| AssetError::Invalid(format!("{}: not YAML: {e}", f.display())))?;
+    for key in ["imageDigestSources", "imageContentSources"] {
+        if let Some(list) = v.get(key) {
+            if !list.is_array() {
+                return Err(AssetError::Invalid(format!(
+                    "{}: {key} must be a list of {{source, mirrors}}",
+                    f.display()
+                )));
+            }
+            return Ok((key.to_string(), list.clone()));
+        }
+    }
+    Err(AssetError::Invalid(format!(
+        "{}: needs an imageContentSources or imageDigestSources list (the block `okd-install mirror release` prints)",
+        f.display()
+    )))
 }
 
 fn ask(question: &str, help: &str) -> Result<String, AssetError> {
@@ -177,6 +211,18 @@ fn resolve(o: &InstallConfigOpts) -> Result<serde_json::Value, AssetError> {
     });
     if !ssh.is_empty() {
         v["sshKey"] = json!(ssh);
+    }
+    if let Some(f) = &o.additional_trust_bundle_file {
+        let pem = std::fs::read_to_string(f).map_err(|source| AssetError::Io {
+            action: "reading additional trust bundle",
+            path: f.clone(),
+            source,
+        })?;
+        v["additionalTrustBundle"] = json!(pem);
+    }
+    if let Some(f) = &o.image_sources_file {
+        let (key, list) = read_image_sources(f)?;
+        v[key] = list;
     }
     Ok(v)
 }

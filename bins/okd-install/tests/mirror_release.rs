@@ -432,6 +432,72 @@ fn mirror_release_copies_every_digest_and_resumes_after_a_kill() {
         assert!(icsp.contains(&format!("source: {src}")), "{src} in {icsp}");
     }
     assert!(icsp.contains(&format!("- {to}\n")), "{icsp}");
+
+    // The README's four-command disconnected flow (registry init was the
+    // lab's): mirror release writing its block, create install-config with
+    // it, the mirror's login and CA, then create ignition-configs.
+    let d = &lab.assets;
+    let out_dir = d.join("mirror");
+    okd_ok(
+        d,
+        &[
+            "mirror",
+            "release",
+            "--from",
+            &lab.from(),
+            "--to",
+            &to,
+            "--plain-http",
+            &lab.plain(),
+            "--output-dir",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    let reg = d.join("mirror-registry");
+    okd_ok(
+        d,
+        &[
+            "create",
+            "install-config",
+            "--platform",
+            "none",
+            "--base-domain",
+            "example.com",
+            "--cluster-name",
+            "okd",
+            "--ssh-key-file",
+            "none",
+            "--control-plane-replicas",
+            "1",
+            "--compute-replicas",
+            "1",
+            "--pull-secret-file",
+            reg.join("pull-secret.json").to_str().unwrap(),
+            "--additional-trust-bundle-file",
+            reg.join("ca.crt").to_str().unwrap(),
+            "--image-sources-file",
+            out_dir.join("install-config-mirror.yaml").to_str().unwrap(),
+        ],
+    );
+    let ic: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(d.join("install-config.yaml")).unwrap())
+            .unwrap();
+    assert_eq!(
+        ic["imageDigestSources"].as_sequence().map(|s| s.len()),
+        Some(2),
+        "{ic:?}"
+    );
+    okd_ok(d, &["create", "ignition-configs"]);
+    let files = common::ign_files(&common::read_ign(&d.join("bootstrap.ign")));
+    let conf = String::from_utf8(files["/etc/containers/registries.conf"].1.clone()).unwrap();
+    assert!(conf.contains(&format!("location = \"{to}\"")), "{conf}");
+    let ca = std::fs::read_to_string(reg.join("ca.crt")).unwrap();
+    assert!(
+        files
+            .values()
+            .any(|(_, data, _)| String::from_utf8_lossy(data).contains(ca.trim())),
+        "the mirror CA is in bootstrap.ign"
+    );
 }
 
 #[test]
