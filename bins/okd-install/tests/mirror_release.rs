@@ -709,3 +709,279 @@ fn to_disk_from_disk_and_bad_input() {
         "the corrupt blob never completed an upload"
     );
 }
+
+/// A token service for the registry's `auth: token` (Docker registry token
+/// spec): `GET /token?service=&scope=...` with HTTP Basic; answers a JWT
+/// (RS256, `x5c` = the self-signed issuer certificate the registry trusts)
+/// granting the scopes asked for, or 401 for a wrong login. Each request is
+/// recorded. Stops (and is joined) when dropped.
+struct TokenService {
+    port: u16,
+    requests: std::sync::Arc<std::sync::Mutex<Vec<(String, u16)>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+fn b64url(data: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(data)
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
+            i += 3;
+        } else {
+            out.push(if b[i] == b'+' { b' ' } else { b[i] });
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+impl TokenService {
+    /// Starts the service; returns it and the issuer certificate PEM.
+    fn start(issuer: &str, service: &str, user: &str, password: &str) -> (TokenService, String) {
+        use std::io::{Read as _, Write as _};
+        let now = time::OffsetDateTime::now_utc();
+        let ck = okd_pki::self_signed(
+            &common::ca_config("okd-test-token-issuer", Duration::from_secs(86400)),
+            okd_pki::RsaKey::generate().unwrap(),
+            now,
+        )
+        .unwrap();
+        let key = aws_lc_rs::signature::RsaKeyPair::from_der(ck.key.private_der()).unwrap();
+        let x5c = {
+            use base64::Engine as _;
+            base64::engine::general_purpose::STANDARD.encode(&ck.cert.der)
+        };
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let requests = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (reqs, stopping) = (requests.clone(), stop.clone());
+        let (issuer, service) = (issuer.to_string(), service.to_string());
+        let expected = {
+            use base64::Engine as _;
+            format!(
+                "basic {}",
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+            )
+        };
+        let thread = std::thread::spawn(move || {
+            while !stopping.load(std::sync::atomic::Ordering::Relaxed) {
+                let (mut conn, _) = match listener.accept() {
+                    Ok(c) => c,
+                    Err(_) => {
+                        std::thread::sleep(Duration::from_millis(5));
+                        continue;
+                    }
+                };
+                conn.set_nonblocking(false).unwrap();
+                conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match conn.read(&mut chunk) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&buf).into_owned();
+                let target = head.split(' ').nth(1).unwrap_or("").to_string();
+                let authorized = head.lines().any(|l| {
+                    l.to_lowercase().starts_with("authorization:")
+                        && l[14..].trim().to_lowercase() == expected.to_lowercase()
+                });
+                let query = target.split_once('?').map(|x| x.1).unwrap_or("");
+                let scopes: Vec<String> = query
+                    .split('&')
+                    .filter_map(|kv| kv.strip_prefix("scope="))
+                    .map(percent_decode)
+                    .collect();
+                let (status, body) = if authorized {
+                    let access: Vec<Value> = scopes
+                        .iter()
+                        .filter_map(|s| {
+                            let mut p = s.splitn(3, ':');
+                            let (t, n, a) = (p.next()?, p.next()?, p.next()?);
+                            Some(serde_json::json!({"type": t, "name": n, "actions": a.split(',').collect::<Vec<_>>()}))
+                        })
+                        .collect();
+                    let t = time::OffsetDateTime::now_utc().unix_timestamp();
+                    let header = serde_json::json!({"typ": "JWT", "alg": "RS256", "x5c": [x5c]});
+                    let claims = serde_json::json!({
+                        "iss": issuer, "sub": "okd", "aud": service, "exp": t + 300, "nbf": t - 10,
+                        "iat": t, "jti": format!("{t}-{}", reqs.lock().unwrap().len()), "access": access,
+                    });
+                    let input = format!(
+                        "{}.{}",
+                        b64url(header.to_string().as_bytes()),
+                        b64url(claims.to_string().as_bytes())
+                    );
+                    let mut sig = vec![0u8; key.public_modulus_len()];
+                    key.sign(
+                        &aws_lc_rs::signature::RSA_PKCS1_SHA256,
+                        &aws_lc_rs::rand::SystemRandom::new(),
+                        input.as_bytes(),
+                        &mut sig,
+                    )
+                    .unwrap();
+                    let jwt = format!("{input}.{}", b64url(&sig));
+                    (
+                        200u16,
+                        serde_json::json!({"token": jwt, "expires_in": 300}).to_string(),
+                    )
+                } else {
+                    (
+                        401,
+                        r#"{"errors":[{"code":"UNAUTHORIZED","message":"wrong login"}]}"#
+                            .to_string(),
+                    )
+                };
+                reqs.lock().unwrap().push((target, status));
+                let reason = if status == 200 { "OK" } else { "Unauthorized" };
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        (
+            TokenService {
+                port,
+                requests,
+                stop,
+                thread: Some(thread),
+            },
+            ck.cert.pem,
+        )
+    }
+}
+
+impl Drop for TokenService {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn bearer_token_auth_against_a_token_registry() {
+    let Some(lab) = Lab::new(20, 16) else { return };
+    let registry = need("docker-registry", "docker-registry").unwrap();
+    let t = lab.tmp.path();
+    let (tokens, issuer_pem) = TokenService::start(
+        "okd-test-issuer",
+        "okd-test-registry",
+        "robot",
+        "t0ken-pass",
+    );
+    std::fs::write(t.join("issuer.pem"), &issuer_pem).unwrap();
+    let c_port = free_port();
+    let realm = format!("http://127.0.0.1:{}/token", tokens.port);
+    std::fs::write(
+        t.join("c.yml"),
+        format!(
+            "version: 0.1\nlog: {{level: info}}\nstorage:\n  filesystem: {{rootdirectory: {}}}\nauth:\n  token:\n    realm: {realm}\n    service: okd-test-registry\n    issuer: okd-test-issuer\n    rootcertbundle: {}\nhttp:\n  addr: 127.0.0.1:{c_port}\n",
+            t.join("c-data").display(),
+            t.join("issuer.pem").display()
+        ),
+    )
+    .unwrap();
+    let _c = start_registry(&registry, &t.join("c.yml"), &t.join("c.log"), c_port);
+    let c = format!("127.0.0.1:{c_port}");
+    let to = format!("{c}/tok/okd");
+    let good = t.join("robot.json");
+    std::fs::write(
+        &good,
+        format!(r#"{{"auths":{{"{c}":{{"auth":"cm9ib3Q6dDBrZW4tcGFzcw=="}}}}}}"#),
+    )
+    .unwrap();
+
+    let out = okd(
+        &lab.assets,
+        &[
+            "mirror",
+            "release",
+            "--from",
+            &lab.from(),
+            "--to",
+            &to,
+            "--plain-http",
+            &lab.plain(),
+            "--plain-http",
+            &c,
+            "-a",
+            good.to_str().unwrap(),
+        ],
+    );
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let reqs = tokens.requests.lock().unwrap().clone();
+    assert!(
+        reqs.iter().any(|(q, s)| *s == 200
+            && q.contains("scope=repository%3Atok%2Fokd%3Apull%2Cpush")
+            && q.contains("service=okd-test-registry")),
+        "push token asked for with the service: {reqs:?}"
+    );
+    // A token is fetched once per scope, not per request.
+    assert!(reqs.len() <= 3, "tokens are cached: {reqs:?}");
+    // skopeo, with its own token handling, reads the release back by digest.
+    let rel = lab.images()["release"].clone();
+    let out = Command::new(&lab.skopeo)
+        .args([
+            "inspect",
+            "--raw",
+            "--tls-verify=false",
+            "--creds",
+            "robot:t0ken-pass",
+            &format!("docker://{to}@{rel}"),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out).1);
+    assert_eq!(okd_mirror::oci::Digest::of(&out.stdout).to_string(), rel);
+
+    // A wrong password: the token service says 401; one error naming the registry, realm and user.
+    let bad = t.join("bad.json");
+    std::fs::write(
+        &bad,
+        format!(r#"{{"auths":{{"{c}":{{"auth":"cm9ib3Q6d3Jvbmc="}}}}}}"#),
+    )
+    .unwrap();
+    let out = okd(
+        &lab.assets,
+        &[
+            "mirror",
+            "release",
+            "--from",
+            &lab.from(),
+            "--to",
+            &to,
+            "--plain-http",
+            &lab.plain(),
+            "--plain-http",
+            &c,
+            "-a",
+            bad.to_str().unwrap(),
+        ],
+    );
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "registry {c} (auth realm \"{realm}\") rejected the login of user \"robot\""
+        )),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("level=error").count(), 1, "{stderr}");
+}

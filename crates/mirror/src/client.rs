@@ -157,6 +157,21 @@ struct Session {
     challenge: Option<Challenge>,
     login: Option<Login>,
     tokens: std::sync::Mutex<HashMap<String, String>>,
+    /// Held while a token is fetched, so concurrent requests wait for it
+    /// instead of each asking the token service.
+    token_fetch: tokio::sync::Mutex<()>,
+}
+
+impl Session {
+    /// A cached token for `key`; a `pull,push` token also serves `pull` alone.
+    fn cached(&self, key: &str) -> Option<String> {
+        let tokens = self.tokens.lock().expect("token cache");
+        tokens.get(key).cloned().or_else(|| {
+            key.strip_suffix(":pull")
+                .filter(|k| !k.contains(' '))
+                .and_then(|k| tokens.get(&format!("{k}:pull,push")).cloned())
+        })
+    }
 }
 
 /// A connection pool to any number of registries, with their sessions (auth
@@ -317,6 +332,7 @@ impl Registries {
             challenge,
             login,
             tokens: Default::default(),
+            token_fetch: Default::default(),
         });
         map.insert(registry, s.clone());
         Ok(s)
@@ -353,7 +369,11 @@ impl Registries {
             }
             Some(Challenge::Bearer { realm, service }) => {
                 let key = scopes.join(" ");
-                if !fresh && let Some(t) = s.tokens.lock().expect("token cache").get(&key) {
+                if !fresh && let Some(t) = s.cached(&key) {
+                    return Ok(Some(format!("Bearer {t}")));
+                }
+                let _one_at_a_time = s.token_fetch.lock().await;
+                if !fresh && let Some(t) = s.cached(&key) {
                     return Ok(Some(format!("Bearer {t}")));
                 }
                 let mut url = Url::parse(realm).map_err(|e| OciError::Format {
