@@ -149,6 +149,55 @@ pub enum RegistryCmd {
     /// config.yml, and adds its login to the pull secret and its CA to
     /// install-config.yaml's additionalTrustBundle.
     Init(InitArgs),
+    /// Starts the registry set up by `init` in the background
+    /// (docker-registry serve config.yml; PID in registry.pid, output in registry.log).
+    Start(DaemonArgs),
+    /// Stops the registry started by `start`.
+    Stop(DaemonArgs),
+}
+
+/// Options of `mirror registry start|stop`.
+#[derive(Args, Debug)]
+pub struct DaemonArgs {
+    /// The registry files of `init` (default: <dir>/mirror-registry).
+    #[arg(long = "output-dir")]
+    output_dir: Option<PathBuf>,
+    /// The registry program (default: docker-registry on PATH).
+    #[arg(long = "registry-program", default_value = "docker-registry")]
+    program: PathBuf,
+}
+
+fn daemon(dir: &Path, a: &DaemonArgs, start: bool) -> anyhow::Result<()> {
+    let reg = a
+        .output_dir
+        .clone()
+        .unwrap_or_else(|| dir.join(okd_mirror::registry::DEFAULT_OUTPUT_DIR));
+    if start {
+        let s = okd_mirror::daemon::start(&reg, &a.program)?;
+        if s.new {
+            info!(
+                "Mirror registry running on {} (PID {}), log {}",
+                s.addr,
+                s.pid,
+                s.log.display()
+            );
+        } else {
+            info!(
+                "Mirror registry already running on {} (PID {})",
+                s.addr, s.pid
+            );
+        }
+        info!(
+            "Stop it with: okd-install mirror registry stop --dir {}",
+            dir.display()
+        );
+    } else {
+        match okd_mirror::daemon::stop(&reg)? {
+            Some(pid) => info!("Stopped the mirror registry (PID {pid})"),
+            None => info!("No mirror registry running from {}", reg.display()),
+        }
+    }
+    Ok(())
 }
 
 /// Options of `mirror registry init`.
@@ -184,6 +233,8 @@ fn read_password(path: &Path) -> anyhow::Result<String> {
 pub fn run(dir: &Path, cmd: &MirrorCmd, target: ReleaseTarget) -> anyhow::Result<()> {
     let a = match cmd {
         MirrorCmd::Registry(RegistryCmd::Init(a)) => a,
+        MirrorCmd::Registry(RegistryCmd::Start(a)) => return daemon(dir, a, true),
+        MirrorCmd::Registry(RegistryCmd::Stop(a)) => return daemon(dir, a, false),
         MirrorCmd::Release(a) => return release(dir, a),
         MirrorCmd::ToDisk(a) => return to_disk(dir, a),
         MirrorCmd::FromDisk(a) => return from_disk(dir, a),
@@ -214,7 +265,8 @@ pub fn run(dir: &Path, cmd: &MirrorCmd, target: ReleaseTarget) -> anyhow::Result
         if out.ca_reused { "existing" } else { "new" }
     );
     info!(
-        "Start it with: docker-registry serve {}",
+        "Start it with: okd-install mirror registry start --dir {} (or docker-registry serve {})",
+        dir.display(),
         out.config.display()
     );
     info!(

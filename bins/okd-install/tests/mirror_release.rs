@@ -28,6 +28,18 @@ impl Drop for Guard {
     }
 }
 
+/// A daemon that is not our child (started by `mirror registry start`),
+/// killed by PID when dropped.
+struct PidGuard(u32);
+
+impl Drop for PidGuard {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &self.0.to_string()])
+            .status();
+    }
+}
+
 fn free_port() -> u16 {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .unwrap()
@@ -70,7 +82,7 @@ struct Lab {
     a_port: u16,
     b_port: u16,
     _a: Guard,
-    _b: Guard,
+    _b: PidGuard,
     a_data: PathBuf,
     b_log: PathBuf,
     /// The asset directory holding `mirror-registry/` (B's CA and login).
@@ -125,8 +137,49 @@ impl Lab {
             ],
         );
         let reg = assets.join("mirror-registry");
-        let b_log = t.join("b.log");
-        let b = start_registry(&registry, &reg.join("config.yml"), &b_log, b_port);
+        let b_log = reg.join("registry.log");
+        let err = okd_ok(
+            &assets,
+            &[
+                "mirror",
+                "registry",
+                "start",
+                "--registry-program",
+                registry.to_str().unwrap(),
+            ],
+        );
+        let pid: u32 = std::fs::read_to_string(reg.join("registry.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let b = PidGuard(pid);
+        assert!(
+            err.contains(&format!(
+                "Mirror registry running on 127.0.0.1:{b_port} (PID {pid})"
+            )),
+            "{err}"
+        );
+        assert!(
+            TcpStream::connect((Ipv4Addr::LOCALHOST, b_port)).is_ok(),
+            "started means listening"
+        );
+        let again = okd_ok(
+            &assets,
+            &[
+                "mirror",
+                "registry",
+                "start",
+                "--registry-program",
+                registry.to_str().unwrap(),
+            ],
+        );
+        assert!(
+            again.contains(&format!(
+                "already running on 127.0.0.1:{b_port} (PID {pid})"
+            )),
+            "{again}"
+        );
         let certs = t.join("certs");
         std::fs::create_dir_all(&certs).unwrap();
         std::fs::copy(reg.join("ca.crt"), certs.join("ca.crt")).unwrap();

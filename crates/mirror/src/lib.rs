@@ -15,6 +15,7 @@
 pub mod auth;
 pub mod client;
 pub mod copy;
+pub mod daemon;
 pub mod layout;
 pub mod oci;
 pub mod registry;

@@ -1,0 +1,190 @@
+//! Running the mirror registry written by [`crate::registry::init`]:
+//! `docker-registry serve <dir>/config.yml` (Debian package
+//! `docker-registry`, the CNCF distribution registry) started in the
+//! background with its PID in `registry.pid` and its output in
+//! `registry.log`, or stopped again by that PID.
+
+use std::io::Write as _;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::MirrorError;
+use crate::registry::files;
+
+/// File holding the PID of the running registry.
+pub const PID_FILE: &str = "registry.pid";
+/// File receiving the registry's output.
+pub const LOG_FILE: &str = "registry.log";
+/// How long [`start`] waits for the registry's port (and [`stop`] for its exit).
+pub const WAIT: Duration = Duration::from_secs(30);
+
+/// A started registry.
+#[derive(Debug)]
+pub struct Started {
+    /// Its PID.
+    pub pid: u32,
+    /// `host:port` it listens on (`http.addr` of config.yml).
+    pub addr: String,
+    /// Its log file.
+    pub log: PathBuf,
+    /// False when it was already running (nothing was started).
+    pub new: bool,
+}
+
+fn opt(msg: String) -> MirrorError {
+    MirrorError::Options(msg)
+}
+
+/// `http.addr` of a distribution `config.yml`. Errors name the file.
+pub fn listen_addr(config: &Path) -> Result<String, MirrorError> {
+    let text =
+        std::fs::read_to_string(config).map_err(|e| MirrorError::io("reading", config, e))?;
+    let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text)
+        .map_err(|e| opt(format!("{}: not YAML: {e}", config.display())))?;
+    v.get("http")
+        .and_then(|h| h.get("addr"))
+        .and_then(|a| a.as_str())
+        .map(str::to_string)
+        .ok_or_else(|| opt(format!("{}: http.addr is missing", config.display())))
+}
+
+/// The PID in `registry.pid` if that process is alive and is a registry.
+pub fn running(dir: &Path) -> Option<u32> {
+    let pid: u32 = std::fs::read_to_string(dir.join(PID_FILE))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // A zombie (state Z) has exited already.
+    let state = stat
+        .rsplit_once(") ")
+        .map(|x| x.1.chars().next().unwrap_or('?'));
+    (String::from_utf8_lossy(&cmdline).contains("serve") && state != Some('Z')).then_some(pid)
+}
+
+fn connectable(addr: &str) -> bool {
+    let addrs: Vec<SocketAddr> = addr
+        .to_socket_addrs()
+        .map(|a| a.collect())
+        .unwrap_or_default();
+    addrs
+        .iter()
+        .any(|a| TcpStream::connect_timeout(a, Duration::from_millis(200)).is_ok())
+}
+
+/// Starts `program serve <dir>/config.yml` in its own process group, output
+/// appended to `<dir>/registry.log`, PID in `<dir>/registry.pid`, and waits
+/// (at most [`WAIT`]) until its `http.addr` accepts connections. Does
+/// nothing when it already runs. Errors: no config.yml (run init first),
+/// the program missing, the registry exiting (its log's last lines are in
+/// the message), or the port not opening in time.
+pub fn start(dir: &Path, program: &Path) -> Result<Started, MirrorError> {
+    let config = dir.join(files::CONFIG);
+    if !config.is_file() {
+        return Err(opt(format!(
+            "{} does not exist: run `okd-install mirror registry init` first",
+            config.display()
+        )));
+    }
+    let addr = listen_addr(&config)?;
+    let log = dir.join(LOG_FILE);
+    if let Some(pid) = running(dir) {
+        return Ok(Started {
+            pid,
+            addr,
+            log,
+            new: false,
+        });
+    }
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .map_err(|e| MirrorError::io("opening", &log, e))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| MirrorError::io("opening", &log, e))?;
+    use std::os::unix::process::CommandExt as _;
+    let mut child = Command::new(program)
+        .arg("serve")
+        .arg(&config)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| {
+            opt(format!(
+                "cannot run {}: {e} (install the Debian package docker-registry, or pass --registry-program)",
+                program.display()
+            ))
+        })?;
+    let pid = child.id();
+    let pid_path = dir.join(PID_FILE);
+    let mut f = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| MirrorError::io("writing", &pid_path, e))?;
+    writeln!(f, "{pid}").map_err(|e| MirrorError::io("writing", &pid_path, e))?;
+    f.persist(&pid_path)
+        .map_err(|e| MirrorError::io("writing", &pid_path, e.error))?;
+    let t0 = Instant::now();
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            let _ = std::fs::remove_file(&pid_path);
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(3).collect();
+            return Err(opt(format!(
+                "the registry exited ({status}) at start; last lines of {}: {}",
+                log.display(),
+                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+            )));
+        }
+        if connectable(&addr) {
+            return Ok(Started {
+                pid,
+                addr,
+                log,
+                new: true,
+            });
+        }
+        if t0.elapsed() > WAIT {
+            return Err(opt(format!(
+                "the registry (PID {pid}) did not open {addr} within {}s; see {}",
+                WAIT.as_secs(),
+                log.display()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Stops the registry of `<dir>/registry.pid` (SIGTERM, then SIGKILL after
+/// [`WAIT`]) and removes the PID file. Returns the PID, or `None` when
+/// none was running.
+pub fn stop(dir: &Path) -> Result<Option<u32>, MirrorError> {
+    let pid_path = dir.join(PID_FILE);
+    let Some(pid) = running(dir) else {
+        let _ = std::fs::remove_file(&pid_path);
+        return Ok(None);
+    };
+    let signal = |sig: &str| {
+        Command::new("kill")
+            .args([sig, &pid.to_string()])
+            .status()
+            .map_err(|e| opt(format!("running kill: {e}")))
+    };
+    signal("-TERM")?;
+    let t0 = Instant::now();
+    while running(dir) == Some(pid) {
+        if t0.elapsed() > WAIT {
+            signal("-KILL")?;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = std::fs::remove_file(&pid_path);
+    Ok(Some(pid))
+}
