@@ -221,6 +221,12 @@ pub struct InitArgs {
     /// Where to write the registry files (default: <dir>/mirror-registry).
     #[arg(long = "output-dir")]
     output_dir: Option<PathBuf>,
+    /// Then start the registry in the background (as `mirror registry start`).
+    #[arg(long)]
+    start: bool,
+    /// The registry program for --start.
+    #[arg(long = "registry-program", default_value = "docker-registry")]
+    program: PathBuf,
 }
 
 fn read_password(path: &Path) -> anyhow::Result<String> {
@@ -293,6 +299,16 @@ pub fn run(dir: &Path, cmd: &MirrorCmd, target: ReleaseTarget) -> anyhow::Result
             out.pull_secret.display(),
             out.password
         );
+    }
+    if a.start {
+        daemon(
+            dir,
+            &DaemonArgs {
+                output_dir: Some(out.output_dir.clone()),
+                program: a.program.clone(),
+            },
+            true,
+        )?;
     }
     Ok(())
 }

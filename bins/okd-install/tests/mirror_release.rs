@@ -118,7 +118,8 @@ impl Lab {
         std::fs::write(t.join("pw"), format!("{PASSWORD}\n")).unwrap();
         let port = b_port.to_string();
         let pw = t.join("pw");
-        okd_ok(
+        // One command sets the registry up and starts it.
+        let err = okd_ok(
             &assets,
             &[
                 "mirror",
@@ -134,20 +135,13 @@ impl Lab {
                 "okd",
                 "--password-file",
                 pw.to_str().unwrap(),
-            ],
-        );
-        let reg = assets.join("mirror-registry");
-        let b_log = reg.join("registry.log");
-        let err = okd_ok(
-            &assets,
-            &[
-                "mirror",
-                "registry",
-                "start",
+                "--start",
                 "--registry-program",
                 registry.to_str().unwrap(),
             ],
         );
+        let reg = assets.join("mirror-registry");
+        let b_log = reg.join("registry.log");
         let pid: u32 = std::fs::read_to_string(reg.join("registry.pid"))
             .unwrap()
             .trim()
