@@ -461,13 +461,18 @@ async fn push_manifests(
     manifests: &[Manifest],
     pushed: &mut usize,
 ) -> Result<(), OciError> {
+    let top = manifests.last().expect("at least the top manifest");
     for m in manifests {
         match dst {
+            // A PUT is idempotent and costs the registry about what a HEAD
+            // does, so no HEAD first; the top manifest goes up once, under
+            // its tag (which stores it by digest too).
             Endpoint::Registry(r) => {
-                if !r.has(&job.dst, "manifests", &m.digest).await? {
-                    r.put_manifest(&job.dst, m.digest.as_str(), m).await?;
-                    *pushed += 1;
+                if std::ptr::eq(m, top) && job.tag.is_some() {
+                    continue;
                 }
+                r.put_manifest(&job.dst, m.digest.as_str(), m).await?;
+                *pushed += 1;
             }
             Endpoint::Layout(l) => {
                 l.put_manifest(None, m, &[]).await?;
@@ -475,10 +480,12 @@ async fn push_manifests(
             }
         }
     }
-    let top = manifests.last().expect("at least the top manifest");
     if let Some(tag) = &job.tag {
         match dst {
-            Endpoint::Registry(r) => r.put_manifest(&job.dst, tag, top).await?,
+            Endpoint::Registry(r) => {
+                r.put_manifest(&job.dst, tag, top).await?;
+                *pushed += 1;
+            }
             Endpoint::Layout(l) => {
                 let ann: Vec<(&str, &str)> = job
                     .annotations
