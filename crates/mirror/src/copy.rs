@@ -286,7 +286,8 @@ pub async fn copy(
         blobs: order.len(),
         ..Default::default()
     });
-    let (_mp, bytes_bar, images_bar) = bars(opts, total, jobs.len());
+    let (mp, bytes_bar, images_bar) = bars(opts, total, jobs.len());
+    let mp = &mp;
     info!(
         "Copying {} distinct blobs ({:.1} MiB) of {} images, {} at a time",
         order.len(),
@@ -385,12 +386,15 @@ pub async fn copy(
                 let mut pushed = 0usize;
                 if let Some(plan) = plan {
                     if let Some(msg) = failed.get(&i) {
-                        warn!("image {} not mirrored, nothing tagged: {msg}", res.job.name);
+                        // Log lines and bars share stderr: hide the bars while logging.
+                        mp.suspend(|| {
+                            warn!("image {} not mirrored, nothing tagged: {msg}", res.job.name)
+                        });
                         res.error = Some(msg.clone());
                     } else if let Err(e) =
                         push_manifests(dst, &res.job, &plan.manifests, &mut pushed).await
                     {
-                        warn!("image {} not mirrored: {e}", res.job.name);
+                        mp.suspend(|| warn!("image {} not mirrored: {e}", res.job.name));
                         res.error = Some(e.to_string());
                     }
                 }
