@@ -65,12 +65,8 @@ pub struct ReleaseArgs {
     /// The release image, e.g. quay.io/openshift/okd:4.5.0-0.okd-2020-08-12-020541.
     #[arg(long)]
     from: String,
-    /// The mirror repository for the components, e.g. registry.okd.example:5000/openshift/okd.
-    #[arg(long)]
-    to: String,
-    /// Where the release image goes (default: --to, tagged with the release version).
-    #[arg(long = "to-release-image")]
-    to_release_image: Option<String>,
+    #[command(flatten)]
+    target: TargetArgs,
     #[command(flatten)]
     connect: ConnectArgs,
     #[command(flatten)]
@@ -99,16 +95,23 @@ pub struct FromDiskArgs {
     /// The archive written by `mirror to-disk`.
     #[arg(long)]
     archive: PathBuf,
-    /// The mirror repository, e.g. registry.okd.example:5000/openshift/okd.
+    #[command(flatten)]
+    target: TargetArgs,
+    #[command(flatten)]
+    connect: ConnectArgs,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+/// Where a release goes in the mirror (`mirror release`, `from-disk`).
+#[derive(Args, Debug)]
+pub struct TargetArgs {
+    /// The mirror repository for the components, e.g. registry.okd.example:5000/openshift/okd.
     #[arg(long)]
     to: String,
     /// Where the release image goes (default: --to, tagged with the release version).
     #[arg(long = "to-release-image")]
     to_release_image: Option<String>,
-    #[command(flatten)]
-    connect: ConnectArgs,
-    #[command(flatten)]
-    output: OutputArgs,
 }
 
 /// What to print and write after mirroring.
@@ -368,18 +371,24 @@ fn copy_options(c: &ConnectArgs) -> CopyOptions {
     }
 }
 
-fn target(to: &str, to_release: Option<&str>) -> anyhow::Result<Target> {
-    let to = Repo::parse(to).map_err(|e| anyhow::anyhow!("--to: {e}"))?;
-    let release = to_release
-        .map(|r| {
-            let r = Reference::parse(r).map_err(|e| anyhow::anyhow!("--to-release-image: {e}"))?;
-            if r.digest.is_some() {
-                anyhow::bail!("--to-release-image: give a tag, not a digest");
-            }
-            Ok(r)
-        })
-        .transpose()?;
-    Ok(Target { to, release })
+impl TargetArgs {
+    /// Parses `--to` and `--to-release-image` (a tag, not a digest).
+    fn parse(&self) -> anyhow::Result<Target> {
+        let to = Repo::parse(&self.to).map_err(|e| anyhow::anyhow!("--to: {e}"))?;
+        let release = self
+            .to_release_image
+            .as_deref()
+            .map(|r| {
+                let r =
+                    Reference::parse(r).map_err(|e| anyhow::anyhow!("--to-release-image: {e}"))?;
+                if r.digest.is_some() {
+                    anyhow::bail!("--to-release-image: give a tag, not a digest");
+                }
+                Ok(r)
+            })
+            .transpose()?;
+        Ok(Target { to, release })
+    }
 }
 
 fn summarize(report: &CopyReport, what: &str) -> anyhow::Result<()> {
@@ -475,7 +484,7 @@ fn print_sources(
 
 fn release(dir: &Path, a: &ReleaseArgs) -> anyhow::Result<()> {
     let from = Reference::parse(&a.from).map_err(|e| anyhow::anyhow!("--from: {e}"))?;
-    let tgt = target(&a.to, a.to_release_image.as_deref())?;
+    let tgt = a.target.parse()?;
     let regs = registries(dir, &a.connect)?;
     let src = Endpoint::Registry(regs.clone());
     runtime()?.block_on(async {
@@ -522,7 +531,7 @@ fn to_disk(dir: &Path, a: &ToDiskArgs) -> anyhow::Result<()> {
 fn from_disk(dir: &Path, a: &FromDiskArgs) -> anyhow::Result<()> {
     let rel = release::read_archive_metadata(&a.archive)?;
     let layout = Arc::new(Layout::open(&a.archive, false)?);
-    let tgt = target(&a.to, a.to_release_image.as_deref())?;
+    let tgt = a.target.parse()?;
     let regs = registries(dir, &a.connect)?;
     runtime()?.block_on(async {
         let jobs = release::jobs(&rel, &tgt)?;

@@ -261,6 +261,23 @@ impl Lab {
             .collect()
     }
 
+    /// `okd-install mirror release` from A's release to `to`, A over plain HTTP, plus `extra`.
+    fn mirror(&self, to: &str, extra: &[&str]) -> Output {
+        let (from, plain) = (self.from(), self.plain());
+        let mut args = vec![
+            "mirror",
+            "release",
+            "--from",
+            &from,
+            "--to",
+            to,
+            "--plain-http",
+            &plain,
+        ];
+        args.extend_from_slice(extra);
+        okd(&self.assets, &args)
+    }
+
     fn skopeo_b(&self, args: &[&str]) -> Output {
         let creds = format!("okd:{PASSWORD}");
         let mut cmd = Command::new(&self.skopeo);
@@ -485,21 +502,8 @@ fn mirror_release_copies_every_digest_and_resumes_after_a_kill() {
     // it, the mirror's login and CA, then create ignition-configs.
     let d = &lab.assets;
     let out_dir = d.join("mirror");
-    okd_ok(
-        d,
-        &[
-            "mirror",
-            "release",
-            "--from",
-            &lab.from(),
-            "--to",
-            &to,
-            "--plain-http",
-            &lab.plain(),
-            "--output-dir",
-            out_dir.to_str().unwrap(),
-        ],
-    );
+    let out = lab.mirror(&to, &["--output-dir", out_dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out).1);
     let reg = d.join("mirror-registry");
     okd_ok(
         d,
@@ -615,21 +619,7 @@ fn to_disk_from_disk_and_bad_input() {
         ),
     )
     .unwrap();
-    let out = okd(
-        &lab.assets,
-        &[
-            "mirror",
-            "release",
-            "--from",
-            &lab.from(),
-            "--to",
-            &lab.b("x/y"),
-            "--plain-http",
-            &lab.plain(),
-            "-a",
-            wrong.to_str().unwrap(),
-        ],
-    );
+    let out = lab.mirror(&lab.b("x/y"), &["-a", wrong.to_str().unwrap()]);
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -643,19 +633,7 @@ fn to_disk_from_disk_and_bad_input() {
 
     // Unreachable registry: one line.
     let closed = free_port();
-    let out = okd(
-        &lab.assets,
-        &[
-            "mirror",
-            "release",
-            "--from",
-            &lab.from(),
-            "--to",
-            &format!("127.0.0.1:{closed}/x/y"),
-            "--plain-http",
-            &lab.plain(),
-        ],
-    );
+    let out = lab.mirror(&format!("127.0.0.1:{closed}/x/y"), &[]);
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     let errors: Vec<&str> = stderr
@@ -710,19 +688,7 @@ fn to_disk_from_disk_and_bad_input() {
     }
     std::fs::write(&data, &bytes).unwrap();
     let to = lab.b("bad/okd");
-    let out = okd(
-        &lab.assets,
-        &[
-            "mirror",
-            "release",
-            "--from",
-            &lab.from(),
-            "--to",
-            &to,
-            "--plain-http",
-            &lab.plain(),
-        ],
-    );
+    let out = lab.mirror(&to, &[]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -954,23 +920,7 @@ fn bearer_token_auth_against_a_token_registry() {
     )
     .unwrap();
 
-    let out = okd(
-        &lab.assets,
-        &[
-            "mirror",
-            "release",
-            "--from",
-            &lab.from(),
-            "--to",
-            &to,
-            "--plain-http",
-            &lab.plain(),
-            "--plain-http",
-            &c,
-            "-a",
-            good.to_str().unwrap(),
-        ],
-    );
+    let out = lab.mirror(&to, &["--plain-http", &c, "-a", good.to_str().unwrap()]);
     let (_, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     let reqs = tokens.requests.lock().unwrap().clone();
@@ -1005,23 +955,7 @@ fn bearer_token_auth_against_a_token_registry() {
         format!(r#"{{"auths":{{"{c}":{{"auth":"cm9ib3Q6d3Jvbmc="}}}}}}"#),
     )
     .unwrap();
-    let out = okd(
-        &lab.assets,
-        &[
-            "mirror",
-            "release",
-            "--from",
-            &lab.from(),
-            "--to",
-            &to,
-            "--plain-http",
-            &lab.plain(),
-            "--plain-http",
-            &c,
-            "-a",
-            bad.to_str().unwrap(),
-        ],
-    );
+    let out = lab.mirror(&to, &["--plain-http", &c, "-a", bad.to_str().unwrap()]);
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(

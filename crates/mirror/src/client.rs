@@ -185,7 +185,7 @@ pub struct Registries {
 /// What [`Registries::put_blob`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BlobOutcome {
-    /// The target already had it (HEAD).
+    /// The target already had it (HEAD; reported by the copier).
     Present,
     /// Mounted from another repository of the target registry.
     Mounted,
@@ -237,11 +237,6 @@ impl Registries {
             opts,
             sessions: Default::default(),
         })
-    }
-
-    /// The options the client was built with.
-    pub fn options(&self) -> &ClientOptions {
-        &self.opts
     }
 
     fn api_host(registry: &str) -> &str {
@@ -465,6 +460,30 @@ impl Registries {
         }
     }
 
+    /// `method` on `/v2/<repo>/<tail>` with a pull (or pull+push) token:
+    /// the session, URL and scope of every small request in one place.
+    async fn call(
+        &self,
+        repo: &Repo,
+        push: bool,
+        method: Method,
+        tail: &str,
+        headers: &[(header::HeaderName, String)],
+        body: Option<Bytes>,
+    ) -> Result<reqwest::Response, OciError> {
+        let s = self.session(repo).await?;
+        let url = Self::url(&s, repo, tail);
+        self.send(
+            &s,
+            &Self::scopes(repo, push, None),
+            method,
+            url,
+            headers,
+            body,
+        )
+        .await
+    }
+
     /// Sends a request with no body (or a small one), authorizing it and
     /// retrying once with a fresh token after a 401.
     async fn send(
@@ -547,15 +566,13 @@ impl Registries {
     /// `GET` a manifest by tag or digest. When `reference` is a digest the
     /// bytes are checked against it. Errors: not found, bad JSON, schema 1.
     pub async fn get_manifest(&self, repo: &Repo, reference: &str) -> Result<Manifest, OciError> {
-        let s = self.session(repo).await?;
-        let url = Self::url(&s, repo, &format!("manifests/{reference}"));
         let what = format!("manifest {repo}:{reference}");
         let resp = self
-            .send(
-                &s,
-                &Self::scopes(repo, false, None),
+            .call(
+                repo,
+                false,
                 Method::GET,
-                url,
+                &format!("manifests/{reference}"),
                 &[(header::ACCEPT, MANIFEST_ACCEPT.into())],
                 None,
             )
@@ -589,44 +606,39 @@ impl Registries {
         Ok(m)
     }
 
-    /// `HEAD` a manifest or blob: whether `repo` has it.
-    pub async fn has(&self, repo: &Repo, kind: &str, digest: &Digest) -> Result<bool, OciError> {
-        let s = self.session(repo).await?;
-        let url = Self::url(&s, repo, &format!("{kind}/{digest}"));
-        let headers = [(header::ACCEPT, MANIFEST_ACCEPT.to_string())];
+    /// `HEAD` a blob: whether `repo` has it.
+    pub async fn has_blob(&self, repo: &Repo, digest: &Digest) -> Result<bool, OciError> {
         let resp = self
-            .send(
-                &s,
-                &Self::scopes(repo, false, None),
+            .call(
+                repo,
+                false,
                 Method::HEAD,
-                url,
-                if kind == "manifests" { &headers } else { &[] },
+                &format!("blobs/{digest}"),
+                &[],
                 None,
             )
             .await?;
         match resp.status() {
             s if s.is_success() => Ok(true),
             StatusCode::NOT_FOUND => Ok(false),
-            _ => Err(Self::fail(format!("HEAD {kind} {repo}@{digest}"), resp).await),
+            _ => Err(Self::fail(format!("HEAD blob {repo}@{digest}"), resp).await),
         }
     }
 
     /// `GET` a blob as a stream of chunks (not yet verified: the caller
-    /// hashes while it forwards, see [`Registries::put_blob`]).
+    /// hashes while it forwards, see [`Registries::upload_blob`]).
     pub async fn get_blob(
         &self,
         repo: &Repo,
         digest: &Digest,
     ) -> Result<impl Stream<Item = Result<Bytes, OciError>> + Send + Unpin + 'static, OciError>
     {
-        let s = self.session(repo).await?;
-        let url = Self::url(&s, repo, &format!("blobs/{digest}"));
         let resp = self
-            .send(
-                &s,
-                &Self::scopes(repo, false, None),
+            .call(
+                repo,
+                false,
                 Method::GET,
-                url,
+                &format!("blobs/{digest}"),
                 &[],
                 None,
             )
@@ -650,14 +662,12 @@ impl Registries {
         reference: &str,
         m: &Manifest,
     ) -> Result<(), OciError> {
-        let s = self.session(repo).await?;
-        let url = Self::url(&s, repo, &format!("manifests/{reference}"));
         let resp = self
-            .send(
-                &s,
-                &Self::scopes(repo, true, None),
+            .call(
+                repo,
+                true,
                 Method::PUT,
-                url,
+                &format!("manifests/{reference}"),
                 &[(header::CONTENT_TYPE, m.media_type.clone())],
                 Some(m.bytes.clone()),
             )
@@ -687,15 +697,15 @@ impl Registries {
         })
     }
 
-    /// Puts blob `digest` (`size` bytes) into `repo`: nothing if a `HEAD`
-    /// finds it; a cross-repository mount from `mount_from` (same registry)
-    /// when given and accepted; otherwise an upload of `source` (opened
-    /// only then), monolithic or in `PATCH` chunks of
+    /// Puts blob `digest` (`size` bytes), which the caller found missing
+    /// (`HEAD`, [`Registries::has_blob`]), into `repo`: a cross-repository
+    /// mount from `mount_from` (same registry) when given and accepted;
+    /// otherwise an upload of `source` (opened only then), monolithic or in `PATCH` chunks of
     /// [`ClientOptions::chunk_size`]. Every byte is hashed on the way: when
     /// the content does not match `digest` (or `size`) the upload is aborted
     /// before it completes, so the target never holds the blob, and the
     /// error is [`OciError::Digest`] / [`OciError::Size`].
-    pub async fn put_blob<S, F, Fut>(
+    pub async fn upload_blob<S, F, Fut>(
         &self,
         repo: &Repo,
         digest: &Digest,
@@ -709,9 +719,6 @@ impl Registries {
         Fut: Future<Output = Result<S, OciError>>,
         S: Stream<Item = Result<Bytes, OciError>> + Unpin,
     {
-        if self.has(repo, "blobs", digest).await? {
-            return Ok(BlobOutcome::Present);
-        }
         let s = self.session(repo).await?;
         let what = format!("blob {digest} to {repo}");
         let mount_from = mount_from.filter(|m| m.registry == repo.registry && m.name != repo.name);
@@ -862,7 +869,7 @@ impl Registries {
                     .await;
                 drop(tx);
                 request.abort();
-                let _ = self.cancel(&s, &location, &auth).await;
+                let _ = self.cancel(&location, &auth).await;
                 return Err(f);
             }
             drop(tx);
@@ -906,17 +913,12 @@ impl Registries {
         }
     }
 
-    async fn cancel(
-        &self,
-        s: &Session,
-        location: &Url,
-        auth: &Option<String>,
-    ) -> Result<(), reqwest::Error> {
+    /// Ends an upload session that will not complete (`DELETE <location>`).
+    async fn cancel(&self, location: &Url, auth: &Option<String>) -> Result<(), reqwest::Error> {
         let mut req = self.http.delete(location.clone());
         if let Some(a) = auth {
             req = req.header(header::AUTHORIZATION, a);
         }
-        let _ = s;
         req.send().await.map(|_| ())
     }
 }

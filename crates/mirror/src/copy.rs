@@ -15,7 +15,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use bytes::Bytes;
 use futures_util::StreamExt as _;
+use futures_util::stream::BoxStream;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tracing::{debug, info, warn};
 
@@ -33,10 +35,35 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    async fn manifest(&self, repo: &Repo, reference: &str) -> Result<Manifest, OciError> {
+    /// A manifest by digest or tag (checked against a digest reference).
+    pub(crate) async fn manifest(
+        &self,
+        repo: &Repo,
+        reference: &str,
+    ) -> Result<Manifest, OciError> {
         match self {
             Endpoint::Registry(r) => r.get_manifest(repo, reference).await,
             Endpoint::Layout(l) => l.get_manifest(reference).await,
+        }
+    }
+
+    /// A blob's bytes, unverified (consumers hash as they go).
+    pub(crate) async fn blob(
+        &self,
+        repo: &Repo,
+        digest: &Digest,
+    ) -> Result<BoxStream<'static, Result<Bytes, OciError>>, OciError> {
+        Ok(match self {
+            Endpoint::Registry(r) => r.get_blob(repo, digest).await?.boxed(),
+            Endpoint::Layout(l) => l.get_blob(digest).await?.boxed(),
+        })
+    }
+
+    /// Whether `repo` (a registry) or the layout holds the blob.
+    async fn has_blob(&self, repo: &Repo, digest: &Digest) -> Result<bool, OciError> {
+        match self {
+            Endpoint::Registry(r) => r.has_blob(repo, digest).await,
+            Endpoint::Layout(l) => Ok(l.has(digest)),
         }
     }
 }
@@ -122,7 +149,6 @@ struct Planned {
 /// indexes of indexes are followed too, depth-first).
 async fn plan_job(src: &Endpoint, job: &Job) -> Result<Planned, OciError> {
     let top = src.manifest(&job.src, &job.reference).await?;
-    let mut manifests = Vec::new();
     let mut blobs = Vec::new();
     let mut stack = vec![(top, 0usize)];
     let mut ordered: Vec<Manifest> = Vec::new();
@@ -160,8 +186,10 @@ async fn plan_job(src: &Endpoint, job: &Job) -> Result<Planned, OciError> {
     }
     // `ordered` has parents before children; push children first.
     ordered.reverse();
-    manifests.extend(ordered);
-    Ok(Planned { manifests, blobs })
+    Ok(Planned {
+        manifests: ordered,
+        blobs,
+    })
 }
 
 fn bars(
@@ -304,26 +332,38 @@ pub async fn copy(
             let failed = &failed;
             let fatal = &fatal;
             async move {
-                // The first target repository gets the bytes; the others
-                // mount from it (same registry), one after the other.
-                let mut have: Option<&Repo> = None;
-                if let (Endpoint::Registry(to), true) = (dst, usage.targets.len() > 1) {
-                    for (r, _) in &usage.targets {
-                        if let Ok(true) = to.has(r, "blobs", digest).await {
-                            have = Some(r);
-                            break;
-                        }
-                    }
+                // One HEAD per target repository; the first without the
+                // blob gets the bytes (or a mount from one that has it),
+                // the others mount from it (same registry).
+                let mut outcomes = Vec::with_capacity(usage.targets.len());
+                for (dst_repo, _) in &usage.targets {
+                    outcomes.push(
+                        dst.has_blob(dst_repo, digest)
+                            .await
+                            .map(|p| p.then_some(BlobOutcome::Present)),
+                    );
                 }
-                for (dst_repo, users) in &usage.targets {
+                let mut have: Option<&Repo> = usage
+                    .targets
+                    .iter()
+                    .zip(&outcomes)
+                    .find(|(_, o)| matches!(o, Ok(Some(_))))
+                    .map(|((r, _), _)| r);
+                for ((dst_repo, users), known) in usage.targets.iter().zip(outcomes) {
                     if fatal.lock().expect("lock").is_some() {
                         return;
                     }
                     let progress = |n: u64| bytes_bar.inc(n);
-                    let r = copy_blob(
-                        src, dst, &usage.src, dst_repo, digest, usage.size, have, &progress,
-                    )
-                    .await;
+                    let r = match known {
+                        Ok(Some(present)) => Ok(present),
+                        Ok(None) => {
+                            upload_blob(
+                                src, dst, &usage.src, dst_repo, digest, usage.size, have, &progress,
+                            )
+                            .await
+                        }
+                        Err(e) => Err(e),
+                    };
                     match r {
                         Ok(outcome) => {
                             let mut rep = report.lock().expect("lock");
@@ -413,8 +453,11 @@ pub async fn copy(
     Ok(report)
 }
 
+/// Puts a blob the target lacks: a mount from `have` (a repository of the
+/// target registry holding it) or from the source when it is the same
+/// registry, else the bytes streamed from the source.
 #[allow(clippy::too_many_arguments)]
-async fn copy_blob(
+async fn upload_blob(
     src: &Endpoint,
     dst: &Endpoint,
     src_repo: &Repo,
@@ -426,34 +469,21 @@ async fn copy_blob(
 ) -> Result<BlobOutcome, OciError> {
     match dst {
         Endpoint::Registry(to) => {
-            // Mount from a repository of the target registry that has it:
-            // one filled earlier in this run, or the source itself when
-            // source and target are the same registry.
             let mount = have.or(matches!(src, Endpoint::Registry(_)).then_some(src_repo));
-            to.put_blob(
+            to.upload_blob(
                 dst_repo,
                 digest,
                 size,
                 mount,
-                || async {
-                    Ok(match src {
-                        Endpoint::Registry(from) => from.get_blob(src_repo, digest).await?.boxed(),
-                        Endpoint::Layout(l) => l.get_blob(digest).await?.boxed(),
-                    })
-                },
+                || src.blob(src_repo, digest),
                 progress,
             )
             .await
         }
         Endpoint::Layout(l) => {
-            if l.has(digest) {
-                return Ok(BlobOutcome::Present);
-            }
-            let stream = match src {
-                Endpoint::Registry(from) => from.get_blob(src_repo, digest).await?.boxed(),
-                Endpoint::Layout(s) => s.get_blob(digest).await?.boxed(),
-            };
-            let n = l.put_blob(digest, size, stream, progress).await?;
+            let n = l
+                .put_blob(digest, size, src.blob(src_repo, digest).await?, progress)
+                .await?;
             Ok(BlobOutcome::Uploaded(n))
         }
     }

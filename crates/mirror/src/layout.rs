@@ -85,11 +85,6 @@ impl Layout {
         })
     }
 
-    /// The layout's directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     fn blob_path(&self, d: &Digest) -> PathBuf {
         self.dir.join("blobs/sha256").join(d.hex())
     }

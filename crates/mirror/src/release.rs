@@ -18,7 +18,7 @@ use futures_util::StreamExt as _;
 
 use crate::client::OciError;
 use crate::copy::{Endpoint, Job};
-use crate::oci::{Digest, Manifest, Parsed, Reference, Repo};
+use crate::oci::{Manifest, Parsed, Reference, Repo};
 
 /// Path of the ImageStream inside the release image.
 pub const IMAGE_REFERENCES: &str = "release-manifests/image-references";
@@ -152,10 +152,7 @@ pub async fn read_release(
     from: &Reference,
     arch: &str,
 ) -> Result<Release, OciError> {
-    let top = match src {
-        Endpoint::Registry(r) => r.get_manifest(&from.repo, &from.reference()).await?,
-        Endpoint::Layout(l) => l.get_manifest(&from.reference()).await?,
-    };
+    let top = src.manifest(&from.repo, &from.reference()).await?;
     let what = format!("release image {from}");
     let image: Manifest = match top.parse().map_err(|e| format_err(&what, e.0))? {
         Parsed::Index(children) => {
@@ -166,10 +163,7 @@ pub async fn read_release(
                         && c.os.as_deref().unwrap_or("linux") == "linux"
                 })
                 .ok_or_else(|| format_err(&what, format!("the index has no linux/{arch} image")))?;
-            match src {
-                Endpoint::Registry(r) => r.get_manifest(&from.repo, c.digest.as_str()).await?,
-                Endpoint::Layout(l) => l.get_manifest(c.digest.as_str()).await?,
-            }
+            src.manifest(&from.repo, c.digest.as_str()).await?
         }
         Parsed::Image { .. } => top.clone(),
     };
@@ -177,10 +171,7 @@ pub async fn read_release(
         return Err(format_err(&what, "an index inside an index"));
     };
     for layer in layers.iter().rev() {
-        let stream = match src {
-            Endpoint::Registry(r) => r.get_blob(&from.repo, &layer.digest).await?.boxed(),
-            Endpoint::Layout(l) => l.get_blob(&layer.digest).await?.boxed(),
-        };
+        let stream = src.blob(&from.repo, &layer.digest).await?;
         // Hash every byte while a blocking thread untars what arrives.
         let (tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(16);
         let reader = ChannelReader {
@@ -431,11 +422,6 @@ pub fn read_archive_metadata(dir: &Path) -> Result<Release, OciError> {
         source,
     })?;
     serde_json::from_slice(&text).map_err(|e| format_err(&p.display().to_string(), e.to_string()))
-}
-
-/// Checks a digest string from metadata.
-pub fn digest(s: &str) -> Result<Digest, OciError> {
-    Digest::parse(s).map_err(|e| format_err("digest", e.0))
 }
 
 #[cfg(test)]
