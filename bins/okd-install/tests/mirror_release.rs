@@ -82,7 +82,7 @@ struct Lab {
     a_port: u16,
     b_port: u16,
     _a: Guard,
-    _b: PidGuard,
+    b_pid: PidGuard,
     a_data: PathBuf,
     b_log: PathBuf,
     /// The asset directory holding `mirror-registry/` (B's CA and login).
@@ -209,7 +209,7 @@ impl Lab {
             a_port,
             b_port,
             _a: a,
-            _b: b,
+            b_pid: b,
             a_data,
             b_log,
             assets,
@@ -721,6 +721,27 @@ fn to_disk_from_disk_and_bad_input() {
         !lab.completed_blob_puts("bad/okd").contains_key(hex),
         "the corrupt blob never completed an upload"
     );
+
+    // `mirror registry stop` ends the registry by its PID file.
+    let err = okd_ok(&lab.assets, &["mirror", "registry", "stop"]);
+    assert!(
+        err.contains(&format!(
+            "Stopped the mirror registry (PID {})",
+            lab.b_pid.0
+        )),
+        "{err}"
+    );
+    assert!(!lab.assets.join("mirror-registry/registry.pid").exists());
+    let t0 = Instant::now();
+    while TcpStream::connect((Ipv4Addr::LOCALHOST, lab.b_port)).is_ok() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "registry still listening after stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let err = okd_ok(&lab.assets, &["mirror", "registry", "stop"]);
+    assert!(err.contains("No mirror registry running"), "{err}");
 }
 
 /// A token service for the registry's `auth: token` (Docker registry token
