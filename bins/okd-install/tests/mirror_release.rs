@@ -8,25 +8,16 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{example_dir, okd, okd_ok, repo};
+use okd_test_utils::{ChildGuard, free_tcp_port, start_docker_registry};
 use serde_json::Value;
 
 const VERSION: &str = "4.15.0-0.okd-test";
 const PASSWORD: &str = "s3cret";
-
-/// A daemon killed (by PID) and reaped when dropped.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// A daemon that is not our child (started by `mirror registry start`),
 /// killed by PID when dropped.
@@ -40,39 +31,8 @@ impl Drop for PidGuard {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn need(name: &str, package: &str) -> Option<PathBuf> {
     okd_test_utils::tool(name, &[], Some(package))
-}
-
-/// Starts `docker-registry serve cfg`, output to `log`, and waits (≤ 10 s) for its port.
-fn start_registry(bin: &Path, cfg: &Path, log: &Path, port: u16) -> Guard {
-    let f = std::fs::File::create(log).unwrap();
-    let child = Command::new(bin)
-        .arg("serve")
-        .arg(cfg)
-        .stdout(f.try_clone().unwrap())
-        .stderr(f)
-        .spawn()
-        .expect("start docker-registry");
-    let g = Guard(child);
-    let t0 = Instant::now();
-    while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "registry on port {port} did not start: {}",
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    g
 }
 
 /// Source registry A (plain HTTP) holding a test payload, target registry B
@@ -81,7 +41,7 @@ struct Lab {
     tmp: tempfile::TempDir,
     a_port: u16,
     b_port: u16,
-    _a: Guard,
+    _a: ChildGuard,
     b_pid: PidGuard,
     a_data: PathBuf,
     b_log: PathBuf,
@@ -100,7 +60,7 @@ impl Lab {
         let python = need("python3", "python3")?;
         let tmp = tempfile::tempdir().unwrap();
         let t = tmp.path();
-        let (a_port, b_port) = (free_port(), free_port());
+        let (a_port, b_port) = (free_tcp_port(), free_tcp_port());
         let a_data = t.join("a-data");
         std::fs::create_dir_all(&a_data).unwrap();
         std::fs::write(
@@ -111,7 +71,7 @@ impl Lab {
             ),
         )
         .unwrap();
-        let a = start_registry(&registry, &t.join("a.yml"), &t.join("a.log"), a_port);
+        let a = start_docker_registry(&registry, &t.join("a.yml"), &t.join("a.log"), a_port);
 
         let assets = t.join("assets");
         std::fs::create_dir_all(&assets).unwrap();
@@ -632,7 +592,7 @@ fn to_disk_from_disk_and_bad_input() {
     assert_eq!(stderr.matches("level=error").count(), 1, "{stderr}");
 
     // Unreachable registry: one line.
-    let closed = free_port();
+    let closed = free_tcp_port();
     let out = lab.mirror(&format!("127.0.0.1:{closed}/x/y"), &[]);
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -920,7 +880,7 @@ fn bearer_token_auth_against_a_token_registry() {
         "t0ken-pass",
     );
     std::fs::write(t.join("issuer.pem"), &issuer_pem).unwrap();
-    let c_port = free_port();
+    let c_port = free_tcp_port();
     let realm = format!("http://127.0.0.1:{}/token", tokens.port);
     std::fs::write(
         t.join("c.yml"),
@@ -931,7 +891,7 @@ fn bearer_token_auth_against_a_token_registry() {
         ),
     )
     .unwrap();
-    let _c = start_registry(&registry, &t.join("c.yml"), &t.join("c.log"), c_port);
+    let _c = start_docker_registry(&registry, &t.join("c.yml"), &t.join("c.log"), c_port);
     let c = format!("127.0.0.1:{c_port}");
     let to = format!("{c}/tok/okd");
     let good = t.join("robot.json");

@@ -2,36 +2,18 @@
 //! SANs, the real distribution registry (`docker-registry serve config.yml`)
 //! runs on loopback with the generated TLS + htpasswd, and curl logs in.
 
-use std::net::{IpAddr, Ipv4Addr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr};
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use okd_mirror::registry::{self, InitOptions, files};
+use okd_test_utils::{free_tcp_port, start_docker_registry};
 
 /// Finds a program or, when missing, fails (OKD_REQUIRE_TOOLS=1) or skips
 /// loudly, naming the Debian package.
 fn tool(name: &str, package: &str) -> Option<PathBuf> {
     okd_test_utils::tool(name, &[], Some(package))
-}
-
-/// A child process killed (by PID) and reaped when dropped.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn opts(dir: &Path, port: u16) -> InitOptions {
@@ -141,7 +123,7 @@ fn real_registry_serves_tls_and_htpasswd() {
     let registry_bin = tool("docker-registry", "docker-registry");
 
     let d = tempfile::tempdir().unwrap();
-    let port = free_port();
+    let port = free_tcp_port();
     let out = registry::init(&opts(d.path(), port)).unwrap();
     let reg = out.output_dir.clone();
     let ca = reg.join(files::CA_CERT);
@@ -176,34 +158,15 @@ fn real_registry_serves_tls_and_htpasswd() {
     let Some(registry_bin) = registry_bin else {
         return;
     };
-    let log = std::fs::File::create(d.path().join("registry.log")).unwrap();
-    let child = Command::new(&registry_bin)
-        .arg("serve")
-        .arg(&out.config)
-        .current_dir(d.path())
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .expect("start docker-registry");
-    let mut guard = Guard(child);
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
-        if let Some(st) = guard.0.try_wait().unwrap() {
-            panic!(
-                "docker-registry exited ({st}): {}",
-                std::fs::read_to_string(d.path().join("registry.log")).unwrap_or_default()
-            );
-        }
-        assert!(
-            Instant::now() < deadline,
-            "docker-registry did not listen in 15 s"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let registry = start_docker_registry(
+        &registry_bin,
+        &out.config,
+        &d.path().join("registry.log"),
+        port,
+    );
 
     let url = format!("https://localhost:{port}/v2/");
-    let code = |extra: &[&str]| {
+    let code = |url: &str, extra: &[&str]| {
         let (_, text) = run(Command::new(&curl)
             .args([
                 "-sS",
@@ -217,32 +180,19 @@ fn real_registry_serves_tls_and_htpasswd() {
             .arg("--cacert")
             .arg(&ca)
             .args(extra)
-            .arg(&url));
+            .arg(url));
         text
     };
-    assert_eq!(code(&[]), "401");
-    assert_eq!(code(&["-u", "okd:wrong"]), "401");
-    assert_eq!(code(&["-u", "okd:s3cret:with colon"]), "200");
+    assert_eq!(code(&url, &[]), "401");
+    assert_eq!(code(&url, &["-u", "okd:wrong"]), "401");
+    assert_eq!(code(&url, &["-u", "okd:s3cret:with colon"]), "200");
     // By IP address too (IP SAN).
-    let (_, text) = run(Command::new(&curl)
-        .args([
-            "-sS",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code}",
-            "--max-time",
-            "10",
-        ])
-        .arg("--cacert")
-        .arg(&ca)
-        .args(["-u", "okd:s3cret:with colon"])
-        .arg(format!("https://127.0.0.1:{port}/v2/")));
-    assert_eq!(text, "200");
+    let by_ip = format!("https://127.0.0.1:{port}/v2/");
+    assert_eq!(code(&by_ip, &["-u", "okd:s3cret:with colon"]), "200");
     // Without the CA the client refuses the certificate.
     let (ok, text) = run(Command::new(&curl)
         .args(["-sS", "-o", "/dev/null", "--max-time", "10"])
         .arg(&url));
     assert!(!ok, "curl without --cacert must fail: {text}");
-    drop(guard);
+    drop(registry);
 }

@@ -36,3 +36,55 @@ pub fn tool(name: &str, paths: &[&str], package: Option<&str>) -> Option<PathBuf
     eprintln!("SKIPPING part of this test: {name} is not installed ({install})");
     None
 }
+
+/// A child process killed (by PID) and reaped when dropped, also when the
+/// test fails.
+pub struct ChildGuard(pub std::process::Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A TCP port free on 127.0.0.1 right now.
+pub fn free_tcp_port() -> u16 {
+    std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+        .expect("bind 127.0.0.1:0")
+        .local_addr()
+        .expect("local address")
+        .port()
+}
+
+/// Starts `bin serve config` (the distribution registry, Debian
+/// `docker-registry`) with its output in `log`, and waits (at most 15 s)
+/// until 127.0.0.1:`port` accepts connections. Panics with the log when the
+/// registry exits or does not listen in time.
+pub fn start_docker_registry(bin: &Path, config: &Path, log: &Path, port: u16) -> ChildGuard {
+    use std::time::{Duration, Instant};
+    let f = std::fs::File::create(log).expect("create the registry log");
+    let child = Command::new(bin)
+        .arg("serve")
+        .arg(config)
+        .stdin(std::process::Stdio::null())
+        .stdout(f.try_clone().expect("log file"))
+        .stderr(f)
+        .spawn()
+        .expect("start docker-registry");
+    let mut guard = ChildGuard(child);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while std::net::TcpStream::connect((std::net::Ipv4Addr::LOCALHOST, port)).is_err() {
+        let text = || std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(st) = guard.0.try_wait().expect("wait for docker-registry") {
+            panic!("docker-registry exited ({st}): {}", text());
+        }
+        assert!(
+            Instant::now() < deadline,
+            "docker-registry did not listen on {port} in 15 s: {}",
+            text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    guard
+}
