@@ -126,6 +126,20 @@ pub enum OciError {
     },
 }
 
+impl OciError {
+    /// Whether the error is about the registry rather than one image
+    /// (unreachable, login refused or missing): the copy stops at once
+    /// instead of failing image after image.
+    pub fn stops_everything(&self) -> bool {
+        matches!(
+            self,
+            OciError::Unreachable { .. }
+                | OciError::Unauthorized { .. }
+                | OciError::NoCredentials { .. }
+        )
+    }
+}
+
 /// The innermost cause of an error, lower-cased first letter kept.
 pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     let mut cur: &(dyn std::error::Error + 'static) = e;

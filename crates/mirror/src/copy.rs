@@ -250,7 +250,6 @@ pub async fn copy(
             .buffered(concurrency * 2)
             .collect()
             .await;
-    let mut fatal: Option<OciError> = None;
     let mut results: Vec<JobResult> = Vec::new();
     let mut blobs: HashMap<Digest, BlobUse> = HashMap::new();
     let mut plans = Vec::new();
@@ -275,35 +274,18 @@ pub async fn copy(
                 });
                 plans.push(Some(p));
             }
+            Err(e) if e.stops_everything() => return Err(e),
             Err(e) => {
-                if matches!(
-                    e,
-                    OciError::Unreachable { .. }
-                        | OciError::Unauthorized { .. }
-                        | OciError::NoCredentials { .. }
-                ) {
-                    fatal.get_or_insert(e);
-                    results.push(JobResult {
-                        job: job.clone(),
-                        digest: None,
-                        error: Some("not read".into()),
-                    });
-                } else {
-                    warn!("image {} not mirrored: {e}", job.name);
-                    results.push(JobResult {
-                        job: job.clone(),
-                        digest: None,
-                        error: Some(e.to_string()),
-                    });
-                }
+                warn!("image {} not mirrored: {e}", job.name);
+                results.push(JobResult {
+                    job: job.clone(),
+                    digest: None,
+                    error: Some(e.to_string()),
+                });
                 plans.push(None);
             }
         }
     }
-    if let Some(e) = fatal {
-        return Err(e);
-    }
-
     let mut order: Vec<(Digest, BlobUse)> = blobs.into_iter().collect();
     order.sort_by(|a, b| b.1.size.cmp(&a.1.size).then_with(|| a.0.cmp(&b.0)));
     let total: u64 = order
@@ -387,11 +369,7 @@ pub async fn copy(
                                 usage.size
                             );
                         }
-                        Err(
-                            e @ (OciError::Unreachable { .. }
-                            | OciError::Unauthorized { .. }
-                            | OciError::NoCredentials { .. }),
-                        ) => {
+                        Err(e) if e.stops_everything() => {
                             fatal.lock().expect("lock").get_or_insert(e);
                         }
                         Err(e) => {

@@ -91,10 +91,11 @@ impl Hasher {
     /// The digest of everything added.
     pub fn finish(self) -> Digest {
         let d = self.0.finish();
+        use std::fmt::Write as _;
         let mut s = String::with_capacity(71);
         s.push_str("sha256:");
         for b in d.as_ref() {
-            s.push_str(&format!("{b:02x}"));
+            let _ = write!(s, "{b:02x}");
         }
         Digest(s)
     }
