@@ -6,7 +6,6 @@
 mod interactive;
 mod logging;
 mod mirror;
-mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -52,8 +51,13 @@ enum Cmd {
     Serve {
         /// Services to run (comma-separated); leave out those you run
         /// yourself, e.g. `--services mcs,http` beside your own HAProxy and DNS.
-        #[arg(long, value_enum, value_delimiter = ',', default_values_t = serve::Service::ALL)]
-        services: Vec<serve::Service>,
+        #[arg(long, value_enum, value_delimiter = ',', default_values_t = ServiceArg::ALL)]
+        services: Vec<ServiceArg>,
+        /// Serve bootstrap.ign only with a one-time token in its URL (written
+        /// to auth/bootstrap-ignition-url and into the bootstrap host's PXE
+        /// scripts); it is always served only to the bootstrap host's address.
+        #[arg(long)]
+        bootstrap_token: bool,
         /// Ask the running server instead of starting one.
         #[command(subcommand)]
         action: Option<ServeCmd>,
@@ -67,6 +71,41 @@ enum Cmd {
         #[arg(default_value = "ignition-configs")]
         target: String,
     },
+}
+
+/// `--services` values; see [`okd_serve::Service`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ServiceArg {
+    /// DNS on `ports.dns`.
+    Dns,
+    /// The load balancer (api, machine-config, ingress frontends).
+    Lb,
+    /// The machine-config server on `ports.machineConfigServer`.
+    Mcs,
+    /// Ignition files, OS images and PXE scripts on `ports.http`.
+    Http,
+    /// The status page, `/status` and `/metrics` on `ports.status`.
+    Status,
+}
+
+impl ServiceArg {
+    const ALL: [ServiceArg; 5] = [
+        ServiceArg::Dns,
+        ServiceArg::Lb,
+        ServiceArg::Mcs,
+        ServiceArg::Http,
+        ServiceArg::Status,
+    ];
+
+    fn service(self) -> okd_serve::Service {
+        match self {
+            ServiceArg::Dns => okd_serve::Service::Dns,
+            ServiceArg::Lb => okd_serve::Service::Lb,
+            ServiceArg::Mcs => okd_serve::Service::Mcs,
+            ServiceArg::Http => okd_serve::Service::Http,
+            ServiceArg::Status => okd_serve::Service::Status,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -176,11 +215,22 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
             print!("{}", okd_assets::store::graph_dot(&t.assets()));
             Ok(())
         }
-        Cmd::Serve { action, services } => match action {
-            None => serve::serve(&cli.dir, services).map_err(fail),
-            Some(ServeCmd::Status) => serve::control_request(&cli.dir, "status").map_err(fail),
+        Cmd::Serve {
+            action,
+            services,
+            bootstrap_token,
+        } => match action {
+            None => okd_serve::serve(
+                &cli.dir,
+                &okd_serve::ServeOptions {
+                    services: services.iter().map(|s| s.service()).collect(),
+                    bootstrap_token: *bootstrap_token,
+                },
+            )
+            .map_err(fail),
+            Some(ServeCmd::Status) => okd_serve::control_request(&cli.dir, "status").map_err(fail),
             Some(ServeCmd::RemoveBootstrap) => {
-                serve::control_request(&cli.dir, "remove-bootstrap").map_err(fail)
+                okd_serve::control_request(&cli.dir, "remove-bootstrap").map_err(fail)
             }
         },
         Cmd::Mirror(m) => {
@@ -207,7 +257,7 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
                 CreateCmd::IgnitionConfigs => Target::IgnitionConfigs,
                 CreateCmd::SingleNodeIgnitionConfig => Target::SingleNodeIgnitionConfig,
                 CreateCmd::BastionConfigs => {
-                    return serve::create_bastion_configs(&cli.dir).map_err(fail);
+                    return okd_serve::create_bastion_configs(&cli.dir).map_err(fail);
                 }
             };
             let mut ctx = release_context(&cli).map_err(fail)?;

@@ -5,7 +5,8 @@
 //!
 //! | path | answer |
 //! | --- | --- |
-//! | `/ignition/{bootstrap,master,worker}.ign` | `<asset dir>/<role>.ign`, 404 if absent |
+//! | `/ignition/{master,worker}.ign` | `<asset dir>/<role>.ign`, 404 if absent |
+//! | `/ignition/bootstrap.ign` | `<asset dir>/bootstrap.ign`, only to the bootstrap host (see below) |
 //! | `/install/<file>`, `/images/<file>` | `<asset dir>/<os_images.directory>/<file>`, streamed, one `Range` |
 //! | `/install/<file>.sha256`, `/images/<file>.sha256` | the file on disk if it exists, else `<hex>  <file>\n` computed once per (size, mtime) |
 //! | `/pxe/boot.ipxe` | iPXE script chaining to `/pxe/ipxe?mac=${net0/mac}` |
@@ -21,12 +22,24 @@
 //! `/`, `\`, NUL and not `.`/`..`, so nothing outside the two directories can
 //! be reached; anything else is 404. Unknown MACs are 404 with a `warn` log
 //! line naming the MAC; malformed MACs are 400.
+//!
+//! `bootstrap.ign` carries every private key of the cluster, the admin
+//! kubeconfig and the pull secret, so it is answered only to a client whose
+//! address is the bootstrap host's in the inventory (`bastion-config.yaml`
+//! `bootstrap`), only until [`HttpState::remove_bootstrap`], and, when a
+//! one-time token is set ([`HttpState::with_bootstrap_token`]), only with
+//! `?token=<token>`, which the first complete `GET` answered 200 uses up.
+//! Anything else gets 403 and a `warn` line naming the client. The image
+//! routes never answer dotfiles or `*.ign` files, so the state file,
+//! `auth/` and the Ignition configs cannot be reached through them even when
+//! `osImages.directory` is misconfigured.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -37,7 +50,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use okd_hosts::{Inventory, Node, normalize_mac};
+use okd_hosts::{Inventory, Node, Role, normalize_mac};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use tokio::net::TcpListener;
@@ -84,6 +97,46 @@ pub struct HttpState {
     asset_dir: PathBuf,
     inv: Inventory,
     sums: Mutex<HashMap<SumKey, Arc<tokio::sync::OnceCell<String>>>>,
+    bootstrap: BootstrapAccess,
+}
+
+/// Who may fetch `bootstrap.ign`: the bootstrap hosts' addresses, an optional
+/// one-time token, and whether the bootstrap was removed.
+#[derive(Debug, Default)]
+struct BootstrapAccess {
+    /// Addresses of the inventory's bootstrap hosts.
+    allowed: Vec<std::net::IpAddr>,
+    /// The one-time token while it is unused; `Some("")` once used.
+    token: Mutex<Option<String>>,
+    /// Set by [`HttpState::remove_bootstrap`]; never cleared.
+    removed: AtomicBool,
+}
+
+/// Why a `bootstrap.ign` request was refused (the 403 body and log line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    Removed,
+    NotBootstrap,
+    NoBootstrapHost,
+    Token,
+    TokenUsed,
+}
+
+impl Refusal {
+    fn reason(self) -> &'static str {
+        match self {
+            Refusal::Removed => "the bootstrap was removed (serve remove-bootstrap)",
+            Refusal::NotBootstrap => "the client is not the bootstrap host of the inventory",
+            Refusal::NoBootstrapHost => "the inventory names no bootstrap host",
+            Refusal::Token => "missing or wrong token",
+            Refusal::TokenUsed => "the one-time token was already used",
+        }
+    }
+}
+
+/// Compares two byte strings in time independent of where they differ.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 impl std::fmt::Debug for HttpState {
@@ -101,10 +154,94 @@ impl HttpState {
     /// `inv.os_images.directory` holds the images) for the hosts of `inv`.
     /// Nothing is read until requests come.
     pub fn new(asset_dir: impl Into<PathBuf>, inv: Inventory) -> HttpState {
+        let allowed = inv.role(Role::Bootstrap).map(|n| n.address).collect();
         HttpState {
             asset_dir: asset_dir.into(),
             inv,
             sums: Mutex::new(HashMap::new()),
+            bootstrap: BootstrapAccess {
+                allowed,
+                ..BootstrapAccess::default()
+            },
+        }
+    }
+
+    /// Requires `?token=<token>` on `bootstrap.ign` requests; the first
+    /// complete `GET` answered 200 uses it up. The bootstrap host's PXE
+    /// scripts carry the token in `coreos.inst.ignition_url`.
+    pub fn with_bootstrap_token(self, token: impl Into<String>) -> HttpState {
+        if let Ok(mut t) = self.bootstrap.token.lock() {
+            *t = Some(token.into());
+        }
+        self
+    }
+
+    /// Stops serving `bootstrap.ign` for good (after bootstrap-complete).
+    /// Returns whether it was still served before this call.
+    pub fn remove_bootstrap(&self) -> bool {
+        !self.bootstrap.removed.swap(true, Ordering::SeqCst)
+    }
+
+    /// Whether `bootstrap.ign` is still served (to the bootstrap host).
+    pub fn bootstrap_served(&self) -> bool {
+        !self.bootstrap.removed.load(Ordering::SeqCst)
+    }
+
+    /// The addresses `bootstrap.ign` is served to: the inventory's bootstrap hosts.
+    pub fn bootstrap_clients(&self) -> &[std::net::IpAddr] {
+        &self.bootstrap.allowed
+    }
+
+    /// Whether a one-time token guards `bootstrap.ign`.
+    pub fn bootstrap_token_required(&self) -> bool {
+        self.bootstrap
+            .token
+            .lock()
+            .map(|t| t.is_some())
+            .unwrap_or(true)
+    }
+
+    /// The unused one-time token, for the bootstrap host's PXE scripts.
+    fn unused_token(&self) -> Option<String> {
+        self.bootstrap
+            .token
+            .lock()
+            .ok()
+            .and_then(|t| t.clone())
+            .filter(|t| !t.is_empty())
+    }
+
+    /// Checks a `bootstrap.ign` request from `peer` with `token`.
+    fn check_bootstrap(
+        &self,
+        peer: Option<SocketAddr>,
+        token: Option<&str>,
+    ) -> Result<(), Refusal> {
+        if self.bootstrap.removed.load(Ordering::SeqCst) {
+            return Err(Refusal::Removed);
+        }
+        if self.bootstrap.allowed.is_empty() {
+            return Err(Refusal::NoBootstrapHost);
+        }
+        let ip = peer.map(|p| p.ip().to_canonical());
+        if !ip.is_some_and(|ip| self.bootstrap.allowed.contains(&ip)) {
+            return Err(Refusal::NotBootstrap);
+        }
+        let guard = self.bootstrap.token.lock().map_err(|_| Refusal::Token)?;
+        match guard.as_deref() {
+            None => Ok(()),
+            Some("") => Err(Refusal::TokenUsed),
+            Some(t) if token.is_some_and(|g| same_secret(g.as_bytes(), t.as_bytes())) => Ok(()),
+            Some(_) => Err(Refusal::Token),
+        }
+    }
+
+    /// Uses up the one-time token after a complete 200 `GET`.
+    fn use_token(&self) {
+        if let Ok(mut t) = self.bootstrap.token.lock()
+            && t.is_some()
+        {
+            *t = Some(String::new());
         }
     }
 
@@ -263,19 +400,37 @@ fn safe_name(name: &str) -> bool {
 async fn ignition(
     State(st): State<Arc<HttpState>>,
     UrlPath(file): UrlPath<String>,
+    Query(q): Query<HashMap<String, String>>,
     method: Method,
     headers: HeaderMap,
+    ext: axum::http::Extensions,
 ) -> Response {
     if !matches!(file.as_str(), "bootstrap.ign" | "master.ign" | "worker.ign") {
         return not_found();
     }
-    send_file(
-        &st.asset_dir.join(&file),
-        &headers,
-        method == Method::HEAD,
-        "application/json",
-    )
-    .await
+    let head = method == Method::HEAD;
+    let path = st.asset_dir.join(&file);
+    if file != "bootstrap.ign" {
+        return send_file(&path, &headers, head, "application/json").await;
+    }
+    let peer = ext.get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
+    if let Err(why) = st.check_bootstrap(peer, q.get("token").map(String::as_str)) {
+        let client = peer.map_or_else(|| "an unknown client".to_string(), |p| p.ip().to_string());
+        tracing::warn!(
+            "bootstrap.ign was requested by {client}, refused: {}",
+            why.reason()
+        );
+        return (
+            StatusCode::FORBIDDEN,
+            format!("bootstrap.ign refused: {}\n", why.reason()),
+        )
+            .into_response();
+    }
+    let resp = send_file(&path, &headers, head, "application/json").await;
+    if !head && resp.status() == StatusCode::OK {
+        st.use_token();
+    }
+    resp
 }
 
 async fn image(
@@ -284,7 +439,7 @@ async fn image(
     method: Method,
     headers: HeaderMap,
 ) -> Response {
-    if !safe_name(&file) {
+    if !safe_name(&file) || !servable_image(&file) {
         return not_found();
     }
     let dir = st.images_dir();
@@ -319,6 +474,14 @@ async fn image(
         };
     }
     send_file(&path, &headers, head, "application/octet-stream").await
+}
+
+/// Whether an image route may answer `file`: never a dotfile (the state
+/// file, `.openshift_install.log`, the control socket) nor an Ignition config,
+/// also not as `<file>.sha256`.
+fn servable_image(file: &str) -> bool {
+    let base = file.strip_suffix(".sha256").unwrap_or(file);
+    !file.starts_with('.') && !base.ends_with(".ign") && !file.ends_with(".ign")
 }
 
 async fn is_file(p: &Path) -> bool {
@@ -557,11 +720,23 @@ async fn pxe_file(
         Ok(n) => n,
         Err(r) => return r,
     };
-    text(match kind {
+    let script = match kind {
         "ipxe" => pxe::ipxe_script(&st.inv, node),
         "grub" => pxe::grub_cfg(&st.inv, node),
         _ => pxe::pxelinux_cfg(&st.inv, node),
-    })
+    };
+    text(with_token(&st, node, script))
+}
+
+/// Adds the unused one-time token to the bootstrap host's Ignition URL.
+fn with_token(st: &HttpState, node: &Node, script: String) -> String {
+    match st.unused_token() {
+        Some(t) if node.role == Role::Bootstrap => script.replace(
+            "/ignition/bootstrap.ign",
+            &format!("/ignition/bootstrap.ign?token={t}"),
+        ),
+        _ => script,
+    }
 }
 
 async fn pxelinux_file(
@@ -572,7 +747,7 @@ async fn pxelinux_file(
         return not_found();
     };
     match node_by_mac(&st, Some(mac)) {
-        Ok(n) => text(pxe::pxelinux_cfg(&st.inv, n)),
+        Ok(n) => text(with_token(&st, n, pxe::pxelinux_cfg(&st.inv, n))),
         Err(r) => r,
     }
 }

@@ -308,7 +308,7 @@ async fn ignition_files_and_traversal() {
         request(srv.addr, "GET", "/ignition/bootstrap.ign", &[])
             .await
             .status,
-        404
+        403
     );
     assert_eq!(
         request(srv.addr, "GET", "/ignition/secret.txt", &[])

@@ -667,6 +667,7 @@ impl Inventory {
                 }
             }
         }
+        check_images_dir(&bastion.os_images.directory)?;
         let upstreams = bastion
             .upstream_resolvers
             .iter()
@@ -700,6 +701,30 @@ impl Inventory {
             extra_records: bastion.extra_records.clone(),
         })
     }
+}
+
+/// `osImages.directory` is served over plain HTTP to anyone on the network,
+/// so it must stay below the asset directory and away from its secrets: a
+/// relative path with no `.`, `..` or `auth` component (and not empty).
+fn check_images_dir(dir: &str) -> Result<(), HostsError> {
+    let field = "osImages.directory";
+    let bad = |why: &str| invalid(BASTION_CONFIG_FILE, field, format!("{dir:?} {why}"));
+    if dir.is_empty() {
+        return Err(bad(
+            "is empty: name a subdirectory of the asset directory, e.g. images",
+        ));
+    }
+    if dir.starts_with('/') {
+        return Err(bad("must be relative to the asset directory"));
+    }
+    for part in dir.split('/') {
+        if part == "." || part == ".." || part == "auth" || part.is_empty() {
+            return Err(bad(
+                "must not contain `.`, `..`, `auth` or empty components (the asset directory's secrets would be served)",
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn short(hostname: &str, cluster_domain: &str) -> String {
@@ -915,5 +940,41 @@ mod tests {
             e.contains("bastion-config.yaml") && e.contains("bogus"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn images_dir_stays_away_from_secrets() {
+        let root =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/baremetal-single-master");
+        let agent =
+            parse_agent_config(&std::fs::read(root.join(AGENT_CONFIG_FILE)).unwrap()).unwrap();
+        let bastion =
+            parse_bastion_config(&std::fs::read(root.join(BASTION_CONFIG_FILE)).unwrap()).unwrap();
+        for bad in [
+            "",
+            ".",
+            "./images",
+            "..",
+            "images/../..",
+            "/srv/images",
+            "auth",
+            "x/auth",
+            "a//b",
+        ] {
+            let mut b = bastion.clone();
+            b.os_images.directory = bad.into();
+            let e = Inventory::resolve(&agent, &b, "okd", "example")
+                .expect_err(bad)
+                .to_string();
+            assert!(
+                e.contains("bastion-config.yaml") && e.contains("osImages.directory"),
+                "{bad:?}: {e}"
+            );
+        }
+        for good in ["images", "srv/images", "rhcos-4.13"] {
+            let mut b = bastion.clone();
+            b.os_images.directory = good.into();
+            Inventory::resolve(&agent, &b, "okd", "example").expect(good);
+        }
     }
 }

@@ -38,31 +38,57 @@ pub(crate) fn request(dir: &Path, what: &str) -> anyhow::Result<String> {
     Ok(out)
 }
 
-/// Serves requests until the listener fails; `handle` maps a request line to a reply.
+/// Longest request line read, in bytes; longer requests are refused.
+const MAX_REQUEST: u64 = 1024;
+/// How long a client may take to send its request line.
+const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Requests handled at once; further connections wait in the kernel's backlog.
+const MAX_CONNECTIONS: usize = 16;
+
+/// Serves requests until the listener fails; `handle` maps a request line to
+/// a reply. A request line is at most [`MAX_REQUEST`] bytes and must arrive
+/// within [`REQUEST_TIMEOUT`]; at most [`MAX_CONNECTIONS`] are served at once.
 pub(crate) async fn serve<F>(listener: tokio::net::UnixListener, handle: F)
 where
     F: Fn(&str) -> String + Send + Sync + 'static,
 {
+    use tokio::io::AsyncReadExt as _;
     let handle = std::sync::Arc::new(handle);
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
+        let Ok(permit) = slots.clone().acquire_owned().await else {
+            return;
+        };
         let Ok((stream, _)) = listener.accept().await else {
             return;
         };
         let handle = handle.clone();
         tokio::spawn(async move {
+            let _permit = permit;
             let (r, mut w) = stream.into_split();
             let mut line = String::new();
-            if BufReader::new(r).read_line(&mut line).await.is_ok() {
-                let reply = handle(line.trim());
-                let _ = w.write_all(reply.as_bytes()).await;
-                let _ = w.shutdown().await;
-            }
+            let mut reader = BufReader::new(r.take(MAX_REQUEST + 1));
+            let read = tokio::time::timeout(REQUEST_TIMEOUT, reader.read_line(&mut line)).await;
+            let reply = match read {
+                Ok(Ok(_)) if line.len() as u64 > MAX_REQUEST => {
+                    format!("error: request longer than {MAX_REQUEST} bytes\n")
+                }
+                Ok(Ok(_)) => handle(line.trim()),
+                Ok(Err(_)) => return,
+                Err(_) => "error: no request line within 10 s\n".to_string(),
+            };
+            let _ = w.write_all(reply.as_bytes()).await;
+            let _ = w.shutdown().await;
         });
     }
 }
 
-/// Binds the socket, replacing a stale one left by a dead process (but not a live one).
+/// Binds the socket, replacing a stale one left by a dead process (but not a
+/// live one). The socket is made in a private directory (0700) beside it,
+/// set to 0600 and renamed into place, so it is never reachable with looser
+/// permissions.
 pub(crate) fn bind(dir: &Path) -> anyhow::Result<tokio::net::UnixListener> {
+    use std::os::unix::fs::PermissionsExt as _;
     let path = socket_path(dir);
     if path.exists() {
         if std::os::unix::net::UnixStream::connect(&path).is_ok() {
@@ -75,8 +101,19 @@ pub(crate) fn bind(dir: &Path) -> anyhow::Result<tokio::net::UnixListener> {
         std::fs::remove_file(&path)
             .with_context(|| format!("removing stale {}", path.display()))?;
     }
-    let l = tokio::net::UnixListener::bind(&path)
+    let private = tempfile::Builder::new()
+        .prefix(".okd-serve-sock-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir_in(dir)
+        .with_context(|| format!("creating a private directory in {}", dir.display()))?;
+    let tmp = private.path().join("sock");
+    let std_listener = std::os::unix::net::UnixListener::bind(&tmp)
+        .with_context(|| format!("cannot listen on {}", tmp.display()))?;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
+    std::fs::rename(&tmp, &path)
+        .with_context(|| format!("cannot move the socket to {}", path.display()))?;
+    std_listener.set_nonblocking(true)?;
+    let l = tokio::net::UnixListener::from_std(std_listener)
         .with_context(|| format!("cannot listen on {}", path.display()))?;
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
     Ok(l)
 }

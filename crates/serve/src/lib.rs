@@ -1,6 +1,7 @@
 //! `okd-install serve`: the bastion layer of a user-provisioned install in
-//! one process (issue #3), and `create bastion-configs`, the same layer as
-//! files for real daemons.
+//! one process, and `create bastion-configs`, the same layer as files for
+//! real daemons. The binary parses the command line and calls [`serve`],
+//! [`control_request`] or [`create_bastion_configs`].
 //!
 //! From the asset directory (after `create ignition-configs`) plus
 //! `agent-config.yaml` and `bastion-config.yaml` it runs, on the bastion's
@@ -118,7 +119,7 @@ fn load(dir: &Path) -> anyhow::Result<(ClusterInfo, Inventory)> {
 /// `okd-install create bastion-configs`: writes the files of
 /// [`okd_bastion::bastion_configs`] under `<dir>/bastion/` (atomically, file
 /// by file) and logs where.
-pub(crate) fn create_bastion_configs(dir: &Path) -> anyhow::Result<()> {
+pub fn create_bastion_configs(dir: &Path) -> anyhow::Result<()> {
     let (info, inv) = load(dir)?;
     let files = okd_bastion::bastion_configs(&inv, info.etcd_records());
     let root = dir.join("bastion");
@@ -134,7 +135,7 @@ pub(crate) fn create_bastion_configs(dir: &Path) -> anyhow::Result<()> {
 
 /// `okd-install serve status|remove-bootstrap`: one request to the running
 /// server of `dir`, printed on stdout.
-pub(crate) fn control_request(dir: &Path, what: &str) -> anyhow::Result<()> {
+pub fn control_request(dir: &Path, what: &str) -> anyhow::Result<()> {
     let reply = control::request(dir, what)?;
     print!("{reply}");
     Ok(())
@@ -168,8 +169,8 @@ impl okd_lb::ConnObserver for Observer {
 }
 
 /// The services `serve` can run; `--services` picks a subset (default all).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
-pub(crate) enum Service {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Service {
     /// DNS on `ports.dns`.
     Dns,
     /// The load balancer (api, machine-config, ingress frontends).
@@ -184,7 +185,7 @@ pub(crate) enum Service {
 
 impl Service {
     /// Every service.
-    pub(crate) const ALL: [Service; 5] = [
+    pub const ALL: [Service; 5] = [
         Service::Dns,
         Service::Lb,
         Service::Mcs,
@@ -197,6 +198,7 @@ impl Service {
 struct StatusApp {
     status: Arc<Status>,
     lb: Option<Arc<LoadBalancer>>,
+    http: Option<Arc<okd_bastion::HttpState>>,
 }
 
 impl StatusApp {
@@ -208,10 +210,18 @@ impl StatusApp {
     }
 
     fn prometheus(&self) -> String {
-        self.lb
+        let mut out = self
+            .lb
             .as_ref()
             .map(|lb| lb.prometheus())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        out += "# HELP okd_serve_unknown_clients Clients outside the inventory remembered by the status page (bounded).\n";
+        out += "# TYPE okd_serve_unknown_clients gauge\n";
+        out += &format!(
+            "okd_serve_unknown_clients {}\n",
+            self.status.unknown_clients()
+        );
+        out
     }
 }
 
@@ -252,9 +262,6 @@ fn control_reply(app: &StatusApp, inv: &Inventory, line: &str) -> String {
             serde_json::to_string_pretty(&app.status.json(app.lb_json())).unwrap_or_default() + "\n"
         }
         "remove-bootstrap" => {
-            let Some(lb) = &app.lb else {
-                return "error: this serve runs no load balancer (--services without lb): remove the bootstrap from your own balancer\n".into();
-            };
             let names: Vec<&str> = inv
                 .role(Role::Bootstrap)
                 .map(|n| n.hostname.as_str())
@@ -262,17 +269,32 @@ fn control_reply(app: &StatusApp, inv: &Inventory, line: &str) -> String {
             if names.is_empty() {
                 return "error: the inventory has no bootstrap host (bastion-config.yaml `bootstrap`)\n".into();
             }
+            if app.lb.is_none() && app.http.is_none() {
+                return "error: this serve runs neither the load balancer nor HTTP (--services): remove the bootstrap from your own balancer\n".into();
+            }
             let mut out = String::new();
-            for name in names {
-                let left = lb.remove_backend(name);
-                if left.is_empty() {
-                    out += &format!("backend {name} was already removed\n");
+            if let Some(http) = &app.http {
+                if http.remove_bootstrap() {
+                    info!("bootstrap.ign is no longer served (serve remove-bootstrap)");
+                    out += "bootstrap.ign is no longer served\n";
                 } else {
-                    out += &format!(
-                        "removed backend {name} from frontends {}\n",
-                        left.join(", ")
-                    );
+                    out += "bootstrap.ign was already no longer served\n";
                 }
+            }
+            if let Some(lb) = &app.lb {
+                for name in names {
+                    let left = lb.remove_backend(name);
+                    if left.is_empty() {
+                        out += &format!("backend {name} was already removed\n");
+                    } else {
+                        out += &format!(
+                            "removed backend {name} from frontends {}\n",
+                            left.join(", ")
+                        );
+                    }
+                }
+            } else {
+                out += "this serve runs no load balancer: remove the bootstrap from your own balancer\n";
             }
             out
         }
@@ -280,17 +302,96 @@ fn control_reply(app: &StatusApp, inv: &Inventory, line: &str) -> String {
     }
 }
 
-/// Runs `okd-install serve --dir dir` with `services` until SIGINT or SIGTERM.
-pub(crate) fn serve(dir: &Path, services: &[Service]) -> anyhow::Result<()> {
+/// What `okd-install serve` runs and how.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The services to run (`--services`, default [`Service::ALL`]).
+    pub services: Vec<Service>,
+    /// Guard `bootstrap.ign` with a one-time token in its URL
+    /// (`--bootstrap-token`): written to `auth/bootstrap-ignition-url` (0600)
+    /// and put into the bootstrap host's PXE scripts.
+    pub bootstrap_token: bool,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            services: Service::ALL.to_vec(),
+            bootstrap_token: false,
+        }
+    }
+}
+
+/// The file, under the asset directory, that holds the one-time
+/// `bootstrap.ign` URL of `serve --bootstrap-token` (mode 0600).
+pub const BOOTSTRAP_URL_FILE: &str = "auth/bootstrap-ignition-url";
+
+/// Runs `okd-install serve --dir dir` until SIGINT or SIGTERM.
+///
+/// # Errors
+/// The asset directory or inventory cannot be read, a port cannot be bound
+/// (the error names it), or a service stops.
+pub fn serve(dir: &Path, opts: &ServeOptions) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    rt.block_on(serve_async(dir.to_path_buf(), services.to_vec()))
+    rt.block_on(serve_async(dir.to_path_buf(), opts.clone()))
 }
 
-async fn serve_async(dir: PathBuf, services: Vec<Service>) -> anyhow::Result<()> {
+/// A random token of 32 lowercase hex digits (128 bits).
+fn new_token() -> String {
+    use rand::RngCore as _;
+    let mut b = [0u8; 16];
+    rand::rng().fill_bytes(&mut b);
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The HTTP state, with the one-time token when asked for (written to
+/// [`BOOTSTRAP_URL_FILE`]), and the log line saying what is served to whom.
+fn http_state(
+    dir: &Path,
+    inv: &Inventory,
+    http_addr: SocketAddr,
+    token: bool,
+) -> anyhow::Result<okd_bastion::HttpState> {
+    let mut st = okd_bastion::HttpState::new(dir, inv.clone());
+    let clients: Vec<String> = st
+        .bootstrap_clients()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    if clients.is_empty() {
+        tracing::warn!(
+            "HTTP on {http_addr} serves master.ign and worker.ign to any client; bootstrap.ign to none: {} names no bootstrap host",
+            okd_hosts::BASTION_CONFIG_FILE
+        );
+        return Ok(st);
+    }
+    let mut guard = String::new();
+    if token {
+        let t = new_token();
+        let url = format!("http://{http_addr}/ignition/bootstrap.ign?token={t}\n");
+        let file = dir.join(BOOTSTRAP_URL_FILE);
+        okd_assets::dir::create_dir_all(&dir.join("auth"))?;
+        okd_assets::dir::write_atomic(&file, url.as_bytes(), 0o600)?;
+        st = st.with_bootstrap_token(t);
+        guard = format!(
+            " with a one-time token (URL in {}, also in the bootstrap host's PXE scripts)",
+            file.display()
+        );
+    }
+    info!(
+        "HTTP on {http_addr} serves master.ign and worker.ign to any client, bootstrap.ign only to {} (bootstrap){guard} until `serve remove-bootstrap`, images from {}/",
+        clients.join(", "),
+        inv.os_images.directory
+    );
+    Ok(st)
+}
+
+async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Result<()> {
+    let services = opts.services.clone();
     let on = |s: Service| services.contains(&s);
     let (info, inv) = load(&dir)?;
     let status = Arc::new(Status::new(inv.clone()));
@@ -321,7 +422,8 @@ async fn serve_async(dir: PathBuf, services: Vec<Service>) -> anyhow::Result<()>
     let http = if on(Service::Http) {
         let l = okd_bastion::bind(http_addr).await?;
         ready.push(format!("HTTP on {http_addr}"));
-        Some(l)
+        let st = Arc::new(http_state(&dir, &inv, http_addr, opts.bootstrap_token)?);
+        Some((l, st))
     } else {
         None
     };
@@ -385,9 +487,9 @@ async fn serve_async(dir: PathBuf, services: Vec<Service>) -> anyhow::Result<()>
                 .context("machine-config server")
         });
     }
-    if let Some(l) = http {
-        let http_state = Arc::new(okd_bastion::HttpState::new(&dir, inv.clone()));
-        let router = okd_bastion::router(http_state, Some(obs.clone()));
+    let http_state = http.as_ref().map(|(_, st)| st.clone());
+    if let Some((l, st)) = http {
+        let router = okd_bastion::router(st, Some(obs.clone()));
         let s = stopped();
         tasks.spawn(async move {
             okd_bastion::serve(l, router, s)
@@ -398,6 +500,7 @@ async fn serve_async(dir: PathBuf, services: Vec<Service>) -> anyhow::Result<()>
     let app = StatusApp {
         status: status.clone(),
         lb: lb.clone(),
+        http: http_state,
     };
     if let Some(l) = status_listener {
         let router = status_router(app.clone());

@@ -8,18 +8,27 @@
 //! proxied connection's upstream local address and the original client,
 //! and [`Status::client_of`] maps one to the other.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroUsize;
 use std::sync::Mutex;
 
+use lru::LruCache;
 use okd_hosts::Inventory;
 use serde::Serialize;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-/// Most recent events kept per host and kind.
+/// Most recent events kept per inventory host and kind.
 const KEEP: usize = 50;
+/// Most recent events kept per unknown client and kind.
+const KEEP_UNKNOWN: usize = 8;
+/// Unknown clients remembered (least recently heard from dropped first), so
+/// a flood from spoofed source addresses cannot grow the store.
+const UNKNOWN_CLIENTS: usize = 1024;
+/// Proxied connections remembered (balancer-side address → client).
+const PROXIED: usize = 4096;
 
 fn now() -> String {
     OffsetDateTime::now_utc()
@@ -34,45 +43,86 @@ struct HostEvents {
     http: VecDeque<Value>,
 }
 
-fn push(q: &mut VecDeque<Value>, v: Value) {
-    if q.len() == KEEP {
-        q.pop_front();
-    }
-    q.push_back(v);
+/// Which queue of a host an event goes to.
+#[derive(Clone, Copy)]
+enum Kind {
+    Dns,
+    Ignition,
+    Http,
 }
 
-/// The shared event store of one `serve` process.
+impl HostEvents {
+    fn push(&mut self, kind: Kind, v: Value, keep: usize) {
+        let q = match kind {
+            Kind::Dns => &mut self.dns,
+            Kind::Ignition => &mut self.ignition,
+            Kind::Http => &mut self.http,
+        };
+        while q.len() >= keep {
+            q.pop_front();
+        }
+        q.push_back(v);
+    }
+}
+
+/// Events by client: one slot per inventory address, and a bounded LRU of
+/// the others.
+struct Events {
+    known: HashMap<IpAddr, HostEvents>,
+    unknown: LruCache<IpAddr, HostEvents>,
+}
+
+/// The shared event store of one `serve` process. Its memory is bounded:
+/// [`KEEP`] events per kind for each inventory host, [`KEEP_UNKNOWN`] for
+/// each of at most [`UNKNOWN_CLIENTS`] other clients.
 pub(crate) struct Status {
     inv: Inventory,
     started: String,
-    events: Mutex<BTreeMap<IpAddr, HostEvents>>,
+    events: Mutex<Events>,
     /// Upstream local address of a proxied connection → original client.
-    proxied: Mutex<HashMap<SocketAddr, SocketAddr>>,
+    proxied: Mutex<LruCache<SocketAddr, SocketAddr>>,
+}
+
+fn cap(n: usize) -> NonZeroUsize {
+    NonZeroUsize::new(n).unwrap_or(NonZeroUsize::MIN)
 }
 
 impl Status {
     pub(crate) fn new(inv: Inventory) -> Status {
+        let known = inv
+            .nodes
+            .iter()
+            .map(|n| (n.address, HostEvents::default()))
+            .collect();
         Status {
             inv,
             started: now(),
-            events: Mutex::new(BTreeMap::new()),
-            proxied: Mutex::new(HashMap::new()),
+            events: Mutex::new(Events {
+                known,
+                unknown: LruCache::new(cap(UNKNOWN_CLIENTS)),
+            }),
+            proxied: Mutex::new(LruCache::new(cap(PROXIED))),
         }
     }
 
-    fn with(&self, ip: IpAddr, f: impl FnOnce(&mut HostEvents)) {
-        if let Ok(mut m) = self.events.lock() {
-            f(m.entry(ip).or_default());
+    fn record(&self, ip: IpAddr, kind: Kind, v: Value) {
+        let ip = ip.to_canonical();
+        let Ok(mut m) = self.events.lock() else {
+            return;
+        };
+        if let Some(h) = m.known.get_mut(&ip) {
+            h.push(kind, v, KEEP);
+        } else {
+            m.unknown
+                .get_or_insert_mut(ip, HostEvents::default)
+                .push(kind, v, KEEP_UNKNOWN);
         }
     }
 
     /// Records that the balancer proxied `client` through local address `upstream_local`.
     pub(crate) fn proxied(&self, client: SocketAddr, upstream_local: SocketAddr) {
         if let Ok(mut m) = self.proxied.lock() {
-            if m.len() > 10_000 {
-                m.clear();
-            }
-            m.insert(upstream_local, client);
+            m.put(upstream_local, client);
         }
     }
 
@@ -81,46 +131,62 @@ impl Status {
         self.proxied
             .lock()
             .ok()
-            .and_then(|m| m.get(&peer).copied())
+            .and_then(|mut m| m.get(&peer).copied())
             .unwrap_or(peer)
     }
 
     /// A DNS query and its answers.
     pub(crate) fn dns(&self, client: SocketAddr, name: &str, qtype: &str, answers: &[String]) {
         let v = json!({"time": now(), "name": name, "type": qtype, "answers": answers});
-        self.with(client.ip(), |h| push(&mut h.dns, v));
+        self.record(client.ip(), Kind::Dns, v);
     }
 
     /// A machine-config server response.
     pub(crate) fn ignition(&self, peer: SocketAddr, pool: &str, spec: &str, status: u16) {
         let client = self.client_of(peer);
         let v = json!({"time": now(), "pool": pool, "spec": spec, "status": status});
-        self.with(client.ip(), |h| push(&mut h.ignition, v));
+        self.record(client.ip(), Kind::Ignition, v);
     }
 
     /// An HTTP response of the file/PXE server.
     pub(crate) fn http(&self, peer: SocketAddr, path: &str, status: u16, bytes: u64) {
         let v = json!({"time": now(), "path": path, "status": status, "bytes": bytes});
-        self.with(peer.ip(), |h| push(&mut h.http, v));
+        self.record(peer.ip(), Kind::Http, v);
+    }
+
+    /// How many clients outside the inventory are remembered (at most [`UNKNOWN_CLIENTS`]).
+    pub(crate) fn unknown_clients(&self) -> usize {
+        self.events.lock().map(|m| m.unknown.len()).unwrap_or(0)
     }
 
     /// The status document: every inventory host (also those not heard from),
-    /// unknown clients, and the load balancer's snapshot.
+    /// unknown clients (most recent first), and the load balancer's snapshot.
+    /// Built under the lock, without copying the store first.
     pub(crate) fn json(&self, lb: Value) -> Value {
-        let events = self.events.lock().map(|m| m.clone()).unwrap_or_default();
-        let mut hosts = Vec::new();
-        for n in &self.inv.nodes {
-            let e = events.get(&n.address).cloned().unwrap_or_default();
-            hosts.push(json!({
-                "hostname": n.hostname, "fqdn": n.fqdn, "role": n.role, "address": n.address, "mac": n.mac,
-                "dns": e.dns, "ignition": e.ignition, "http": e.http,
-            }));
-        }
-        let unknown: Vec<Value> = events
-            .iter()
-            .filter(|(ip, _)| self.inv.by_address(**ip).is_none())
-            .map(|(ip, e)| json!({"address": ip, "dns": e.dns, "ignition": e.ignition, "http": e.http}))
-            .collect();
+        let empty = HostEvents::default();
+        let (hosts, unknown) = match self.events.lock() {
+            Ok(m) => {
+                let hosts: Vec<Value> = self
+                    .inv
+                    .nodes
+                    .iter()
+                    .map(|n| {
+                        let e = m.known.get(&n.address).unwrap_or(&empty);
+                        json!({
+                            "hostname": n.hostname, "fqdn": n.fqdn, "role": n.role, "address": n.address, "mac": n.mac,
+                            "dns": e.dns, "ignition": e.ignition, "http": e.http,
+                        })
+                    })
+                    .collect();
+                let unknown: Vec<Value> = m
+                    .unknown
+                    .iter()
+                    .map(|(ip, e)| json!({"address": ip, "dns": e.dns, "ignition": e.ignition, "http": e.http}))
+                    .collect();
+                (hosts, unknown)
+            }
+            Err(_) => (Vec::new(), Vec::new()),
+        };
         json!({
             "cluster": self.inv.cluster_domain, "started": self.started, "hosts": hosts,
             "unknownClients": unknown, "loadBalancer": lb,
