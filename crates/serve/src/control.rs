@@ -79,6 +79,14 @@ where
             };
             let _ = w.write_all(reply.as_bytes()).await;
             let _ = w.shutdown().await;
+            // Read (and drop) what an oversized request still sends, briefly,
+            // so the client reads the reply instead of a reset.
+            let mut rest = reader.into_inner().into_inner().take(64 * 1024);
+            let _ = tokio::time::timeout(
+                std::time::Duration::from_secs(1),
+                tokio::io::copy(&mut rest, &mut tokio::io::sink()),
+            )
+            .await;
         });
     }
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod netns;
+pub mod serve;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;

@@ -1,0 +1,233 @@
+//! `okd-install serve` on a hostile install network (issue #10): hosts are
+//! network namespaces on a bridge. bootstrap.ign reaches only the bootstrap
+//! host and never after `serve remove-bootstrap`; a DNS flood from 20 000
+//! source addresses leaves the status store bounded; the control socket is
+//! 0600 and refuses an oversized request.
+
+mod common;
+
+use std::io::{Read as _, Write as _};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::netns::Lab;
+use common::serve::*;
+use common::*;
+
+const BASTION: &str = "192.168.120.101";
+
+/// Starts `okd-install serve` (extra `args`) in the bastion namespace of a lab
+/// with the bootstrap (192.168.120.102) and the master (192.168.120.103);
+/// returns the lab, the serve PID and the log path.
+fn lab_with_serve(d: &Path, prefix: &str, args: &[&str]) -> (Lab, u32, std::path::PathBuf) {
+    let prefix = format!("{prefix}{}", std::process::id() % 100000);
+    let mut lab = Lab::new(
+        &prefix,
+        BASTION,
+        &[
+            ("bootstrap", "192.168.120.102"),
+            ("master", "192.168.120.103"),
+        ],
+        "okd.example",
+    );
+    let serve_log = d.join("serve.log");
+    let bastion = lab.bastion.ns.clone();
+    let dir = d.to_string_lossy().into_owned();
+    let mut all = vec!["serve", "--dir", &dir];
+    all.extend_from_slice(args);
+    let pid = lab.spawn(
+        &bastion,
+        env!("CARGO_BIN_EXE_okd-install"),
+        &all,
+        &serve_log,
+    );
+    wait_ready(&serve_log);
+    (lab, pid, serve_log)
+}
+
+/// `curl` inside `ns`: (HTTP status, body).
+fn curl_in(lab: &Lab, ns: &str, url: &str) -> (u16, String) {
+    let out = lab
+        .cmd(ns, "curl")
+        .args(["-s", "--max-time", "10", "-w", "\n%{http_code}", url])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (code.trim().parse().unwrap_or(0), body.to_string())
+}
+
+/// Resident memory of process `pid` in KiB (`VmRSS` of /proc/PID/status).
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn bootstrap_ign_reaches_only_the_bootstrap_host() {
+    if !common::netns::available() || tool("curl", &["/usr/bin/curl"]).is_none() {
+        return;
+    }
+    let d = served_dir();
+    let (lab, _pid, serve_log) = lab_with_serve(d.path(), "oa", &[]);
+    let (boot, master) = (lab.nodes[0].ns.clone(), lab.nodes[1].ns.clone());
+    let url = format!("http://{BASTION}:8080/ignition/bootstrap.ign");
+    let want = std::fs::read_to_string(d.path().join("bootstrap.ign")).unwrap();
+
+    let (code, body) = curl_in(&lab, &master, &url);
+    assert_eq!(code, 403, "the master got bootstrap.ign: {body:.200}");
+    assert!(!body.contains("BEGIN"), "key material in the refusal");
+    let (code, body) = curl_in(&lab, &boot, &url);
+    assert_eq!(code, 200);
+    assert_eq!(body, want, "the bootstrap host gets the whole file");
+    let (code, _) = curl_in(
+        &lab,
+        &master,
+        &format!("http://{BASTION}:8080/ignition/master.ign"),
+    );
+    assert_eq!(code, 200, "master.ign is for every host");
+
+    let out = control(d.path(), "remove-bootstrap");
+    assert!(out.contains("bootstrap.ign is no longer served"), "{out}");
+    let (code, _) = curl_in(&lab, &boot, &url);
+    assert_eq!(code, 403, "bootstrap.ign served after remove-bootstrap");
+
+    let log = std::fs::read_to_string(&serve_log).unwrap();
+    assert!(
+        log.contains("bootstrap.ign only to 192.168.120.102 (bootstrap)"),
+        "start-up line saying what is served to whom:\n{log}"
+    );
+    assert!(
+        log.contains("bootstrap.ign was requested by 192.168.120.103, refused"),
+        "{log}"
+    );
+}
+
+#[test]
+fn one_time_token_through_the_pxe_script() {
+    if !common::netns::available() || tool("curl", &["/usr/bin/curl"]).is_none() {
+        return;
+    }
+    let d = served_dir();
+    let (lab, _pid, serve_log) = lab_with_serve(d.path(), "ot", &["--bootstrap-token"]);
+    let boot = lab.nodes[0].ns.clone();
+    let url_file = d.path().join("auth/bootstrap-ignition-url");
+    assert_eq!(mode(&url_file) & 0o777, 0o600);
+    let url = std::fs::read_to_string(&url_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    let token = url.split("token=").nth(1).unwrap().to_string();
+    assert_eq!(token.len(), 32);
+    let log = std::fs::read_to_string(&serve_log).unwrap();
+    assert!(!log.contains(&token), "the token is in the log:\n{log}");
+
+    // The bootstrap's PXE script (by its MAC) carries the URL with the token.
+    let (code, script) = curl_in(
+        &lab,
+        &boot,
+        &format!("http://{BASTION}:8080/pxe/ipxe?mac=52:54:00:12:01:02"),
+    );
+    assert_eq!(code, 200);
+    assert!(script.contains(&url), "{script}");
+    let plain = format!("http://{BASTION}:8080/ignition/bootstrap.ign");
+    assert_eq!(curl_in(&lab, &boot, &plain).0, 403, "no token");
+    assert_eq!(curl_in(&lab, &boot, &url).0, 200);
+    assert_eq!(curl_in(&lab, &boot, &url).0, 403, "used twice");
+}
+
+#[test]
+fn status_stays_bounded_under_a_spoofed_source_dns_flood() {
+    if !common::netns::available()
+        || tool("curl", &["/usr/bin/curl"]).is_none()
+        || tool("python3", &["/usr/bin/python3"]).is_none()
+    {
+        return;
+    }
+    let d = served_dir();
+    let (lab, pid, _log) = lab_with_serve(d.path(), "of", &[]);
+    let bastion = lab.bastion.ns.clone();
+    let idle = rss_kib(pid);
+    // 20 000 queries, each from its own loopback source address inside the
+    // bastion namespace (addresses the test owns), to serve's DNS.
+    let flood = r#"
+import socket, struct, sys
+name = b"".join(bytes([len(p)]) + p for p in b"api.okd.example".split(b".")) + b"\0"
+for i in range(20000):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.%d.%d.%d" % (1 + i // 65025, (i // 255) % 255, 1 + i % 254), 0))
+    s.sendto(struct.pack(">HHHHHH", i & 0xffff, 0x0100, 1, 0, 0, 0) + name + struct.pack(">HH", 1, 1), (sys.argv[1], 53))
+    s.close()
+"#;
+    let out = lab
+        .cmd(&bastion, "timeout")
+        .args(["120", "python3", "-c", flood, BASTION])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Let serve work through its socket buffer, reading the status meanwhile.
+    let start = Instant::now();
+    let mut unknown = 0;
+    while start.elapsed() < Duration::from_secs(15) {
+        let (code, body) = curl_in(&lab, &bastion, &format!("http://{BASTION}:9000/status"));
+        assert_eq!(code, 200);
+        let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+        unknown = doc["unknownClients"].as_array().map_or(0, |a| a.len());
+        if unknown >= 1000 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert!(
+        (1000..=1024).contains(&unknown),
+        "unknown clients remembered after 20 000 sources: {unknown} (want the 1024 most recent)"
+    );
+    let (_, metrics) = curl_in(&lab, &bastion, &format!("http://{BASTION}:9000/metrics"));
+    assert!(
+        metrics.contains("okd_serve_unknown_clients 10"),
+        "{metrics}"
+    );
+    let flooded = rss_kib(pid);
+    eprintln!("serve RSS idle {idle} KiB, after the flood {flooded} KiB");
+    assert!(idle > 0 && idle < 50 * 1024, "idle RSS {idle} KiB");
+    assert!(flooded < 100 * 1024, "RSS after the flood {flooded} KiB");
+}
+
+#[test]
+fn control_socket_is_private_and_bounded() {
+    if !common::netns::available() {
+        return;
+    }
+    let d = served_dir();
+    let (_lab, _pid, _log) = lab_with_serve(d.path(), "oc", &["--services", "status"]);
+    let sock = d.path().join(".okd-serve.sock");
+    assert_eq!(mode(&sock) & 0o777, 0o600, "control socket mode");
+    let leftovers: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".okd-serve-sock-"))
+        .collect();
+    assert!(leftovers.is_empty(), "private dirs left: {leftovers:?}");
+    let mut s = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    // The server stops reading after 1025 bytes and answers, so the rest of
+    // this write may meet a closed socket.
+    let mut line = vec![b's'; 5000];
+    line.push(b'\n');
+    let _ = s.write_all(&line);
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    assert!(reply.contains("request longer than 1024 bytes"), "{reply}");
+    // The server still answers.
+    let status = control(d.path(), "status");
+    assert!(status.contains("\"cluster\""), "{status}");
+}
