@@ -154,15 +154,11 @@ fn release_context(cli: &Cli) -> anyhow::Result<GenCtx> {
             env.as_deref().unwrap_or_default()
         );
     }
-    let recorded = std::fs::read(cli.dir.join(okd_assets::store::STATE_FILE))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|v| {
-            v.get("*releaseimage.Image")?
-                .get("PullSpec")?
-                .as_str()
-                .map(String::from)
-        });
+    let recorded = okd_assets::recorded::Recorded::load(&cli.dir)?
+        .map(|r| r.get::<okd_assets::installconfig::ReleaseImage>())
+        .transpose()?
+        .flatten()
+        .map(|i| i.pull_spec);
     let image = cli
         .release_image
         .clone()

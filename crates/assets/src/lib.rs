@@ -4,6 +4,7 @@
 //!
 //! * [`store`]: typed assets, the load/fetch/save/purge walk, the state file.
 //! * [`targets`]: what each `create` command produces.
+//! * [`recorded`]: typed reads of the state file for commands outside the graph.
 //! * one module per family: [`installconfig`], [`tls`], [`manifests`],
 //!   [`machines`], [`kubeconfig`], [`password`], [`ignition`], [`metadata`].
 //!
@@ -22,6 +23,7 @@ pub mod manifests;
 pub mod metadata;
 mod network_crd;
 pub mod password;
+pub mod recorded;
 pub mod store;
 pub mod targets;
 pub mod tls;

@@ -59,14 +59,14 @@ impl ClusterInfo {
     /// # Errors
     /// When neither names the cluster.
     pub(crate) fn load(dir: &Path) -> anyhow::Result<ClusterInfo> {
-        let state: Option<Value> = std::fs::read(dir.join(okd_assets::store::STATE_FILE))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
-        let from_state = state
-            .as_ref()
-            .and_then(|s| s.pointer("/*installconfig.InstallConfig/config").cloned());
-        let config = match from_state {
-            Some(c) => c,
+        use okd_assets::installconfig::{InstallConfigAsset, ReleaseImage};
+        let recorded = okd_assets::recorded::Recorded::load(dir)?;
+        let from_state = match &recorded {
+            Some(r) => r.get::<InstallConfigAsset>()?.map(|a| a.config),
+            None => None,
+        };
+        let (name, base_domain) = match from_state {
+            Some(c) => (c.metadata.name, c.base_domain),
             None => {
                 let p = dir.join("install-config.yaml");
                 let text = std::fs::read_to_string(&p).with_context(|| {
@@ -77,25 +77,24 @@ impl ClusterInfo {
                         dir.display()
                     )
                 })?;
-                serde_yaml_ng::from_str(&text)
-                    .with_context(|| format!("cannot parse {}", p.display()))?
+                let c: NameAndDomain = serde_yaml_ng::from_str(&text).with_context(|| {
+                    format!(
+                        "cannot read metadata.name and baseDomain from {}",
+                        p.display()
+                    )
+                })?;
+                (c.metadata.name, c.base_domain)
             }
         };
-        let field = |ptr: &str, name: &str| {
-            config
-                .pointer(ptr)
-                .and_then(Value::as_str)
-                .map(String::from)
-                .ok_or_else(|| anyhow::anyhow!("install-config in {} has no {name}", dir.display()))
+        let target = match &recorded {
+            Some(r) => r
+                .get::<ReleaseImage>()?
+                .and_then(|i| ReleaseTarget::from_release_image(&i.pull_spec)),
+            None => None,
         };
-        let target = state
-            .as_ref()
-            .and_then(|s| s.pointer("/*releaseimage.Image/PullSpec"))
-            .and_then(Value::as_str)
-            .and_then(ReleaseTarget::from_release_image);
         Ok(ClusterInfo {
-            name: field("/metadata/name", "metadata.name")?,
-            base_domain: field("/baseDomain", "baseDomain")?,
+            name,
+            base_domain,
             target,
         })
     }
@@ -106,6 +105,20 @@ impl ClusterInfo {
             .as_ref()
             .is_some_and(ReleaseTarget::wants_etcd_srv_records)
     }
+}
+
+/// The two fields of an install-config.yaml that no step consumed yet which
+/// `serve` needs.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NameAndDomain {
+    metadata: NameOnly,
+    base_domain: String,
+}
+
+#[derive(serde::Deserialize)]
+struct NameOnly {
+    name: String,
 }
 
 /// Loads the cluster info and the hosts of `dir`.
