@@ -14,53 +14,7 @@ use common::netns::Lab;
 use common::serve::*;
 use common::*;
 
-const IGNITION: &str = "/usr/lib/dracut/modules.d/30ignition/ignition";
 const USER_KEY: &str = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAACAQD1zXmIde90FOxXQ";
-
-/// Runs Ignition's fetch stage for `pointer` inside `ns` (bounded by `timeout`),
-/// then, if it succeeded, the files stage into a fresh root. Returns (ok, log, root).
-fn ignite(
-    lab: &Lab,
-    ns: &str,
-    pointer: &Path,
-    scratch: &Path,
-    secs: u64,
-) -> (bool, String, PathBuf) {
-    let (root, run, stub) = ignition_root(scratch);
-    let cache = run.join("ignition.json");
-    let out = lab
-        .cmd(ns, "timeout")
-        .arg(secs.to_string())
-        .arg(IGNITION)
-        .args(["-platform=file", "-stage=fetch", "-log-to-stdout"])
-        .arg(format!("-config-cache={}", cache.display()))
-        .arg(format!("-state-file={}", run.join("state").display()))
-        .arg(format!("-neednet={}", run.join("neednet").display()))
-        .env("IGNITION_CONFIG_FILE", pointer)
-        .output()
-        .unwrap();
-    let mut log =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() {
-        return (false, log, root);
-    }
-    let path = format!(
-        "{}:{}",
-        stub.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let out = std::process::Command::new(IGNITION)
-        .args(["-platform=file", "-stage=files", "-log-to-stdout"])
-        .arg(format!("-root={}", root.display()))
-        .arg(format!("-config-cache={}", cache.display()))
-        .arg(format!("-state-file={}", run.join("state").display()))
-        .env("PATH", path)
-        .output()
-        .unwrap();
-    log += &String::from_utf8_lossy(&out.stdout);
-    log += &String::from_utf8_lossy(&out.stderr);
-    (out.status.success(), log, root)
-}
 
 /// In each node namespace (master, then worker) the real Ignition fetches the
 /// node's pointer config through DNS, the balancer and the machine-config

@@ -231,3 +231,134 @@ fn control_socket_is_private_and_bounded() {
     let status = control(d.path(), "status");
     assert!(status.contains("\"cluster\""), "{status}");
 }
+
+/// Opens `n` connections to each of `ports` on `host` from this namespace,
+/// sends half a request head on each and holds them for `hold` seconds;
+/// prints `ready` once all are open.
+const SLOW_FLOOD: &str = r#"
+import socket, sys, time
+host, ports, n, hold = sys.argv[1], [int(p) for p in sys.argv[2].split(",")], int(sys.argv[3]), float(sys.argv[4])
+held = []
+for p in ports:
+    for i in range(n):
+        s = socket.socket()
+        s.settimeout(2)
+        try:
+            s.connect((host, p))
+            s.send(b"\x00\x1c" if p == 53 else b"GET /config/master HTTP/1.1\r\nHost: x\r\n")
+            held.append(s)
+        except OSError:
+            s.close()
+print("ready", len(held), flush=True)
+time.sleep(hold)
+"#;
+
+/// A host on the install network opens 400 slow connections to every TCP
+/// service of serve (HTTP, status, the three balancer frontends, the
+/// machine-config server, DNS over TCP) and holds them, while serve runs
+/// with the common soft limit of 1024 open files: 2 800 connections would
+/// exhaust it without the caps. Meanwhile the real Ignition of the master
+/// fetches its config through the balancer, and the other services answer
+/// the worker.
+#[test]
+fn slow_client_flood_leaves_the_other_hosts_served() {
+    if !common::netns::available()
+        || tool("ignition", &[IGNITION]).is_none()
+        || tool("python3", &["/usr/bin/python3"]).is_none()
+        || tool("dig", &["/usr/bin/dig"]).is_none()
+        || tool("prlimit", &["/usr/bin/prlimit"]).is_none()
+    {
+        return;
+    }
+    let d = served_dir();
+    let prefix = format!("os{}", std::process::id() % 100000);
+    let mut lab = Lab::new(
+        &prefix,
+        BASTION,
+        &[
+            ("master", "192.168.120.103"),
+            ("worker", "192.168.120.104"),
+            ("attacker", "192.168.120.150"),
+        ],
+        "okd.example",
+    );
+    let serve_log = d.path().join("serve.log");
+    let bastion = lab.bastion.ns.clone();
+    let dir = d.path().to_string_lossy().into_owned();
+    lab.spawn(
+        &bastion,
+        "prlimit",
+        &[
+            "--nofile=1024:20000",
+            env!("CARGO_BIN_EXE_okd-install"),
+            "serve",
+            "--dir",
+            &dir,
+        ],
+        &serve_log,
+    );
+    wait_ready(&serve_log);
+    let attacker = lab.nodes[2].ns.clone();
+    let flood_log = d.path().join("flood.log");
+    lab.spawn(
+        &attacker,
+        "python3",
+        &[
+            "-c",
+            SLOW_FLOOD,
+            BASTION,
+            "8080,9000,6443,22623,22625,443,53",
+            "400",
+            "90",
+        ],
+        &flood_log,
+    );
+    let start = Instant::now();
+    while !std::fs::read_to_string(&flood_log)
+        .unwrap_or_default()
+        .contains("ready")
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "flood did not start: {}",
+            std::fs::read_to_string(&flood_log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    let scratch = tempfile::tempdir().unwrap();
+    let master = lab.nodes[0].ns.clone();
+    let (ok, log, _root) = ignite(
+        &lab,
+        &master,
+        &d.path().join("master.ign"),
+        &scratch.path().join("master"),
+        60,
+    );
+    assert!(
+        ok,
+        "Ignition failed during the flood:\n{log}\nserve log:\n{}",
+        std::fs::read_to_string(&serve_log).unwrap_or_default()
+    );
+    let worker = lab.nodes[1].ns.clone();
+    let (code, _) = curl_in(
+        &lab,
+        &worker,
+        &format!("http://{BASTION}:8080/ignition/worker.ign"),
+    );
+    assert_eq!(code, 200, "HTTP during the flood");
+    let (code, _) = curl_in(&lab, &worker, &format!("http://{BASTION}:9000/status"));
+    assert_eq!(code, 200, "status during the flood");
+    let out = lab
+        .cmd(&worker, "dig")
+        .args(["+tcp", "+short", "+time=5", "+tries=1"])
+        .arg(format!("@{BASTION}"))
+        .arg("api-int.okd.example")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        BASTION,
+        "DNS over TCP during the flood"
+    );
+}

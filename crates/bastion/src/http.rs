@@ -369,19 +369,32 @@ fn bind_reason(e: &io::Error) -> String {
 }
 
 /// Serves `router` on `listener` (with the peer address available to the
-/// observer) until `shutdown` completes, then finishes in-flight requests.
-/// Errors: the accept loop's I/O error.
+/// observer) with the default [`okd_listen::Limits`] until `shutdown`
+/// completes, then lets in-flight requests finish (at most 5 s).
+/// Errors: registering the listener with the runtime.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
+    serve_with_limits(listener, router, okd_listen::Limits::default(), shutdown).await
+}
+
+/// [`serve`] with explicit connection caps and timeouts: at most
+/// `limits.max_connections` connections, `limits.max_per_client` from one
+/// address, each request head within `limits.header_read`, no connection
+/// idle longer than `limits.idle`, so slow or idle clients cannot exhaust
+/// the server.
+/// Errors: registering the listener with the runtime.
+pub async fn serve_with_limits(
+    listener: TcpListener,
+    router: Router,
+    limits: okd_listen::Limits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    let listener = okd_listen::Listener::new(listener, limits);
+    okd_listen::serve_router(listener, router, None, shutdown).await;
+    Ok(())
 }
 
 fn not_found() -> Response {

@@ -404,6 +404,11 @@ fn http_state(
 }
 
 async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Result<()> {
+    // Connection caps, not the descriptor table, bound what clients can hold.
+    match okd_listen::raise_nofile_limit() {
+        Ok(l) => tracing::debug!("open files limit {:?} (was {:?})", l.after, l.before),
+        Err(e) => tracing::warn!("cannot raise the open files limit: {e}"),
+    }
     let services = opts.services.clone();
     let on = |s: Service| services.contains(&s);
     let (info, inv) = load(&dir)?;
@@ -519,10 +524,9 @@ async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Result<()> {
         let router = status_router(app.clone());
         let s = stopped();
         tasks.spawn(async move {
-            axum::serve(l, router)
-                .with_graceful_shutdown(s)
-                .await
-                .context("status server")
+            let l = okd_listen::Listener::new(l, okd_listen::Limits::default());
+            okd_listen::serve_router(l, router, None, s).await;
+            Ok(())
         });
     }
     {
