@@ -163,7 +163,7 @@ impl okd_mcs::FetchObserver for Observer {
     }
 }
 
-impl okd_bastion::HttpObserver for Observer {
+impl okd_bootserver::HttpObserver for Observer {
     fn served(&self, peer: SocketAddr, path: &str, status: u16, bytes: u64) {
         self.0.http(peer, path, status, bytes);
     }
@@ -211,7 +211,7 @@ impl Service {
 struct StatusApp {
     status: Arc<Status>,
     lb: Option<Arc<LoadBalancer>>,
-    http: Option<Arc<okd_bastion::HttpState>>,
+    http: Option<Arc<okd_bootserver::HttpState>>,
 }
 
 impl StatusApp {
@@ -368,8 +368,8 @@ fn http_state(
     inv: &Inventory,
     http_addr: SocketAddr,
     token: bool,
-) -> anyhow::Result<okd_bastion::HttpState> {
-    let mut st = okd_bastion::HttpState::new(dir, inv.clone());
+) -> anyhow::Result<okd_bootserver::HttpState> {
+    let mut st = okd_bootserver::HttpState::new(dir, inv.clone());
     let clients: Vec<String> = st
         .bootstrap_clients()
         .iter()
@@ -438,7 +438,7 @@ async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Result<()> {
     };
     let http_addr = SocketAddr::new(inv.listen, inv.ports.http);
     let http = if on(Service::Http) {
-        let l = okd_bastion::bind(http_addr).await?;
+        let l = okd_bootserver::bind(http_addr).await?;
         ready.push(format!("HTTP on {http_addr}"));
         let st = Arc::new(http_state(&dir, &inv, http_addr, opts.bootstrap_token)?);
         Some((l, st))
@@ -507,10 +507,10 @@ async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Result<()> {
     }
     let http_state = http.as_ref().map(|(_, st)| st.clone());
     if let Some((l, st)) = http {
-        let router = okd_bastion::router(st, Some(obs.clone()));
+        let router = okd_bootserver::router(st, Some(obs.clone()));
         let s = stopped();
         tasks.spawn(async move {
-            okd_bastion::serve(l, router, s)
+            okd_bootserver::serve(l, router, s)
                 .await
                 .context("HTTP server")
         });

@@ -1,4 +1,4 @@
-//! The HTTP server on 127.0.0.1 (ephemeral ports): Ignition, images with HEAD,
+//! The boot server (HTTP) on 127.0.0.1 (ephemeral ports): Ignition, images with HEAD,
 //! Range and .sha256, traversal refused, per-MAC PXE scripts, unknown MACs,
 //! bind errors, the observer, and a real `curl -C -` resume.
 
@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use okd_bastion::{HttpObserver, HttpState, bind, kernel_args, router, serve};
+use okd_bastion::kernel_args;
+use okd_bootserver::{HttpObserver, HttpState, bind, router, serve};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -465,8 +466,7 @@ fn run_bounded(mut cmd: std::process::Command, limit: Duration) -> std::process:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curl_resumes_a_download() {
-    let Some(curl) = common::program("curl") else {
-        eprintln!("skipping: curl not installed (Debian package curl)");
+    let Some(curl) = okd_test_utils::tool("curl", &[], Some("curl")) else {
         return;
     };
     let srv = Server::start().await;

@@ -1,5 +1,7 @@
-//! The bastion's HTTP server (port 8080 by default): Ignition files, CoreOS
-//! images and per-host network-boot scripts.
+//! The boot server: the bastion's HTTP server of `okd-install serve` (port
+//! 8080 by default) for Ignition files, CoreOS images and per-host
+//! network-boot scripts. The scripts' text and the kernel arguments come from
+//! [`okd_bastion`]'s generators; this crate only serves them.
 //!
 //! Routes (all `GET` and `HEAD`):
 //!
@@ -55,7 +57,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use tokio::net::TcpListener;
 
-use crate::pxe;
+use okd_bastion::pxe;
 
 /// Size of one chunk of a streamed file body, in bytes.
 const CHUNK_BYTES: usize = 64 * 1024;

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-use okd_bastion::{HttpState, bind, router, serve};
+use okd_bootserver::{HttpState, bind, router, serve};
 
 /// The bootstrap host's address in these tests.
 const BOOTSTRAP: &str = "127.0.0.2";
