@@ -56,216 +56,18 @@ impl Asset for CommonManifests {
     }
 
     fn generate(ctx: &GenCtx, p: &Parents<'_>) -> Result<Self, AssetError> {
-        let ic = &p.get::<InstallConfigAsset>().config;
-        let id = p.get::<ClusterId>();
-        let root = p.get::<RootCa>();
-        let mcs = p.get::<McsCertKey>();
-        let t = ctx.target;
-        let domain = ic.cluster_domain();
-        let platform = ic.platform_name();
+        let inputs = Inputs {
+            ctx,
+            ic: &p.get::<InstallConfigAsset>().config,
+            id: p.get::<ClusterId>(),
+            root: p.get::<RootCa>(),
+            mcs: p.get::<McsCertKey>(),
+        };
         let mut files = Vec::new();
-        let mut add = |name: &str, data: Vec<u8>| {
-            files.push(AssetFile::new(format!("manifests/{name}"), data))
-        };
-
-        let redacted = okd_types::goyaml::to_string(&ic.redacted().to_json_value());
-        add(
-            "cluster-config.yaml",
-            yaml(&json!({
-                "apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": "cluster-config-v1", "namespace": "kube-system", "annotations": {
-                    "kubernetes.io/description": "The install-config content used to create the cluster.  The cluster configuration may have evolved since installation, so check cluster configuration resources directly if you are interested in the current cluster state."}},
-                "data": {"install-config": redacted},
-            })),
-        );
-
-        let mut dns_spec = json!({"baseDomain": domain});
-        if platform == "aws" {
-            dns_spec["privateZone"] = json!({"tags": {"Name": format!("{}-int", id.infra_id), format!("kubernetes.io/cluster/{}", id.infra_id): "owned"}});
-            if let Some(z) = ic.platform.aws.as_ref().and_then(|a| a.hosted_zone.clone()) {
-                dns_spec["publicZone"] = json!({"id": z});
+        for manifest in COMMON_MANIFESTS {
+            for (name, data) in manifest(&inputs)? {
+                files.push(AssetFile::new(format!("manifests/{name}"), data));
             }
-        }
-        if t.at_least(16) {
-            dns_spec["platform"] = json!({"aws": null, "type": ""});
-        }
-        add(
-            "cluster-dns-02-config.yml",
-            yaml(&config_object("DNS", dns_spec, json!({}))),
-        );
-        add(
-            "cluster-infrastructure-02-config.yml",
-            yaml(&infrastructure(ic, id, t)),
-        );
-
-        let single_cp = ic.control_plane_replicas() == 1;
-        let placement = if platform == "none" && single_cp && ic.compute_replicas() == 0 {
-            "ControlPlane"
-        } else {
-            "Workers"
-        };
-        let lb_platform = if platform == "aws" {
-            json!({"type": "AWS"})
-        } else {
-            json!({"type": ""})
-        };
-        add(
-            "cluster-ingress-02-config.yml",
-            yaml(&config_object(
-                "Ingress",
-                json!({"domain": format!("apps.{domain}"), "loadBalancer": {"platform": lb_platform}}),
-                json!({"defaultPlacement": placement}),
-            )),
-        );
-        if t.writes_network_crd() {
-            add(
-                "cluster-network-01-crd.yml",
-                crate::network_crd::CRD.as_bytes().to_vec(),
-            );
-        }
-        let mut net_spec = json!({
-            "clusterNetwork": ic.cluster_networks().iter().map(|(c, h)| json!({"cidr": c.to_string(), "hostPrefix": h})).collect::<Vec<_>>(),
-            "externalIP": {"policy": {}},
-            "networkType": ic.networking.as_ref().map(|n| n.network_type.clone()).unwrap_or_default(),
-            "serviceNetwork": ic.service_networks().iter().map(|c| c.to_string()).collect::<Vec<_>>(),
-        });
-        if t.at_least(14) {
-            net_spec["networkDiagnostics"] = json!({"mode": "", "sourcePlacement": {"nodeSelector": null, "tolerations": null}, "targetPlacement": {"nodeSelector": null, "tolerations": null}});
-        }
-        add(
-            "cluster-network-02-config.yml",
-            yaml(&config_object("Network", net_spec, json!({}))),
-        );
-        if let Some(join) = ic
-            .networking
-            .as_ref()
-            .and_then(|n| n.internal_join_subnet())
-        {
-            add(
-                "cluster-network-03-config.yml",
-                yaml(
-                    &json!({"apiVersion": "operator.openshift.io/v1", "kind": "Network", "metadata": {"creationTimestamp": null, "name": "cluster"},
-                    "spec": {"defaultNetwork": {"ovnKubernetesConfig": {"ipv4": {"internalJoinSubnet": join}}, "type": "OVNKubernetes"}}, "status": {}}),
-                ),
-            );
-        }
-        add("cluster-proxy-01-config.yaml", yaml(&proxy(ic)));
-        let schedulable = ic.compute_replicas() == 0;
-        if schedulable {
-            warn!(
-                "Making control-plane schedulable by setting MastersSchedulable to true for Scheduler cluster settings"
-            );
-        }
-        let mut sched = json!({"mastersSchedulable": schedulable, "policy": {"name": ""}});
-        if t.at_least(16) {
-            sched["profileCustomizations"] = json!({"dynamicResourceAllocation": ""});
-        }
-        add(
-            "cluster-scheduler-02-config.yml",
-            yaml(&config_object("Scheduler", sched, json!({}))),
-        );
-        add(
-            "cvo-overrides.yaml",
-            cvo_overrides(ctx, &id.uuid, ic).into_bytes(),
-        );
-
-        let sources = ic.image_sources();
-        if !ic.image_digest_sources.is_empty() {
-            add(
-                "image-digest-mirror-set.yaml",
-                yaml(
-                    &json!({"apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet",
-                    "metadata": {"creationTimestamp": null, "name": "image-digest-mirror"},
-                    "spec": {"imageDigestMirrors": sources.iter().map(|s| json!({"mirrors": s.mirrors, "source": s.source})).collect::<Vec<_>>()},
-                    "status": {}}),
-                ),
-            );
-        } else if !sources.is_empty() {
-            let icsp = |name: String, srcs: &[okd_installconfig::ImageSource]| {
-                yaml(
-                    &json!({"apiVersion": "operator.openshift.io/v1alpha1", "kind": "ImageContentSourcePolicy",
-                    "metadata": {"creationTimestamp": null, "name": name},
-                    "spec": {"repositoryDigestMirrors": srcs.iter().map(|s| json!({"mirrors": s.mirrors, "source": s.source})).collect::<Vec<_>>()}}),
-                )
-            };
-            if t.has_image_digest_sources() {
-                add(
-                    "image-content-source-policy.yaml",
-                    icsp("image-policy".into(), &sources),
-                );
-            } else {
-                for (i, s) in sources.iter().enumerate() {
-                    add(
-                        &format!("image-content-source-policy-{i}.yaml"),
-                        icsp(format!("image-policy-{i}"), std::slice::from_ref(s)),
-                    );
-                }
-            }
-        }
-        add(
-            "kube-cloud-config.yaml",
-            yaml(
-                &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kube-cloud-cfg", "namespace": "kube-system"}, "type": "Opaque", "data": {"config": ""}}),
-            ),
-        );
-        add(
-            "kube-system-configmap-root-ca.yaml",
-            yaml(
-                &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "root-ca", "namespace": "kube-system"}, "data": {"ca.crt": root.0.cert_pem()}}),
-            ),
-        );
-        if t.writes_mcs_ca_manifests() {
-            let info = root_cert_times(root)?;
-            add(
-                "machine-config-server-ca-configmap.yaml",
-                yaml(
-                    &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "machine-config-server-ca", "namespace": "openshift-machine-config-operator",
-                    "labels": {"auth.openshift.io/managed-certificate-type": "ca-bundle"}}, "data": {"ca-bundle.crt": root.0.cert_pem()}}),
-                ),
-            );
-            add(
-                "machine-config-server-ca-secret.yaml",
-                yaml(
-                    &json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-                    "metadata": {"name": "machine-config-server-ca", "namespace": "openshift-machine-config-operator",
-                        "labels": {"auth.openshift.io/managed-certificate-type": "signer"},
-                        "annotations": {"auth.openshift.io/certificate-issuer": "root-ca", "auth.openshift.io/certificate-not-after": info.1, "auth.openshift.io/certificate-not-before": info.0}},
-                    "data": {"tls.crt": base64_std(&root.0.cert_raw), "tls.key": base64_std(&root.0.key_raw)}}),
-                ),
-            );
-        }
-        let mcs_type = if t.writes_mcs_ca_manifests() {
-            "kubernetes.io/tls"
-        } else {
-            "Opaque"
-        };
-        add(
-            "machine-config-server-tls-secret.yaml",
-            yaml(
-                &json!({"apiVersion": "v1", "kind": "Secret", "type": mcs_type,
-                "metadata": {"name": "machine-config-server-tls", "namespace": "openshift-machine-config-operator"},
-                "data": {"tls.crt": base64_std(&mcs.0.cert_raw), "tls.key": base64_std(&mcs.0.key_raw)}}),
-            ),
-        );
-        add(
-            "openshift-config-secret-pull-secret.yaml",
-            yaml(
-                &json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
-                "metadata": {"name": "pull-secret", "namespace": "openshift-config"},
-                "data": {".dockerconfigjson": base64_std(ic.pull_secret.as_bytes())}}),
-            ),
-        );
-        if let Some(bundle) = ic
-            .additional_trust_bundle
-            .as_deref()
-            .filter(|b| !b.trim().is_empty())
-        {
-            add(
-                "user-ca-bundle-config.yaml",
-                yaml(&json!({"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"creationTimestamp": null, "name": "user-ca-bundle", "namespace": "openshift-config"},
-                    "data": {"ca-bundle.crt": bundle}})),
-            );
         }
         files.sort_by(|a, b| a.filename.cmp(&b.filename));
         Ok(CommonManifests(FileListAsset { file_list: files }))
@@ -283,6 +85,328 @@ impl Asset for CommonManifests {
             file_list: dir.read_dir_files("manifests", MANIFEST_EXTS)?,
         })))
     }
+}
+
+/// The parents every common manifest is made from.
+struct Inputs<'a> {
+    ctx: &'a GenCtx,
+    ic: &'a okd_installconfig::InstallConfig,
+    id: &'a ClusterId,
+    root: &'a RootCa,
+    mcs: &'a McsCertKey,
+}
+
+/// Files of one or more `manifests/` entries: (file name, bytes); empty when
+/// the target release or the install-config wants none.
+type Manifests = Result<Vec<(String, Vec<u8>)>, AssetError>;
+
+/// Every common manifest, one function each (openshift/installer
+/// `pkg/asset/manifests`, installer.md §3.1).
+const COMMON_MANIFESTS: &[fn(&Inputs<'_>) -> Manifests] = &[
+    cluster_config,
+    cluster_dns,
+    cluster_infrastructure,
+    cluster_ingress,
+    cluster_network_crd,
+    cluster_network,
+    cluster_network_operator,
+    cluster_proxy,
+    cluster_scheduler,
+    cvo_overrides_manifest,
+    image_mirrors,
+    kube_cloud_config,
+    kube_system_root_ca,
+    machine_config_server_ca,
+    machine_config_server_tls,
+    pull_secret,
+    user_ca_bundle,
+];
+
+fn one(name: &str, data: Vec<u8>) -> Manifests {
+    Ok(vec![(name.to_string(), data)])
+}
+
+/// `cluster-config.yaml`: the install-config with secrets redacted.
+fn cluster_config(i: &Inputs<'_>) -> Manifests {
+    let redacted = okd_types::goyaml::to_string(&i.ic.redacted().to_json_value());
+    one(
+        "cluster-config.yaml",
+        yaml(&json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "cluster-config-v1", "namespace": "kube-system", "annotations": {
+                "kubernetes.io/description": "The install-config content used to create the cluster.  The cluster configuration may have evolved since installation, so check cluster configuration resources directly if you are interested in the current cluster state."}},
+            "data": {"install-config": redacted},
+        })),
+    )
+}
+
+/// `cluster-dns-02-config.yml`: the DNS config (AWS zones when on AWS).
+fn cluster_dns(i: &Inputs<'_>) -> Manifests {
+    let (ic, id) = (i.ic, i.id);
+    let mut dns_spec = json!({"baseDomain": ic.cluster_domain()});
+    if ic.platform_name() == "aws" {
+        dns_spec["privateZone"] = json!({"tags": {"Name": format!("{}-int", id.infra_id), format!("kubernetes.io/cluster/{}", id.infra_id): "owned"}});
+        if let Some(z) = ic.platform.aws.as_ref().and_then(|a| a.hosted_zone.clone()) {
+            dns_spec["publicZone"] = json!({"id": z});
+        }
+    }
+    if i.ctx.target.at_least(16) {
+        dns_spec["platform"] = json!({"aws": null, "type": ""});
+    }
+    one(
+        "cluster-dns-02-config.yml",
+        yaml(&config_object("DNS", dns_spec, json!({}))),
+    )
+}
+
+/// `cluster-infrastructure-02-config.yml`.
+fn cluster_infrastructure(i: &Inputs<'_>) -> Manifests {
+    one(
+        "cluster-infrastructure-02-config.yml",
+        yaml(&infrastructure(i.ic, i.id, i.ctx.target)),
+    )
+}
+
+/// `cluster-ingress-02-config.yml`: the apps domain and default placement.
+fn cluster_ingress(i: &Inputs<'_>) -> Manifests {
+    let ic = i.ic;
+    let platform = ic.platform_name();
+    let single_cp = ic.control_plane_replicas() == 1;
+    let placement = if platform == "none" && single_cp && ic.compute_replicas() == 0 {
+        "ControlPlane"
+    } else {
+        "Workers"
+    };
+    let lb_platform = if platform == "aws" {
+        json!({"type": "AWS"})
+    } else {
+        json!({"type": ""})
+    };
+    one(
+        "cluster-ingress-02-config.yml",
+        yaml(&config_object(
+            "Ingress",
+            json!({"domain": format!("apps.{}", ic.cluster_domain()), "loadBalancer": {"platform": lb_platform}}),
+            json!({"defaultPlacement": placement}),
+        )),
+    )
+}
+
+/// `cluster-network-01-crd.yml`, for the releases that still ship it.
+fn cluster_network_crd(i: &Inputs<'_>) -> Manifests {
+    if !i.ctx.target.writes_network_crd() {
+        return Ok(Vec::new());
+    }
+    one(
+        "cluster-network-01-crd.yml",
+        crate::network_crd::CRD.as_bytes().to_vec(),
+    )
+}
+
+/// `cluster-network-02-config.yml`: cluster and service networks.
+fn cluster_network(i: &Inputs<'_>) -> Manifests {
+    let ic = i.ic;
+    let mut net_spec = json!({
+        "clusterNetwork": ic.cluster_networks().iter().map(|(c, h)| json!({"cidr": c.to_string(), "hostPrefix": h})).collect::<Vec<_>>(),
+        "externalIP": {"policy": {}},
+        "networkType": ic.networking.as_ref().map(|n| n.network_type.clone()).unwrap_or_default(),
+        "serviceNetwork": ic.service_networks().iter().map(|c| c.to_string()).collect::<Vec<_>>(),
+    });
+    if i.ctx.target.at_least(14) {
+        net_spec["networkDiagnostics"] = json!({"mode": "", "sourcePlacement": {"nodeSelector": null, "tolerations": null}, "targetPlacement": {"nodeSelector": null, "tolerations": null}});
+    }
+    one(
+        "cluster-network-02-config.yml",
+        yaml(&config_object("Network", net_spec, json!({}))),
+    )
+}
+
+/// `cluster-network-03-config.yml`: OVN's internal join subnet, when set.
+fn cluster_network_operator(i: &Inputs<'_>) -> Manifests {
+    let Some(join) =
+        i.ic.networking
+            .as_ref()
+            .and_then(|n| n.internal_join_subnet())
+    else {
+        return Ok(Vec::new());
+    };
+    one(
+        "cluster-network-03-config.yml",
+        yaml(
+            &json!({"apiVersion": "operator.openshift.io/v1", "kind": "Network", "metadata": {"creationTimestamp": null, "name": "cluster"},
+            "spec": {"defaultNetwork": {"ovnKubernetesConfig": {"ipv4": {"internalJoinSubnet": join}}, "type": "OVNKubernetes"}}, "status": {}}),
+        ),
+    )
+}
+
+/// `cluster-proxy-01-config.yaml`.
+fn cluster_proxy(i: &Inputs<'_>) -> Manifests {
+    one("cluster-proxy-01-config.yaml", yaml(&proxy(i.ic)))
+}
+
+/// `cluster-scheduler-02-config.yml`: masters schedulable without workers.
+fn cluster_scheduler(i: &Inputs<'_>) -> Manifests {
+    let schedulable = i.ic.compute_replicas() == 0;
+    if schedulable {
+        warn!(
+            "Making control-plane schedulable by setting MastersSchedulable to true for Scheduler cluster settings"
+        );
+    }
+    let mut sched = json!({"mastersSchedulable": schedulable, "policy": {"name": ""}});
+    if i.ctx.target.at_least(16) {
+        sched["profileCustomizations"] = json!({"dynamicResourceAllocation": ""});
+    }
+    one(
+        "cluster-scheduler-02-config.yml",
+        yaml(&config_object("Scheduler", sched, json!({}))),
+    )
+}
+
+/// `cvo-overrides.yaml`: the ClusterVersion.
+fn cvo_overrides_manifest(i: &Inputs<'_>) -> Manifests {
+    one(
+        "cvo-overrides.yaml",
+        cvo_overrides(i.ctx, &i.id.uuid, i.ic).into_bytes(),
+    )
+}
+
+/// The mirror manifests: an ImageDigestMirrorSet for `imageDigestSources`,
+/// else ImageContentSourcePolicies (one in all from 4.14, one per source
+/// before).
+fn image_mirrors(i: &Inputs<'_>) -> Manifests {
+    let ic = i.ic;
+    let sources = ic.image_sources();
+    if !ic.image_digest_sources.is_empty() {
+        return one(
+            "image-digest-mirror-set.yaml",
+            yaml(
+                &json!({"apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet",
+                "metadata": {"creationTimestamp": null, "name": "image-digest-mirror"},
+                "spec": {"imageDigestMirrors": sources.iter().map(|s| json!({"mirrors": s.mirrors, "source": s.source})).collect::<Vec<_>>()},
+                "status": {}}),
+            ),
+        );
+    }
+    let icsp = |name: String, srcs: &[okd_installconfig::ImageSource]| {
+        yaml(
+            &json!({"apiVersion": "operator.openshift.io/v1alpha1", "kind": "ImageContentSourcePolicy",
+            "metadata": {"creationTimestamp": null, "name": name},
+            "spec": {"repositoryDigestMirrors": srcs.iter().map(|s| json!({"mirrors": s.mirrors, "source": s.source})).collect::<Vec<_>>()}}),
+        )
+    };
+    if sources.is_empty() {
+        Ok(Vec::new())
+    } else if i.ctx.target.has_image_digest_sources() {
+        one(
+            "image-content-source-policy.yaml",
+            icsp("image-policy".into(), &sources),
+        )
+    } else {
+        Ok(sources
+            .iter()
+            .enumerate()
+            .map(|(n, s)| {
+                (
+                    format!("image-content-source-policy-{n}.yaml"),
+                    icsp(format!("image-policy-{n}"), std::slice::from_ref(s)),
+                )
+            })
+            .collect())
+    }
+}
+
+/// `kube-cloud-config.yaml`: the empty cloud config secret.
+fn kube_cloud_config(_: &Inputs<'_>) -> Manifests {
+    one(
+        "kube-cloud-config.yaml",
+        yaml(
+            &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kube-cloud-cfg", "namespace": "kube-system"}, "type": "Opaque", "data": {"config": ""}}),
+        ),
+    )
+}
+
+/// `kube-system-configmap-root-ca.yaml`.
+fn kube_system_root_ca(i: &Inputs<'_>) -> Manifests {
+    one(
+        "kube-system-configmap-root-ca.yaml",
+        yaml(
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "root-ca", "namespace": "kube-system"}, "data": {"ca.crt": i.root.0.cert_pem()}}),
+        ),
+    )
+}
+
+/// The machine-config server CA ConfigMap and Secret (releases that want them).
+fn machine_config_server_ca(i: &Inputs<'_>) -> Manifests {
+    if !i.ctx.target.writes_mcs_ca_manifests() {
+        return Ok(Vec::new());
+    }
+    let root = i.root;
+    let info = root_cert_times(root)?;
+    Ok(vec![
+        (
+            "machine-config-server-ca-configmap.yaml".into(),
+            yaml(
+                &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "machine-config-server-ca", "namespace": "openshift-machine-config-operator",
+                "labels": {"auth.openshift.io/managed-certificate-type": "ca-bundle"}}, "data": {"ca-bundle.crt": root.0.cert_pem()}}),
+            ),
+        ),
+        (
+            "machine-config-server-ca-secret.yaml".into(),
+            yaml(
+                &json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+                "metadata": {"name": "machine-config-server-ca", "namespace": "openshift-machine-config-operator",
+                    "labels": {"auth.openshift.io/managed-certificate-type": "signer"},
+                    "annotations": {"auth.openshift.io/certificate-issuer": "root-ca", "auth.openshift.io/certificate-not-after": info.1, "auth.openshift.io/certificate-not-before": info.0}},
+                "data": {"tls.crt": base64_std(&root.0.cert_raw), "tls.key": base64_std(&root.0.key_raw)}}),
+            ),
+        ),
+    ])
+}
+
+/// `machine-config-server-tls-secret.yaml`.
+fn machine_config_server_tls(i: &Inputs<'_>) -> Manifests {
+    let mcs_type = if i.ctx.target.writes_mcs_ca_manifests() {
+        "kubernetes.io/tls"
+    } else {
+        "Opaque"
+    };
+    one(
+        "machine-config-server-tls-secret.yaml",
+        yaml(
+            &json!({"apiVersion": "v1", "kind": "Secret", "type": mcs_type,
+            "metadata": {"name": "machine-config-server-tls", "namespace": "openshift-machine-config-operator"},
+            "data": {"tls.crt": base64_std(&i.mcs.0.cert_raw), "tls.key": base64_std(&i.mcs.0.key_raw)}}),
+        ),
+    )
+}
+
+/// `openshift-config-secret-pull-secret.yaml`.
+fn pull_secret(i: &Inputs<'_>) -> Manifests {
+    one(
+        "openshift-config-secret-pull-secret.yaml",
+        yaml(
+            &json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+            "metadata": {"name": "pull-secret", "namespace": "openshift-config"},
+            "data": {".dockerconfigjson": base64_std(i.ic.pull_secret.as_bytes())}}),
+        ),
+    )
+}
+
+/// `user-ca-bundle-config.yaml`: additionalTrustBundle, when set.
+fn user_ca_bundle(i: &Inputs<'_>) -> Manifests {
+    let Some(bundle) =
+        i.ic.additional_trust_bundle
+            .as_deref()
+            .filter(|b| !b.trim().is_empty())
+    else {
+        return Ok(Vec::new());
+    };
+    one(
+        "user-ca-bundle-config.yaml",
+        yaml(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"creationTimestamp": null, "name": "user-ca-bundle", "namespace": "openshift-config"},
+            "data": {"ca-bundle.crt": bundle}})),
+    )
 }
 
 fn root_cert_times(root: &RootCa) -> Result<(String, String), AssetError> {
