@@ -96,7 +96,13 @@ pub(crate) fn upconvert(mut c: InstallConfig) -> Result<InstallConfig, String> {
     match c.api_version.as_str() {
         "" => return Err("apiVersion: Required value: no version was provided".to_string()),
         "v1" | "v1beta3" | "v1beta4" => {}
-        other => return Err(format!("cannot upconvert from version {other}")),
+        // pkg/types/conversion/installconfig.go ConvertInstallConfig: a field error on apiVersion.
+        other => {
+            return Err(format!(
+                "apiVersion: Invalid value: {}: cannot upconvert from version {other}",
+                serde_json::to_string(other).unwrap_or_default()
+            ));
+        }
     }
     if let Some(n) = c.networking.as_mut() {
         if let Some(old) = n.cluster_networks.take()

@@ -35,6 +35,12 @@ impl Errs {
             detail.as_ref()
         ));
     }
+    /// `Invalid value` without the value (apimachinery's omitted value), for
+    /// fields whose value is a secret.
+    fn invalid_omitted(&mut self, path: &str, detail: impl AsRef<str>) {
+        self.0
+            .push(format!("{path}: Invalid value: {}", detail.as_ref()));
+    }
     fn required(&mut self, path: &str, detail: &str) {
         self.0.push(format!("{path}: Required value: {detail}"));
     }
@@ -791,6 +797,12 @@ fn platform(c: &InstallConfig, e: &mut Errs) {
             ),
         ),
     }
+    // pkg/types/aws/validation/platform.go ValidatePlatform.
+    if let Some(aws) = &c.platform.aws
+        && aws.region.is_empty()
+    {
+        e.required("platform.aws.region", "region must be specified");
+    }
 }
 
 fn gate_enabled(c: &InstallConfig, gate: &str) -> bool {
@@ -970,9 +982,12 @@ fn pools(c: &InstallConfig, e: &mut Errs) {
 
 // ---------------------------------------------------------------- pull secret, proxy, mirrors, publish
 
+/// pkg/types/validation/installconfig.go echoes the pull secret in the error;
+/// here the value is omitted: it holds registry credentials, and the error
+/// goes to stderr and `.openshift_install.log` (docs/differences.md).
 fn pull_secret(c: &InstallConfig, e: &mut Errs) {
     if let Some(d) = pull_secret_error(&c.pull_secret) {
-        e.invalid("pullSecret", &c.pull_secret, d);
+        e.invalid_omitted("pullSecret", d);
     }
 }
 
