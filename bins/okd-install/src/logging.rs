@@ -5,15 +5,18 @@
 //! as ` key=value`. Events of other crates (hyper, hickory, rustls) are shown
 //! only at warning level and above unless the level is debug or trace.
 
-use std::fs::OpenOptions;
 use std::io::{IsTerminal, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Mutex;
 
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::{Context, SubscriberExt};
+
+/// The log file in the asset directory.
+const LOG_FILE: &str = ".openshift_install.log";
+/// Its mode: it holds debug output about the cluster, so not world-readable.
+const LOG_MODE: u32 = 0o640;
 
 struct Sink {
     console_level: Level,
@@ -123,13 +126,13 @@ pub(crate) fn parse_level(s: &str) -> Result<Level, String> {
 pub(crate) fn init(level: Level, dir: Option<&Path>) -> anyhow::Result<()> {
     let file = match dir {
         Some(d) => {
-            std::fs::DirBuilder::new().recursive(true).create(d)?;
-            let f = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o644)
-                .open(d.join(".openshift_install.log"))?;
-            Some(Mutex::new(f))
+            // The first write of a run: a new --dir is 0750 and the log 0640
+            // from their creation, whatever the umask (installer.md §1.4).
+            okd_fs::create_dir_all(d, okd_fs::DIR_MODE)?;
+            Some(Mutex::new(okd_fs::open_append(
+                &d.join(LOG_FILE),
+                LOG_MODE,
+            )?))
         }
         None => None,
     };
