@@ -159,7 +159,7 @@ fn parse_authorized_key(text: &str) -> Result<String, String> {
                 continue;
             }
             let n = u32::from_be_bytes([blob[0], blob[1], blob[2], blob[3]]) as usize;
-            if blob.len() < 4 + n || &blob[4..4 + n] != f.as_bytes() {
+            if blob.get(4..).and_then(|b| b.get(..n)) != Some(f.as_bytes()) {
                 continue;
             }
             return Ok((*f).to_string());
@@ -547,6 +547,10 @@ fn networking(
             } else if let Some(net) = net {
                 if cn.host_prefix < i64::from(net.prefix_len()) {
                     e.invalid_n(&hp, cn.host_prefix, format!("cluster network host subnetwork prefix must not be larger size than CIDR {}", cn.cidr));
+                } else if is_v4(&net) && cn.host_prefix > 32 {
+                    // Not an openshift-install rule (it leaves this to the
+                    // network operator); no IPv4 prefix is longer than 32.
+                    e.invalid_n(&hp, cn.host_prefix, "cluster network host subnetwork prefix must be at most 32 for IPv4 networks");
                 } else if is_v4(&net) {
                     match v4_prefix {
                         Some(p) if p != cn.host_prefix => {
@@ -643,11 +647,11 @@ fn networking(
                     }
                     let mut nodes: u128 = 0;
                     for cn in &n.cluster_network {
-                        if let Ok(IpNet::V4(v)) = cn.cidr.parse::<IpNet>() {
-                            let d = cn.host_prefix - i64::from(v.prefix_len());
-                            if (0..64).contains(&d) {
-                                nodes += 1u128 << d;
-                            }
+                        if let Ok(IpNet::V4(v)) = cn.cidr.parse::<IpNet>()
+                            && let Some(d) = cn.host_prefix.checked_sub(i64::from(v.prefix_len()))
+                            && (0..64).contains(&d)
+                        {
+                            nodes = nodes.saturating_add(1u128 << d);
                         }
                     }
                     let cap = (1u128 << (32 - u32::from(join.prefix_len()))).saturating_sub(3);
@@ -877,6 +881,9 @@ fn fencing_creds(p: &MachinePool) -> Option<usize> {
     )
 }
 
+/// The largest control plane okd-install generates (etcd itself is meant for 3 or 5 members).
+const MAX_CONTROL_PLANE_REPLICAS: i64 = 100;
+
 fn pools(c: &InstallConfig, e: &mut Errs) {
     let plat = c.platform_name();
     let cp_arch = c
@@ -894,6 +901,16 @@ fn pools(c: &InstallConfig, e: &mut Errs) {
                     "controlPlane.replicas",
                     0,
                     "number of control plane replicas must be positive",
+                );
+            }
+            // Not an openshift-install rule: one etcd endpoint and (on AWS) one
+            // Machine is written per replica, so a hostile count would exhaust
+            // memory (docs/differences.md).
+            if let Some(r) = cp.replicas.filter(|r| *r > MAX_CONTROL_PLANE_REPLICAS) {
+                e.invalid_n(
+                    "controlPlane.replicas",
+                    r,
+                    format!("number of control plane replicas must be at most {MAX_CONTROL_PLANE_REPLICAS}"),
                 );
             }
             pool_common("controlPlane", cp, plat, e);
@@ -1263,14 +1280,22 @@ const CAPABILITIES: &[&str] = &[
 
 fn capabilities(c: &InstallConfig, o: &LoadOptions, e: &mut Errs) {
     let Some(caps) = &c.capabilities else { return };
-    let mut sets: Vec<String> = vec!["None".to_string()];
-    sets.extend((11..=o.target.minor.max(11)).map(|m| format!("v4.{m}")));
-    sets.push("vCurrent".to_string());
     let base = caps
         .baseline_capability_set
         .as_deref()
         .unwrap_or("vCurrent");
-    if !sets.iter().any(|s| s == base) {
+    let minor = o.target.minor.max(11);
+    let known = base == "None"
+        || base == "vCurrent"
+        || base
+            .strip_prefix("v4.")
+            .and_then(|m| m.parse::<u32>().ok())
+            .is_some_and(|m| (11..=minor).contains(&m) && base == format!("v4.{m}"));
+    if !known {
+        // The list in the message is bounded whatever minor the target claims.
+        let mut sets: Vec<String> = vec!["None".to_string()];
+        sets.extend((11..=minor.min(11 + 64)).map(|m| format!("v4.{m}")));
+        sets.push("vCurrent".to_string());
         let refs: Vec<&str> = sets.iter().map(String::as_str).collect();
         e.unsupported("capabilities.baselineCapabilitySet", base, &refs);
     }
