@@ -149,3 +149,44 @@ fn leftovers_of_an_interrupted_run_are_swept() {
     }
     assert!(d.path().join("notes.txt").exists(), "a user's file removed");
 }
+
+#[test]
+fn control_characters_from_user_files_are_escaped_in_stderr_and_log() {
+    let d = tempfile::tempdir().unwrap();
+    for f in [
+        "install-config.yaml",
+        "agent-config.yaml",
+        "bastion-config.yaml",
+    ] {
+        std::fs::copy(
+            repo().join("examples/baremetal-single-master").join(f),
+            d.path().join(f),
+        )
+        .unwrap();
+    }
+    // A key the schema rejects; serde's message repeats it verbatim.
+    let mut b = std::fs::read_to_string(d.path().join("bastion-config.yaml")).unwrap();
+    b.push_str("\"bogus\\e[2J\\nFORGED-LINE\\r\\u009b\": 1\n");
+    std::fs::write(d.path().join("bastion-config.yaml"), b).unwrap();
+    let out = okd(d.path(), &["create", "bastion-configs"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    let log = std::fs::read_to_string(d.path().join(".openshift_install.log")).unwrap();
+    assert!(
+        err.contains("bogus\\u{1b}[2J\\nFORGED-LINE\\r\\u{9b}"),
+        "{err}"
+    );
+    assert!(
+        log.contains("bogus\\\\u{1b}[2J\\\\nFORGED-LINE\\\\r\\\\u{9b}"),
+        "{log}"
+    );
+    for (what, text, start) in [("stderr", &err, "level="), ("log", &log, "time=\"")] {
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{what} holds a raw control character: {text:?}"
+        );
+        for l in text.lines() {
+            assert!(l.starts_with(start), "{what}: forged line {l:?}");
+        }
+    }
+}
