@@ -5,15 +5,18 @@
 //! as ` key=value`. Events of other crates (hyper, hickory, rustls) are shown
 //! only at warning level and above unless the level is debug or trace.
 
-use std::fs::OpenOptions;
 use std::io::{IsTerminal, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Mutex;
 
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::{Context, SubscriberExt};
+
+/// The log file in the asset directory.
+const LOG_FILE: &str = ".openshift_install.log";
+/// Its mode: it holds debug output about the cluster, so not world-readable.
+const LOG_MODE: u32 = 0o640;
 
 struct Sink {
     console_level: Level,
@@ -72,37 +75,55 @@ impl<S: Subscriber> Layer<S> for Sink {
         {
             return;
         }
-        let text = m.0 + &m.1;
-        for line in text.lines() {
-            if lvl <= self.console_level {
-                let mut err = std::io::stderr().lock();
-                if self.tty {
-                    let (color, name) = match lvl {
-                        Level::ERROR => ("31", "ERROR"),
-                        Level::WARN => ("33", "WARNING"),
-                        Level::INFO => ("36", "INFO"),
-                        _ => ("37", "DEBUG"),
-                    };
-                    let _ = writeln!(err, "\x1b[{color}m{name}\x1b[0m {line}");
-                } else {
-                    let _ = writeln!(err, "level={} msg={line}", level_name(&lvl));
-                }
+        // One event is one line: control characters (newlines, escape
+        // sequences) from values read out of user files are escaped, so they
+        // can neither forge log lines nor drive the terminal.
+        let line = escape_controls(&(m.0 + &m.1));
+        if lvl <= self.console_level {
+            let mut err = std::io::stderr().lock();
+            if self.tty {
+                let (color, name) = match lvl {
+                    Level::ERROR => ("31", "ERROR"),
+                    Level::WARN => ("33", "WARNING"),
+                    Level::INFO => ("36", "INFO"),
+                    _ => ("37", "DEBUG"),
+                };
+                let _ = writeln!(err, "\x1b[{color}m{name}\x1b[0m {line}");
+            } else {
+                let _ = writeln!(err, "level={} msg={line}", level_name(&lvl));
             }
-            if let Some(f) = &self.file {
-                let ts = time::OffsetDateTime::now_utc()
-                    .format(&time::format_description::well_known::Rfc3339)
-                    .unwrap_or_default();
-                let escaped = line.replace('\\', "\\\\").replace('"', "\\\"");
-                if let Ok(mut f) = f.lock() {
-                    let _ = writeln!(
-                        f,
-                        "time=\"{ts}\" level={} msg=\"{escaped}\"",
-                        level_name(&lvl)
-                    );
-                }
+        }
+        if let Some(f) = &self.file {
+            let ts = time::OffsetDateTime::now_utc()
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default();
+            // Inside logrus's quoted msg="…": backslash and quote escaped too.
+            let quoted = line.replace('\\', "\\\\").replace('"', "\\\"");
+            if let Ok(mut f) = f.lock() {
+                let _ = writeln!(
+                    f,
+                    "time=\"{ts}\" level={} msg=\"{quoted}\"",
+                    level_name(&lvl)
+                );
             }
         }
     }
+}
+
+/// Escapes the Unicode control characters (C0 but tab, DEL, C1) of `s` as
+/// `\n`, `\r` or `\u{..}`; other characters, including backslashes, are kept.
+fn escape_controls(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push(c),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Parses `--log-level` (debug|info|warn|error).
@@ -123,13 +144,13 @@ pub(crate) fn parse_level(s: &str) -> Result<Level, String> {
 pub(crate) fn init(level: Level, dir: Option<&Path>) -> anyhow::Result<()> {
     let file = match dir {
         Some(d) => {
-            std::fs::DirBuilder::new().recursive(true).create(d)?;
-            let f = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o644)
-                .open(d.join(".openshift_install.log"))?;
-            Some(Mutex::new(f))
+            // The first write of a run: a new --dir is 0750 and the log 0640
+            // from their creation, whatever the umask (installer.md §1.4).
+            okd_fs::create_dir_all(d, okd_fs::DIR_MODE)?;
+            Some(Mutex::new(okd_fs::open_append(
+                &d.join(LOG_FILE),
+                LOG_MODE,
+            )?))
         }
         None => None,
     };

@@ -147,7 +147,7 @@ fn rerun_is_idempotent_and_state_is_reused() {
             && l.trim_end().ends_with("Generating Root CA...\"")),
         "log file at debug level"
     );
-    assert_eq!(mode(&d.path().join(".openshift_install.log")), 0o644);
+    assert_eq!(mode(&d.path().join(".openshift_install.log")), 0o640);
 }
 
 #[test]
@@ -191,6 +191,8 @@ fn bad_install_configs_change_nothing() {
         let mut args = vec!["create", "manifests"];
         if stem.contains("-t413") {
             args.extend(["--release-image", OCP_413]);
+        } else if stem.contains("-t414") {
+            args.extend(["--release-image", OCP_414]);
         }
         let out = okd(d.path(), &args);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -212,6 +214,7 @@ fn bad_install_configs_change_nothing() {
         assert_eq!(
             t,
             vec![
+                ".openshift_install.lock".to_string(),
                 ".openshift_install.log".to_string(),
                 "install-config.yaml".to_string()
             ],

@@ -2,13 +2,13 @@
 //!
 //! Layout and modes follow openshift-install (installer.md §1.3, §1.4,
 //! Appendix B.5): directories 0750, files 0640, the state file
-//! `.openshift_install_state.json` 0640. Every write goes to a temporary file in
-//! the same directory, is fsynced, renamed over the target and the directory is
-//! fsynced, so an interrupted run never leaves a half-written asset.
+//! `.openshift_install_state.json` 0640, exact whatever the umask. Every write
+//! goes through [`okd_fs::write_atomic`] (temporary file in the same directory,
+//! fsync, rename, directory fsync), so an interrupted run never leaves a
+//! half-written asset; the temporaries such a run leaves are swept by
+//! [`AssetDir::lock`]'s caller at the start of the next one.
 
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
@@ -19,7 +19,7 @@ use crate::error::AssetError;
 /// Mode of every file written to the asset directory (openshift-install's 0640).
 pub const FILE_MODE: u32 = 0o640;
 /// Mode of every directory created in the asset directory.
-pub const DIR_MODE: u32 = 0o750;
+pub const DIR_MODE: u32 = okd_fs::DIR_MODE;
 
 /// One file of a writable asset: a path relative to the asset directory and its bytes.
 ///
@@ -135,6 +135,23 @@ impl AssetDir {
         write_atomic(&self.path(rel), data, mode)
     }
 
+    /// Locks the directory for one run ([`okd_fs::DirLock`] on
+    /// `.openshift_install.lock`), creating it 0750 if missing, then removes
+    /// the temporary files an interrupted run left (`.okd-install-*`, in the
+    /// directory and up to two levels below). Hold the returned lock until the
+    /// run's last write.
+    ///
+    /// # Errors
+    /// [`AssetError::Fs`]: [`okd_fs::FsError::Locked`] naming the PID of the
+    /// run that holds the directory, or the I/O step that failed.
+    pub fn lock(&self) -> Result<okd_fs::DirLock, AssetError> {
+        let lock = okd_fs::DirLock::acquire(&self.root)?;
+        for p in okd_fs::sweep_temp_files(&self.root, &[okd_fs::TEMP_PREFIX], 2)? {
+            tracing::debug!("Removed {} left by an interrupted run", p.display());
+        }
+        Ok(lock)
+    }
+
     /// Deletes `rel` (consumed input); then removes its parent directories inside
     /// the asset directory that became empty. Missing files are not an error.
     pub fn remove(&self, rel: &str) -> Result<(), AssetError> {
@@ -159,45 +176,20 @@ impl AssetDir {
     }
 }
 
-/// Creates `dir` and missing parents with mode 0750.
+/// Creates `dir` and missing parents with exactly [`DIR_MODE`] (umask-independent).
+///
+/// # Errors
+/// [`AssetError::Fs`] naming the directory.
 pub fn create_dir_all(dir: &Path) -> Result<(), AssetError> {
-    if dir.as_os_str().is_empty() || dir.is_dir() {
-        return Ok(());
-    }
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(DIR_MODE)
-        .create(dir)
-        .map_err(|e| AssetError::io("creating directory", dir, e))
+    Ok(okd_fs::create_dir_all(dir, DIR_MODE)?)
 }
 
-/// Writes a file atomically: temp file in the same directory with `mode`,
-/// fsync, rename over `path`, fsync the directory.
+/// Writes a file atomically with exactly `mode` through the workspace's one
+/// writer ([`okd_fs::write_atomic`]): temporary file in the same directory,
+/// fsync, rename over `path`, fsync of the directory.
+///
+/// # Errors
+/// [`AssetError::Fs`] naming the step and the path.
 pub fn write_atomic(path: &Path, data: &[u8], mode: u32) -> Result<(), AssetError> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    create_dir_all(dir)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".okd-install-")
-        .permissions(fs::Permissions::from_mode(mode))
-        .tempfile_in(dir)
-        .map_err(|e| AssetError::io("creating temporary file in", dir, e))?;
-    tmp.write_all(data)
-        .map_err(|e| AssetError::io("writing", path, e))?;
-    // umask may have narrowed the mode at creation; set it exactly.
-    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(mode))
-        .map_err(|e| AssetError::io("setting mode of", path, e))?;
-    tmp.as_file()
-        .sync_all()
-        .map_err(|e| AssetError::io("syncing", path, e))?;
-    tmp.persist(path)
-        .map_err(|e| AssetError::io("renaming into place", path, e.error))?;
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    Ok(okd_fs::write_atomic(path, data, mode)?)
 }

@@ -26,6 +26,9 @@ pub enum AssetError {
         #[source]
         source: std::io::Error,
     },
+    /// Writing, creating directories, locking or sweeping failed (okd-fs).
+    #[error(transparent)]
+    Fs(#[from] okd_fs::FsError),
     /// A file in the asset directory has content that cannot be used; names the file and the rule.
     #[error("{}: {message}", path.display())]
     BadFile {
@@ -92,7 +95,12 @@ impl AssetError {
     pub fn is_install_config_error(&self) -> bool {
         let mut e: Option<&(dyn std::error::Error + 'static)> = Some(self);
         while let Some(err) = e {
-            if let Some(AssetError::InstallConfig(_)) = err.downcast_ref::<AssetError>() {
+            // The wrapping variants hold their source in a Box, which is what
+            // `source()` hands out.
+            let this = err
+                .downcast_ref::<AssetError>()
+                .or_else(|| err.downcast_ref::<Box<AssetError>>().map(|b| &**b));
+            if let Some(AssetError::InstallConfig(_)) = this {
                 return true;
             }
             e = err.source();

@@ -87,15 +87,22 @@ impl Target {
     }
 }
 
-/// Runs one `create` target on `dir`: sizes the key pool, fetches each target
-/// asset (saving state and consuming inputs), writes the target files, and logs
-/// `<Title> created in: <dirs>`. Returns the files written (relative paths).
+/// Runs one `create` target on `dir`: locks the directory and sweeps the
+/// temporaries of an interrupted run ([`AssetDir::lock`]), sizes the key pool,
+/// fetches each target asset (saving state and consuming inputs), writes the
+/// target files, and logs `<Title> created in: <dirs>`. Returns the files
+/// written (relative paths).
+///
+/// # Errors
+/// [`AssetError::Fs`] with [`okd_fs::FsError::Locked`] at once when another
+/// run holds the directory; otherwise the first failing step.
 pub fn create(
     dir: &AssetDir,
     ctx: &mut GenCtx,
     target: Target,
     key_threads: usize,
 ) -> Result<Vec<String>, AssetError> {
+    let _lock = dir.lock()?;
     let targets = target.assets();
     {
         let probe = Store::open(dir.clone(), ctx)?;

@@ -396,11 +396,10 @@ impl Node {
     pub fn netmask(&self) -> String {
         match self.address {
             IpAddr::V4(_) => {
-                let bits: u32 = if self.prefix == 0 {
-                    0
-                } else {
-                    u32::MAX << (32 - u32::from(self.prefix))
-                };
+                // Range-checked at load; checked here too, so no prefix can panic.
+                let bits = u32::MAX
+                    .checked_shl(32u32.saturating_sub(u32::from(self.prefix)))
+                    .unwrap_or(0);
                 Ipv4Addr::from(bits).to_string()
             }
             IpAddr::V6(_) => self.prefix.to_string(),
@@ -580,13 +579,17 @@ impl Inventory {
                     "a static address (nmstate interfaces[].ipv4.address) is required",
                 )
             })?;
-            let (address, prefix, iface) = nmstate_address(net).ok_or_else(|| {
-                invalid(
-                    f,
-                    at("networkConfig.interfaces"),
-                    "no static ipv4/ipv6 address with prefix-length found",
-                )
-            })?;
+            let (address, prefix, iface) = nmstate_address(net)
+                .map_err(|(field, rule)| {
+                    invalid(f, at(&field), format!("host {hostname:?}: {rule}"))
+                })?
+                .ok_or_else(|| {
+                    invalid(
+                        f,
+                        at("networkConfig.interfaces"),
+                        "no static ipv4/ipv6 address with prefix-length found",
+                    )
+                })?;
             if let (Some(n), Some(ifn)) = (nic, &iface)
                 && !h.interfaces.iter().any(|x| &x.name == ifn)
             {
@@ -750,9 +753,20 @@ pub fn normalize_mac(s: &str) -> Option<String> {
     Some(parts.join(":").to_ascii_lowercase())
 }
 
-fn nmstate_address(net: &Value) -> Option<(IpAddr, u8, Option<String>)> {
-    for iface in net.get("interfaces")?.as_array()? {
-        for fam in ["ipv4", "ipv6"] {
+/// A static address from nmstate: `(address, prefix length, interface name)`.
+type StaticAddress = (IpAddr, u8, Option<String>);
+
+/// The first static address of the nmstate config: `(address, prefix length,
+/// interface name)`. `Ok(None)` when there is none. An address whose
+/// `prefix-length` is out of range for its family (IPv4 0-32, IPv6 0-128;
+/// nmstate's `InterfaceIpAddr`) is an error `(field path, rule)` below
+/// `networkConfig`, checked before the number is narrowed.
+fn nmstate_address(net: &Value) -> Result<Option<StaticAddress>, (String, String)> {
+    let Some(ifaces) = net.get("interfaces").and_then(Value::as_array) else {
+        return Ok(None);
+    };
+    for (n, iface) in ifaces.iter().enumerate() {
+        for (fam, max) in [("ipv4", 32u64), ("ipv6", 128)] {
             let Some(addrs) = iface
                 .get(fam)
                 .and_then(|v| v.get("address"))
@@ -760,23 +774,38 @@ fn nmstate_address(net: &Value) -> Option<(IpAddr, u8, Option<String>)> {
             else {
                 continue;
             };
-            for a in addrs {
+            for (k, a) in addrs.iter().enumerate() {
+                let field =
+                    format!("networkConfig.interfaces[{n}].{fam}.address[{k}].prefix-length");
                 let ip = a
                     .get("ip")
                     .and_then(Value::as_str)
                     .and_then(|s| s.parse::<IpAddr>().ok());
-                let prefix = a.get("prefix-length").and_then(Value::as_u64);
-                if let (Some(ip), Some(p)) = (ip, prefix) {
-                    return Some((
-                        ip,
-                        p as u8,
-                        iface.get("name").and_then(Value::as_str).map(String::from),
-                    ));
+                let prefix = match a.get("prefix-length") {
+                    None => continue,
+                    Some(p) => match p.as_u64().filter(|p| *p <= max) {
+                        Some(p) => u8::try_from(p).unwrap_or(u8::MAX),
+                        None => {
+                            return Err((
+                                field,
+                                format!("{p} is not a prefix length for {fam} (0-{max})"),
+                            ));
+                        }
+                    },
+                };
+                let Some(ip) = ip else { continue };
+                if ip.is_ipv4() != (fam == "ipv4") {
+                    return Err((field, format!("{ip} is not an {fam} address")));
                 }
+                return Ok(Some((
+                    ip,
+                    prefix,
+                    iface.get("name").and_then(Value::as_str).map(String::from),
+                )));
             }
         }
     }
-    None
+    Ok(None)
 }
 
 fn nmstate_gateway(net: &Value) -> Option<IpAddr> {
@@ -975,6 +1004,74 @@ mod tests {
             let mut b = bastion.clone();
             b.os_images.directory = good.into();
             Inventory::resolve(&agent, &b, "okd", "example").expect(good);
+        }
+    }
+
+    #[test]
+    fn prefix_length_is_range_checked_at_load() {
+        let root =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/baremetal-single-master");
+        let agent_text = std::fs::read_to_string(root.join(AGENT_CONFIG_FILE)).unwrap();
+        let bastion =
+            parse_bastion_config(&std::fs::read(root.join(BASTION_CONFIG_FILE)).unwrap()).unwrap();
+        let field = "hosts[1].networkConfig.interfaces[0].ipv4.address[0].prefix-length";
+        for (bad, shown) in [
+            ("33", "33"),
+            ("40", "40"),
+            ("300", "300"),
+            ("-1", "-1"),
+            ("18446744073709551615", "18446744073709551615"),
+            ("\"24\"", "\"24\""),
+        ] {
+            let text = agent_text.replacen(
+                "ip: 192.168.120.104\n                prefix-length: 24",
+                &format!("ip: 192.168.120.104\n                prefix-length: {bad}"),
+                1,
+            );
+            assert_ne!(text, agent_text, "fixture changed");
+            let agent = parse_agent_config(text.as_bytes()).unwrap();
+            let e = Inventory::resolve(&agent, &bastion, "okd", "example")
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "invalid agent-config.yaml: {field}: host \"worker1\": {shown} is not a prefix length for ipv4 (0-32)"
+                )
+            );
+        }
+        // IPv6 allows up to 128, not more.
+        let mut agent = parse_agent_config(agent_text.as_bytes()).unwrap();
+        let set = |agent: &mut AgentConfig, p: u64| {
+            agent.hosts[1].network_config = Some(serde_json::json!({"interfaces": [
+                {"name": "ens786f1", "ipv6": {"address": [{"ip": "fd00::104", "prefix-length": p}]}}]}));
+        };
+        set(&mut agent, 128);
+        let inv = Inventory::resolve(&agent, &bastion, "okd", "example").unwrap();
+        assert_eq!(inv.nodes[2].prefix, 128);
+        set(&mut agent, 129);
+        let e = Inventory::resolve(&agent, &bastion, "okd", "example")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("hosts[1].networkConfig.interfaces[0].ipv6.address[0].prefix-length")
+                && e.contains("129 is not a prefix length for ipv6 (0-128)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn netmask_never_panics() {
+        let mut n = example().nodes[1].clone();
+        for (p, want) in [
+            (0, "0.0.0.0"),
+            (8, "255.0.0.0"),
+            (32, "255.255.255.255"),
+            (40, "255.255.255.255"),
+            (255, "255.255.255.255"),
+        ] {
+            n.prefix = p;
+            assert_eq!(n.netmask(), want, "/{p}");
         }
     }
 }

@@ -96,7 +96,13 @@ pub(crate) fn upconvert(mut c: InstallConfig) -> Result<InstallConfig, String> {
     match c.api_version.as_str() {
         "" => return Err("apiVersion: Required value: no version was provided".to_string()),
         "v1" | "v1beta3" | "v1beta4" => {}
-        other => return Err(format!("cannot upconvert from version {other}")),
+        // pkg/types/conversion/installconfig.go ConvertInstallConfig: a field error on apiVersion.
+        other => {
+            return Err(format!(
+                "apiVersion: Invalid value: {}: cannot upconvert from version {other}",
+                serde_json::to_string(other).unwrap_or_default()
+            ));
+        }
     }
     if let Some(n) = c.networking.as_mut() {
         if let Some(old) = n.cluster_networks.take()
@@ -104,11 +110,18 @@ pub(crate) fn upconvert(mut c: InstallConfig) -> Result<InstallConfig, String> {
         {
             n.cluster_network = old;
         }
-        for e in &mut n.cluster_network {
+        for (i, e) in n.cluster_network.iter_mut().enumerate() {
             if let Some(len) = e.host_subnet_length.take()
                 && e.host_prefix == 0
             {
-                let bits = if e.cidr.contains(':') { 128 } else { 32 };
+                // Upstream's field is an int32 and the subtraction cannot leave
+                // 0..=bits for a sane value; an absurd one is an error here.
+                let bits: i64 = if e.cidr.contains(':') { 128 } else { 32 };
+                if !(0..=bits).contains(&len) {
+                    return Err(format!(
+                        "networking.clusterNetwork[{i}].hostSubnetLength: Invalid value: {len}: must be between 0 and {bits}"
+                    ));
+                }
                 e.host_prefix = bits - len;
             }
         }

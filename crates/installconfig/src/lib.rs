@@ -213,9 +213,12 @@ impl InstallConfig {
         self.platform.names().first().copied().unwrap_or("")
     }
 
-    /// Sum of the replicas of every compute pool (missing counts as 0).
+    /// Sum of the replicas of every compute pool (missing counts as 0;
+    /// saturating, so hostile counts cannot overflow).
     pub fn compute_replicas(&self) -> i64 {
-        self.compute.iter().map(|p| p.replicas.unwrap_or(0)).sum()
+        self.compute
+            .iter()
+            .fold(0i64, |n, p| n.saturating_add(p.replicas.unwrap_or(0)))
     }
 
     /// Control-plane replicas (3 when the pool or its count is absent, as defaulted).

@@ -1,6 +1,9 @@
 //! The broken-input corpus: every `tests/bad/NN-name.yaml` must fail to load and
 //! the error text must contain the one line of `NN-name.expect`. Names containing
-//! `-t413` are loaded for target 4.13 (OCP), the rest for the default target.
+//! `-t413` / `-t414` are loaded for target 4.13 / 4.14 (OCP), the rest for the
+//! default target. No error may echo a pull-secret credential: every case's
+//! pull secret carries the auth `YWRtaW46YWRtaW4=` or the password
+//! `Hunter2-S3cret`, and neither may appear in any error text.
 
 use std::path::Path;
 
@@ -30,6 +33,8 @@ fn every_bad_input_fails_with_its_expected_message() {
         let expect = expect.trim_end_matches('\n');
         let target = if name.contains("-t413") {
             ReleaseTarget::new(13, false)
+        } else if name.contains("-t414") {
+            ReleaseTarget::new(14, false)
         } else {
             ReleaseTarget::default_target()
         };
@@ -44,6 +49,13 @@ fn every_bad_input_fails_with_its_expected_message() {
                 eprintln!("{name}: {text}");
                 if !text.contains("install-config.yaml") {
                     failures.push(format!("{name}: error does not name the file: {text}"));
+                }
+                for secret in ["YWRtaW46YWRtaW4=", "Hunter2-S3cret"] {
+                    if text.contains(secret) {
+                        failures.push(format!(
+                            "{name}: error echoes the credential {secret}: {text}"
+                        ));
+                    }
                 }
                 if !text.contains(expect) {
                     failures.push(format!("{name}:\n  expected: {expect}\n  got:      {text}"));

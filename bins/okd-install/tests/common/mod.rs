@@ -20,6 +20,8 @@ pub fn repo() -> PathBuf {
 
 /// OCP 4.13, the release the reference data was measured on.
 pub const OCP_413: &str = "quay.io/openshift-release-dev/ocp-release:4.13.0-x86_64";
+/// OCP 4.14, the first release with imageDigestSources.
+pub const OCP_414: &str = "quay.io/openshift-release-dev/ocp-release:4.14.0-x86_64";
 /// The OKD 4.5 release of the examples' guides (Ignition spec 3.0.0).
 pub const OKD_45: &str = "quay.io/openshift/okd:4.5.0-0.okd-2020-08-12-020541";
 

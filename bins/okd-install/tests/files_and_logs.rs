@@ -1,0 +1,192 @@
+//! What a `create` run leaves on disk and in its log, against the real binary:
+//! modes exact under a permissive umask, no credential in stderr or the log,
+//! one run per directory at a time, leftovers of an interrupted run swept,
+//! control characters from user files escaped in log lines.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Runs okd-install under `umask 000` (through the real shell) with `--dir dir`.
+fn okd_umask_000(dir: &Path, args: &[&str]) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg("umask 000 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_okd-install"))
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .env_remove("OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE")
+        .output()
+        .expect("run okd-install")
+}
+
+/// The single-master example's install-config with its `pullSecret` line replaced.
+fn install_config_with_pull_secret(pull_secret: &str) -> String {
+    let text = std::fs::read_to_string(
+        repo().join("examples/baremetal-single-master/install-config.yaml"),
+    )
+    .unwrap();
+    text.lines()
+        .map(|l| {
+            if l.starts_with("pullSecret:") {
+                format!("pullSecret: '{pull_secret}'")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+#[test]
+fn new_dir_is_0750_and_log_0640_under_umask_000() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("new/assets");
+    // No install-config: the run fails, but only after its first write (the log).
+    let out = okd_umask_000(&dir, &["create", "manifests"]);
+    assert!(!out.status.success());
+    assert_eq!(mode(&t.path().join("new")), 0o750);
+    assert_eq!(mode(&dir), 0o750);
+    assert_eq!(mode(&dir.join(".openshift_install.log")), 0o640);
+}
+
+#[test]
+fn invalid_pull_secret_is_not_echoed_to_stderr_or_log() {
+    let secret = "Hunter2-S3cret";
+    let auth = "YWRtaW46SHVudGVyMi1TM2NyZXQ="; // base64 of admin:Hunter2-S3cret
+    for (i, ps) in [
+        // Malformed JSON (a missing closing brace).
+        format!(r#"{{"auths":{{"registry.okd.example:5000":{{"auth":"{auth}","password":"{secret}"}}}}"#),
+        // Well-formed, but the entry has a password and no auth.
+        format!(r#"{{"auths":{{"registry.okd.example:5000":{{"username":"admin","password":"{secret}"}}}}}}"#),
+        // No auths at all, the credential elsewhere.
+        format!(r#"{{"credHelpers":{{"x":"{secret}"}},"token":"{auth}"}}"#),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("a");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(
+            dir.join("install-config.yaml"),
+            install_config_with_pull_secret(ps),
+        )
+        .unwrap();
+        let out = okd_umask_000(&dir, &["create", "manifests", "--log-level", "debug"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "case {i}: {err}");
+        assert!(err.contains("pullSecret: Invalid value: "), "case {i}: {err}");
+        let log = std::fs::read_to_string(dir.join(".openshift_install.log")).unwrap();
+        assert!(log.contains("pullSecret: Invalid value: "), "case {i}: {log}");
+        for s in [secret, auth] {
+            assert!(!err.contains(s), "case {i}: stderr shows {s}: {err}");
+            assert!(!log.contains(s), "case {i}: log shows {s}: {log}");
+        }
+        assert_eq!(mode(&dir.join(".openshift_install.log")), 0o640);
+    }
+}
+
+#[test]
+fn second_create_fails_at_once_naming_the_holder_and_sweeps_nothing() {
+    let d = example_dir("baremetal-single-master");
+    let leftover = d.path().join(".okd-install-AbC123");
+    std::fs::write(&leftover, b"half").unwrap();
+    let original = std::fs::read(d.path().join("install-config.yaml")).unwrap();
+    // This test process holds the directory as a running okd-install would.
+    let held = okd_fs::DirLock::acquire(d.path()).unwrap();
+    let t0 = Instant::now();
+    let out = okd(d.path(), &["create", "manifests"]);
+    let took = t0.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("process {}", std::process::id()))
+            && err.contains(".openshift_install.lock"),
+        "{err}"
+    );
+    assert!(
+        took < Duration::from_secs(10),
+        "waited {took:?} for the lock"
+    );
+    assert_eq!(
+        std::fs::read(d.path().join("install-config.yaml")).unwrap(),
+        original,
+        "the locked-out run changed install-config.yaml"
+    );
+    assert!(
+        !d.path().join(".openshift_install_state.json").exists(),
+        "the locked-out run wrote state"
+    );
+    assert!(leftover.exists(), "swept while another run holds the lock");
+    drop(held);
+    // Released: the next run proceeds and sweeps the leftover.
+    okd_ok(d.path(), &["create", "manifests"]);
+    assert!(!leftover.exists(), "leftover of an interrupted run kept");
+}
+
+#[test]
+fn leftovers_of_an_interrupted_run_are_swept() {
+    let d = example_dir("baremetal-single-master");
+    std::fs::create_dir(d.path().join("auth")).unwrap();
+    let leftovers = [
+        d.path().join(".okd-install-x1Y2z3"),
+        d.path().join("auth/.okd-install-kubeconfigQQ"),
+    ];
+    for p in &leftovers {
+        std::fs::write(p, b"partial").unwrap();
+    }
+    std::fs::write(d.path().join("notes.txt"), b"mine").unwrap();
+    okd_ok(d.path(), &["create", "install-config"]);
+    for p in &leftovers {
+        assert!(!p.exists(), "{} not swept", p.display());
+    }
+    assert!(d.path().join("notes.txt").exists(), "a user's file removed");
+}
+
+#[test]
+fn control_characters_from_user_files_are_escaped_in_stderr_and_log() {
+    let d = tempfile::tempdir().unwrap();
+    for f in [
+        "install-config.yaml",
+        "agent-config.yaml",
+        "bastion-config.yaml",
+    ] {
+        std::fs::copy(
+            repo().join("examples/baremetal-single-master").join(f),
+            d.path().join(f),
+        )
+        .unwrap();
+    }
+    // A key the schema rejects; serde's message repeats it verbatim.
+    let mut b = std::fs::read_to_string(d.path().join("bastion-config.yaml")).unwrap();
+    b.push_str("\"bogus\\e[2J\\nFORGED-LINE\\r\\u009b\": 1\n");
+    std::fs::write(d.path().join("bastion-config.yaml"), b).unwrap();
+    let out = okd(d.path(), &["create", "bastion-configs"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    let log = std::fs::read_to_string(d.path().join(".openshift_install.log")).unwrap();
+    assert!(
+        err.contains("bogus\\u{1b}[2J\\nFORGED-LINE\\r\\u{9b}"),
+        "{err}"
+    );
+    assert!(
+        log.contains("bogus\\\\u{1b}[2J\\\\nFORGED-LINE\\\\r\\\\u{9b}"),
+        "{log}"
+    );
+    for (what, text, start) in [("stderr", &err, "level="), ("log", &log, "time=\"")] {
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{what} holds a raw control character: {text:?}"
+        );
+        for l in text.lines() {
+            assert!(l.starts_with(start), "{what}: forged line {l:?}");
+        }
+    }
+}
