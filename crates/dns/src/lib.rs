@@ -18,10 +18,16 @@
 //! Answers from our zones carry AA; a name that does not exist there is
 //! NXDOMAIN, a name without the asked type NOERROR with no answers (NODATA),
 //! both with the zone's SOA in the authority section (RFC 2308). Other
-//! questions are relayed to the inventory's upstream resolvers over the
+//! questions from clients inside the inventory's `allow_recursion`
+//! networks are relayed to the inventory's upstream resolvers over the
 //! client's transport, with a fresh random ID (RFC 5452), trying them in
 //! turn for 1.5 s (UDP) or 3 s (TCP) each and answering SERVFAIL when none
-//! replies; with no upstreams they are REFUSED. Queries with an EDNS OPT
+//! replies; with no upstreams, or from other clients, they are REFUSED
+//! (without RA). A relayed UDP reply larger than the client takes (its EDNS
+//! size, at most 1232, or 512) goes back as the question alone with TC set,
+//! so the client retries over TCP. Each client address has a query rate
+//! limit ([`RateLimit`]); TCP clients are held to [`DnsOptions::tcp`]
+//! (connection caps, idle timeout). Queries with an EDNS OPT
 //! record (RFC 6891) get one back (payload 1232, DO copied); a UDP answer
 //! larger than the client takes is truncated (TC) so it retries over TCP.
 //!
@@ -41,13 +47,16 @@ use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::task::{JoinHandle, JoinSet};
 
 mod forward;
+mod limit;
 mod table;
 mod wire;
 pub mod zone;
 
+pub use limit::{DEFAULT_BURST, DEFAULT_QUERIES_PER_SECOND, RateLimit};
 pub use zone::{RecordData, TTL_SECS, Zone, ZoneRecord, reverse_zone, zone_records};
 
 use forward::Forwarder;
+use limit::Limiter;
 use table::{Lookup, Table};
 use wire::{Flags, Query, Reject, Sections, rcode};
 
@@ -101,10 +110,34 @@ fn describe(e: &std::io::Error) -> Cow<'static, str> {
     }
 }
 
-/// Idle time after which a TCP client is closed (RFC 7766 §6.2.3).
+/// Idle time after which a TCP client is closed (RFC 7766 §6.2.3), and
+/// the time one message may take to arrive.
 const TCP_IDLE: Duration = Duration::from_secs(10);
-/// TCP clients served at once; further connections are closed at once.
-const MAX_TCP_CLIENTS: usize = 128;
+
+/// Tuning of [`DnsServer::start_with`]; [`Default`] gives the documented
+/// defaults, which [`DnsServer::start`] uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DnsOptions {
+    /// Per-client query rate limit (both transports).
+    pub rate: RateLimit,
+    /// Limits of the TCP listener. Default: 128 connections, 16 per client
+    /// address, 10 s idle (RFC 7766 §6.2.3); `header_read` is unused.
+    pub tcp: okd_listen::Limits,
+}
+
+impl Default for DnsOptions {
+    fn default() -> Self {
+        DnsOptions {
+            rate: RateLimit::default(),
+            tcp: okd_listen::Limits {
+                max_connections: 128,
+                max_per_client: 16,
+                header_read: TCP_IDLE,
+                idle: TCP_IDLE,
+            },
+        }
+    }
+}
 /// Largest query read over UDP.
 const UDP_BUF: usize = 4096;
 
@@ -113,6 +146,9 @@ struct Shared {
     table: Table,
     forwarder: Option<Forwarder>,
     observer: Option<Arc<dyn DnsObserver>>,
+    /// Client networks whose other questions are forwarded.
+    allow_recursion: Vec<ipnet::IpNet>,
+    limiter: Limiter,
 }
 
 /// What to do with a received message.
@@ -182,7 +218,7 @@ impl Shared {
         scratch: &mut Vec<u8>,
         out: &mut Vec<u8>,
     ) -> Handled {
-        let ra = self.forwarder.is_some();
+        let ra = self.forwarder.is_some() && self.may_recurse(client);
         let q = match wire::parse_query(msg) {
             Ok(q) => q,
             Err(Reject::Drop) => return Handled::Drop,
@@ -201,6 +237,19 @@ impl Shared {
             Transport::Udp => wire::udp_limit(&q),
             Transport::Tcp => usize::from(u16::MAX),
         };
+        if !self.limiter.admit(client.ip()) {
+            tracing::debug!(%client, "dns query over the client's rate limit");
+            if transport == Transport::Udp {
+                return Handled::Drop;
+            }
+            let f = Flags {
+                aa: false,
+                ra,
+                rcode: rcode::REFUSED,
+            };
+            wire::write_response(out, &q, f, &Sections::default(), limit);
+            return Handled::Reply;
+        }
         let reply = |out: &mut Vec<u8>, aa: bool, rcode: u16, s: &Sections<'_>| {
             wire::write_response(out, &q, Flags { aa, ra, rcode }, s, limit);
         };
@@ -243,7 +292,7 @@ impl Shared {
                 reply(out, true, rc, &s);
                 (rc, &[])
             }
-            Lookup::NotOurs if self.forwarder.is_some() => return Handled::Forward,
+            Lookup::NotOurs if ra => return Handled::Forward,
             Lookup::NotOurs => {
                 reply(out, false, rcode::REFUSED, &Sections::default());
                 (rcode::REFUSED, &[])
@@ -255,8 +304,16 @@ impl Shared {
         Handled::Reply
     }
 
+    /// Whether `client` is inside the recursion networks.
+    fn may_recurse(&self, client: SocketAddr) -> bool {
+        let ip = client.ip().to_canonical();
+        self.allow_recursion.iter().any(|n| n.contains(&ip))
+    }
+
     /// Relays `msg` upstream (over the client's transport) and returns the
-    /// reply, or SERVFAIL when no upstream answered; reports it.
+    /// reply, or SERVFAIL when no upstream answered; reports it. A UDP
+    /// reply larger than the client takes becomes the question alone with
+    /// TC set (RFC 1035 §4.2.1, RFC 6891 §7).
     async fn forward(
         &self,
         msg: &[u8],
@@ -279,6 +336,20 @@ impl Shared {
             wire::write_response(&mut out, &q, f, &Sections::default(), usize::MAX);
             out
         });
+        let limit = wire::udp_limit(&q);
+        let reply = if transport == Transport::Udp && reply.len() > limit {
+            let mut out = Vec::new();
+            let f = Flags {
+                aa: false,
+                ra: true,
+                rcode: u16::from(reply[3] & 0xf),
+            };
+            // Nothing fits but the header, question and OPT: TC is set.
+            wire::write_response(&mut out, &q, f, &Sections::default(), 0);
+            out
+        } else {
+            reply
+        };
         if self.reporting() {
             let (rc, answers) = match hickory_proto::op::Message::from_vec(&reply) {
                 Ok(m) => (
@@ -332,8 +403,10 @@ impl DnsServer {
     /// (`okd_types::release::ReleaseTarget::wants_etcd_srv_records()`).
     /// Names outside the zones are forwarded to `inv.upstreams` (an
     /// upstream that is this server — the bind address or the listen
-    /// address on the bind port — is skipped, as it would loop), or refused
-    /// when there are none. The serving tasks run on the current tokio
+    /// address on the bind port — is skipped, as it would loop) for
+    /// clients inside `inv.allow_recursion`, or refused when there are no
+    /// upstreams or the client is outside. Uses [`DnsOptions::default`]
+    /// ([`DnsServer::start_with`] takes others). The serving tasks run on the current tokio
     /// runtime: one UDP receive loop per runtime worker (at most 4) and a
     /// TCP accept loop.
     ///
@@ -346,6 +419,20 @@ impl DnsServer {
         bind: SocketAddr,
         etcd_records: bool,
         observer: Option<Arc<dyn DnsObserver>>,
+    ) -> Result<DnsServer, DnsError> {
+        Self::start_with(inv, bind, etcd_records, observer, DnsOptions::default()).await
+    }
+
+    /// [`DnsServer::start`] with other rate and TCP limits.
+    ///
+    /// # Errors
+    /// As [`DnsServer::start`].
+    pub async fn start_with(
+        inv: &okd_hosts::Inventory,
+        bind: SocketAddr,
+        etcd_records: bool,
+        observer: Option<Arc<dyn DnsObserver>>,
+        options: DnsOptions,
     ) -> Result<DnsServer, DnsError> {
         let zones = zone_records(inv, etcd_records)?;
         let upstreams: Vec<SocketAddr> = inv
@@ -373,11 +460,14 @@ impl DnsServer {
             table: Table::new(&zones)?,
             forwarder: (!upstreams.is_empty()).then(|| Forwarder::new(upstreams.clone())),
             observer,
+            allow_recursion: inv.allow_recursion.clone(),
+            limiter: Limiter::new(&options.rate),
         });
         tracing::info!(
             address = %local,
             zones = ?shared.table.zones().iter().map(|z| z.origin.as_str()).collect::<Vec<_>>(),
             upstreams = ?upstreams,
+            allow_recursion = ?inv.allow_recursion,
             etcd_records,
             "DNS server listening (udp, tcp)"
         );
@@ -391,6 +481,7 @@ impl DnsServer {
             tasks.push(tokio::spawn(udp_loop(udp.clone(), shared.clone())));
         }
         drop(udp);
+        let tcp = okd_listen::Listener::new(tcp, options.tcp);
         tasks.push(tokio::spawn(tcp_loop(tcp, shared)));
         Ok(DnsServer { local, tasks })
     }
@@ -516,34 +607,30 @@ async fn spawn_udp_forward(
     });
 }
 
-/// Accepts TCP clients; each is served in a task owned by this one, so
-/// stopping this task closes them all.
-async fn tcp_loop(listener: TcpListener, shared: Arc<Shared>) {
+/// Accepts TCP clients (the listener's caps close the ones over them);
+/// each is served in a task owned by this one, so stopping this task
+/// closes them all.
+async fn tcp_loop(listener: okd_listen::Listener, shared: Arc<Shared>) {
     let mut clients = JoinSet::new();
     loop {
         tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, client)) => {
-                    if clients.len() >= MAX_TCP_CLIENTS {
-                        tracing::warn!(%client, "too many DNS TCP clients; closing the new one");
-                        continue;
-                    }
-                    clients.spawn(tcp_client(stream, client, shared.clone()));
-                }
-                Err(e) => {
-                    tracing::debug!(error = %e, "dns tcp accept failed");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-            },
+            (stream, client) = listener.accept() => {
+                clients.spawn(tcp_client(stream, client, shared.clone()));
+            }
             Some(_) = clients.join_next(), if !clients.is_empty() => {}
         }
     }
 }
 
 /// Serves one TCP client: length-prefixed messages (RFC 1035 §4.2.2) in
-/// order until it closes, sends garbage, or idles [`TCP_IDLE`].
-async fn tcp_client(mut stream: TcpStream, client: SocketAddr, shared: Arc<Shared>) {
-    let _ = stream.set_nodelay(true);
+/// order until it closes, sends garbage, or takes longer than
+/// [`TCP_IDLE`] for a message (the stream itself closes after the
+/// listener's idle time without traffic).
+async fn tcp_client(
+    mut stream: okd_listen::Conn<TcpStream>,
+    client: SocketAddr,
+    shared: Arc<Shared>,
+) {
     let mut msg = Vec::new();
     let mut out = Vec::new();
     let mut scratch = Vec::with_capacity(256);
@@ -592,6 +679,8 @@ mod tests {
             table: Table::new(&zone_records(&inv, true).unwrap()).unwrap(),
             forwarder: upstreams.then(|| Forwarder::new(vec!["127.0.0.1:9".parse().unwrap()])),
             observer: None,
+            allow_recursion: inv.allow_recursion.clone(),
+            limiter: Limiter::new(&RateLimit::default()),
         }
     }
 

@@ -333,6 +333,12 @@ pub struct BastionConfig {
     /// Extra A records (`registry: 192.168.120.101`), relative to the cluster domain.
     #[serde(default)]
     pub extra_records: BTreeMap<String, IpAddr>,
+    /// Client networks (CIDRs, e.g. `192.168.120.0/24`) whose DNS queries
+    /// for names outside the cluster zones are forwarded; others get
+    /// REFUSED. Default (absent): the networks of the hosts' addresses plus
+    /// loopback ([`Inventory::allow_recursion`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_recursion: Option<Vec<ipnet::IpNet>>,
 }
 
 /// A node's role in the install.
@@ -432,6 +438,37 @@ pub struct Inventory {
     pub os_images: OsImages,
     /// Extra A records relative to the cluster domain.
     pub extra_records: BTreeMap<String, IpAddr>,
+    /// Networks whose clients the DNS server recurses for:
+    /// bastion-config's `allowRecursion`, or by default every node's
+    /// network (address/prefix, deduplicated, in node order) plus
+    /// `127.0.0.0/8` and `::1/128` (the bastion itself).
+    pub allow_recursion: Vec<ipnet::IpNet>,
+}
+
+/// The default of [`Inventory::allow_recursion`] for `nodes`.
+pub fn default_allow_recursion(nodes: &[Node]) -> Vec<ipnet::IpNet> {
+    let mut nets: Vec<ipnet::IpNet> = Vec::new();
+    let loopback = [
+        ipnet::IpNet::V4(ipnet::Ipv4Net::new_assert(
+            std::net::Ipv4Addr::new(127, 0, 0, 0),
+            8,
+        )),
+        ipnet::IpNet::V6(ipnet::Ipv6Net::new_assert(
+            std::net::Ipv6Addr::LOCALHOST,
+            128,
+        )),
+    ];
+    let node_nets = nodes.iter().filter_map(|n| {
+        ipnet::IpNet::new(n.address, n.prefix)
+            .ok()
+            .map(|i| i.trunc())
+    });
+    for net in node_nets.chain(loopback) {
+        if !nets.contains(&net) {
+            nets.push(net);
+        }
+    }
+    nets
 }
 
 impl Inventory {
@@ -690,6 +727,10 @@ impl Inventory {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let allow_recursion = match &bastion.allow_recursion {
+            Some(nets) => nets.iter().map(ipnet::IpNet::trunc).collect(),
+            None => default_allow_recursion(&nodes),
+        };
         Ok(Inventory {
             cluster_name: cluster_name.to_string(),
             base_domain: base_domain.to_string(),
@@ -702,6 +743,7 @@ impl Inventory {
             ports: bastion.ports.clone(),
             os_images: bastion.os_images.clone(),
             extra_records: bastion.extra_records.clone(),
+            allow_recursion,
         })
     }
 }
@@ -892,6 +934,13 @@ mod tests {
         let root =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/baremetal-single-master");
         Inventory::load(&root, "okd", "example").unwrap()
+    }
+
+    #[test]
+    fn allow_recursion_defaults_to_the_node_networks() {
+        let inv = example();
+        let nets: Vec<String> = inv.allow_recursion.iter().map(|n| n.to_string()).collect();
+        assert_eq!(nets, ["192.168.120.0/24", "127.0.0.0/8", "::1/128"]);
     }
 
     #[test]

@@ -563,6 +563,7 @@ fn frontends_follow_inventory() {
         ports: Ports::default(),
         os_images: Default::default(),
         extra_records: Default::default(),
+        allow_recursion: vec![],
     };
     let mcs: SocketAddr = "192.168.120.101:22625".parse().unwrap();
     let fes = frontends_for(&inv, Some(mcs));

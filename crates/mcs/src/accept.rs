@@ -114,14 +114,26 @@ impl SemVer {
 struct Entry {
     subtype: String,
     version: Option<SemVer>,
-    q: f32,
+    /// Quality in thousandths, 0..=1000 (RFC 9110 §12.4.2 allows three
+    /// decimals), so entries sort by a total order.
+    q: u16,
+}
+
+/// Parses a `q` value to thousandths: any finite number (Go's `ParseFloat`
+/// takes `0.5`, `.5`, `1e-1`, `0.5000`) clamped to 0..=1 and rounded to
+/// three decimals; NaN, infinities and non-numbers are `None` (ignored, as
+/// the MCO ignores a `q` it cannot parse).
+fn parse_q(v: &str) -> Option<u16> {
+    let q = v.parse::<f64>().ok().filter(|q| q.is_finite())?;
+    // In range 0..=1000 after the clamp, so the cast is exact.
+    Some((q.clamp(0.0, 1.0) * 1000.0).round() as u16)
 }
 
 /// Parses like the MCO's `parseAcceptHeader`: entries split on `,`, parts
 /// on `;`, each trimmed; an entry without `/` in its media type is dropped;
 /// the first parseable `version=` and the first parseable `q=` count
 /// (parameter names are case-sensitive, a bad `q` is ignored and q stays
-/// 1); stable-sorted by q, highest first.
+/// 1, see [`parse_q`]); stable-sorted by q, highest first.
 fn parse_accept(header: &str) -> Vec<Entry> {
     let mut out = Vec::new();
     for raw in header.split(',') {
@@ -133,7 +145,7 @@ fn parse_accept(header: &str) -> Vec<Entry> {
         let mut e = Entry {
             subtype: subtype.to_string(),
             version: None,
-            q: 1.0,
+            q: 1000,
         };
         let mut q = None;
         for p in parts {
@@ -142,14 +154,14 @@ fn parse_accept(header: &str) -> Vec<Entry> {
             };
             match k {
                 "version" if e.version.is_none() => e.version = SemVer::parse(v),
-                "q" if q.is_none() => q = v.parse::<f32>().ok(),
+                "q" if q.is_none() => q = parse_q(v),
                 _ => {}
             }
         }
-        e.q = q.unwrap_or(1.0);
+        e.q = q.unwrap_or(1000);
         out.push(e);
     }
-    out.sort_by(|a, b| b.q.partial_cmp(&a.q).unwrap_or(std::cmp::Ordering::Equal));
+    out.sort_by_key(|e| std::cmp::Reverse(e.q));
     out
 }
 

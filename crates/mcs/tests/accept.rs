@@ -70,6 +70,40 @@ fn real_ignition_headers() {
 }
 
 #[test]
+fn odd_q_values_neither_panic_nor_misorder() {
+    // NaN is ignored (q stays 1) instead of comparing "equal" to
+    // everything, which let the 0.5 entry stay ahead of the 0.9 one.
+    let h = format!("{IGN};version=3.1.0;q=0.5, text/x;q=NaN, {IGN};version=3.2.0;q=0.9");
+    assert_eq!(neg(&h), Ok(SpecVersion::V3(2)));
+    // A long header mixing NaN with real values (the sort's large-input
+    // path): the highest real q wins.
+    let mut parts = Vec::new();
+    for i in 0..60 {
+        parts.push(match i % 3 {
+            0 => "text/x;q=NaN".to_string(),
+            1 => format!("{IGN};version=3.1.0;q=0.{}", 1 + i % 5),
+            _ => format!("text/y;q={}", ["nan", "-nan", "inf", "-inf"][i % 4]),
+        });
+        if i == 31 {
+            parts.push(format!("{IGN};version=3.4.0;q=0.6"));
+        }
+    }
+    assert_eq!(neg(&parts.join(", ")), Ok(SpecVersion::V3(4)));
+    // Out-of-range values clamp to 0..1; three decimals count, more round.
+    let h = format!("{IGN};version=3.1.0;q=-3, {IGN};version=3.2.0;q=0.0004");
+    assert_eq!(neg(&h), Ok(SpecVersion::V3(1)), "both 0: header order");
+    let h = format!("{IGN};version=3.1.0;q=0.001, {IGN};version=3.2.0;q=0.002");
+    assert_eq!(neg(&h), Ok(SpecVersion::V3(2)));
+    let h =
+        format!("{IGN};version=3.1.0;q=0.9, {IGN};version=3.3.0;q=2, {IGN};version=3.2.0;q=1e0");
+    assert_eq!(
+        neg(&h),
+        Ok(SpecVersion::V3(3)),
+        "2 clamps to 1, ties keep order"
+    );
+}
+
+#[test]
 fn several_versions_are_ranked_by_q() {
     let h = format!("{IGN};version=3.1.0;q=0.5, {IGN};version=3.4.0;q=0.9, */*;q=0.1");
     assert_eq!(neg(&h), Ok(SpecVersion::V3(4)));

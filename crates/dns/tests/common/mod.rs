@@ -118,6 +118,11 @@ pub struct Running {
 impl Running {
     /// Starts the server for `inv` on 127.0.0.1 with a kernel-chosen port.
     pub fn start(inv: &Inventory, etcd: bool) -> Running {
+        Running::start_with(inv, etcd, okd_dns::DnsOptions::default())
+    }
+
+    /// [`Running::start`] with `options`.
+    pub fn start_with(inv: &Inventory, etcd: bool, options: okd_dns::DnsOptions) -> Running {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -126,11 +131,12 @@ impl Running {
         let seen = Arc::new(Recorder::default());
         let obs: Arc<dyn DnsObserver> = seen.clone();
         let server = rt
-            .block_on(DnsServer::start(
+            .block_on(DnsServer::start_with(
                 inv,
                 "127.0.0.1:0".parse().unwrap(),
                 etcd,
                 Some(obs),
+                options,
             ))
             .expect("server starts");
         let addr = server.local_addr();
