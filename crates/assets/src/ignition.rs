@@ -1,5 +1,6 @@
-//! Ignition configs (installer.md §5): the master/worker pointer configs,
-//! `bootstrap.ign` and the single-node `bootstrap-in-place-for-live-iso.ign`.
+//! Ignition configs (installer.md §5): `bootstrap.ign` and the single-node
+//! `bootstrap-in-place-for-live-iso.ign` (the pointer configs are in
+//! [`crate::pointer`]).
 //!
 //! bootstrap.ign carries, in order: the bootstrap node's own files and units
 //! (okd-bootstrap-files), every manifest under `/opt/openshift/{manifests,openshift}`
@@ -9,129 +10,19 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use okd_types::ignition::{Config, File, Resource, Unit};
+use okd_types::ignition::{Config, File, Unit};
 
 use crate::ctx::GenCtx;
+use crate::cvo::CvoIgnore;
 use crate::dir::{AssetDir, AssetFile};
 use crate::error::AssetError;
 use crate::installconfig::{InstallConfigAsset, ReleaseImage};
 use crate::kubeconfig::{AdminInternalClient, Kubelet, LoopbackClient};
 use crate::machines::{MasterMachines, OpenshiftInstallManifests, WorkerMachines};
-use crate::manifests::{CommonManifests, CvoIgnore, OpenshiftManifests, no_proxy_status};
+use crate::manifests::{CommonManifests, OpenshiftManifests, no_proxy_status};
+use crate::pointer::IgnitionAsset;
 use crate::store::{Asset, Dep, Parents, dep};
-use crate::tls::{BootstrapSshKeyPair, RootCa, api_vips, bootstrap_tls_deps, bootstrap_tls_files};
-
-/// An Ignition config asset: `{"Config": {ignition JSON}, "File": {...}}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct IgnitionAsset {
-    /// The config as a JSON object.
-    #[serde(rename = "Config")]
-    pub config: Value,
-    /// The compact JSON file.
-    #[serde(rename = "File")]
-    pub file: AssetFile,
-}
-
-impl IgnitionAsset {
-    fn new(path: &str, cfg: &Config) -> Result<Self, AssetError> {
-        cfg.check_spec()
-            .map_err(|e| AssetError::Invalid(format!("{path}: {e}")))?;
-        let text = cfg.to_json();
-        let config: Value =
-            serde_json::from_str(&text).map_err(|e| AssetError::Invalid(format!("{path}: {e}")))?;
-        Ok(IgnitionAsset {
-            config,
-            file: AssetFile::new(path, text),
-        })
-    }
-
-    fn load(dir: &AssetDir, path: &str) -> Result<Option<Self>, AssetError> {
-        let Some(data) = dir.read(path)? else {
-            return Ok(None);
-        };
-        let config: Value = serde_json::from_slice(&data).map_err(|e| AssetError::BadFile {
-            path: path.into(),
-            message: format!("not an Ignition config: {e}"),
-        })?;
-        Ok(Some(IgnitionAsset {
-            config,
-            file: AssetFile::new(path, data),
-        }))
-    }
-}
-
-/// The machine-config-server URL a pool's pointer config merges:
-/// `https://api-int.<cluster domain>:22623/config/<role>`, or the first API VIP
-/// on baremetal (bracketed if IPv6) (installer.md §5.4).
-pub fn pointer_url(ic: &okd_installconfig::InstallConfig, role: &str) -> String {
-    let host = match api_vips(ic).first() {
-        Some(v) if v.contains(':') => format!("[{v}]"),
-        Some(v) => v.clone(),
-        None => format!("api-int.{}", ic.cluster_domain()),
-    };
-    format!("https://{host}:22623/config/{role}")
-}
-
-/// A pointer config: merge from the machine-config server, trust root-ca.
-pub fn pointer_config(ctx: &GenCtx, url: String, root_ca_pem: &str) -> Config {
-    let mut c = Config::new(ctx.ignition_spec);
-    c.ignition.config.merge.push(Resource {
-        source: Some(url),
-        ..Default::default()
-    });
-    c.ignition
-        .security
-        .tls
-        .certificate_authorities
-        .push(Resource {
-            source: Some(okd_types::dataurl::encode(root_ca_pem.as_bytes())),
-            ..Default::default()
-        });
-    c
-}
-
-macro_rules! pointer_asset {
-    ($(#[$m:meta])* $ty:ident, $key:literal, $name:literal, $file:literal, $role:literal) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-        #[serde(transparent)]
-        pub struct $ty(pub IgnitionAsset);
-
-        impl std::ops::Deref for $ty {
-            type Target = IgnitionAsset;
-            fn deref(&self) -> &IgnitionAsset {
-                &self.0
-            }
-        }
-
-        impl Asset for $ty {
-            const NAME: &'static str = $name;
-            const STATE_KEY: &'static str = $key;
-            const WRITABLE: bool = true;
-            fn dependencies() -> Vec<Dep> {
-                vec![dep::<InstallConfigAsset>(), dep::<RootCa>()]
-            }
-            fn generate(ctx: &GenCtx, p: &Parents<'_>) -> Result<Self, AssetError> {
-                let ic = &p.get::<InstallConfigAsset>().config;
-                let cfg = pointer_config(ctx, pointer_url(ic, $role), p.get::<RootCa>().0.cert_pem());
-                Ok($ty(IgnitionAsset::new($file, &cfg)?))
-            }
-            fn files(&self) -> Vec<AssetFile> {
-                vec![self.0.file.clone()]
-            }
-            fn load(dir: &AssetDir, _: &GenCtx) -> Result<Option<Self>, AssetError> {
-                Ok(IgnitionAsset::load(dir, $file)?.map($ty))
-            }
-        }
-    };
-}
-
-pointer_asset!(
-    /// `master.ign`: pointer config for the control plane pool.
-    MasterIgnition, "*machine.Master", "Master Ignition Config", "master.ign", "master");
-pointer_asset!(
-    /// `worker.ign`: pointer config for the compute pool.
-    WorkerIgnition, "*machine.Worker", "Worker Ignition Config", "worker.ign", "worker");
+use crate::tls::{BootstrapSshKeyPair, RootCa, bootstrap_tls_deps, bootstrap_tls_files};
 
 fn bootstrap_deps() -> Vec<Dep> {
     let mut v = vec![

@@ -5,16 +5,21 @@
 //! * [`store`]: typed assets, the load/fetch/save/purge walk, the state file.
 //! * [`targets`]: what each `create` command produces.
 //! * [`recorded`]: typed reads of the state file for commands outside the graph.
-//! * one module per family: [`installconfig`], [`tls`], [`manifests`],
-//!   [`machines`], [`kubeconfig`], [`password`], [`ignition`], [`metadata`].
+//! * one module per family: [`installconfig`], [`tls`], [`manifests`] (with
+//!   [`filelist`], what the manifest assets share), [`machines`], [`cvo`],
+//!   [`kubeconfig`], [`password`], [`pointer`] (master/worker.ign),
+//!   [`ignition`] (bootstrap.ign), [`metadata`]. Modules depend one way:
+//!   `filelist` ← `manifests`, `pointer` ← `machines` ← `cvo` ← `ignition`.
 //!
 //! Generation is synchronous (a one-shot tool); the only concurrency is the RSA
 //! key pool in [`ctx::GenCtx`], which generates keys on background threads
 //! while the graph is walked.
 
 pub mod ctx;
+pub mod cvo;
 pub mod dir;
 pub mod error;
+pub mod filelist;
 pub mod ignition;
 pub mod installconfig;
 pub mod kubeconfig;
@@ -23,6 +28,7 @@ pub mod manifests;
 pub mod metadata;
 mod network_crd;
 pub mod password;
+pub mod pointer;
 pub mod recorded;
 pub mod store;
 pub mod targets;

@@ -14,13 +14,10 @@ use serde_json::{Value, json};
 use crate::ctx::GenCtx;
 use crate::dir::{AssetDir, AssetFile, base64_std};
 use crate::error::AssetError;
-use crate::ignition::{MasterIgnition, WorkerIgnition};
+use crate::filelist::{FileListAsset, MANIFEST_EXTS, OPENSHIFT_INSTALL_MANIFEST, yaml};
 use crate::installconfig::{ClusterId, InstallConfigAsset, ReleaseImage};
-use crate::manifests::{FileListAsset, MANIFEST_EXTS, yaml};
+use crate::pointer::{MasterIgnition, WorkerIgnition};
 use crate::store::{Asset, Dep, Parents, dep};
-
-/// Base name of the OpenShift Install manifest in `openshift/`.
-pub const OPENSHIFT_INSTALL_MANIFEST: &str = "openshift-install-manifests.yaml";
 
 /// `openshift/openshift-install-manifests.yaml`: ConfigMap
 /// `openshift-config/openshift-install-manifests` with the installer version and invoker.

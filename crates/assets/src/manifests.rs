@@ -15,26 +15,11 @@ use tracing::warn;
 use crate::ctx::GenCtx;
 use crate::dir::{AssetDir, AssetFile, base64_std};
 use crate::error::AssetError;
+use crate::filelist::{FileListAsset, MANIFEST_EXTS, is_machine_manifest, yaml};
 use crate::installconfig::{ClusterId, InstallConfigAsset};
 use crate::password::KubeadminPassword;
 use crate::store::{Asset, Dep, Parents, dep};
 use crate::tls::{McsCertKey, RootCa, api_vips};
-
-/// Extensions of manifest files read back from `manifests/` and `openshift/`.
-pub const MANIFEST_EXTS: &[&str] = &[".yaml", ".yml", ".json"];
-
-/// Renders a JSON object as openshift-install's YAML.
-pub fn yaml(v: &Value) -> Vec<u8> {
-    okd_types::goyaml::to_string(v).into_bytes()
-}
-
-/// A list of files as stored for manifest assets: `{"FileList": [...]}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct FileListAsset {
-    /// Files relative to the asset directory.
-    #[serde(rename = "FileList")]
-    pub file_list: Vec<AssetFile>,
-}
 
 /// `manifests/*`: the cluster-scoped config objects (installer.md §3.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -600,16 +585,6 @@ fn cvo_overrides(ctx: &GenCtx, cluster_id: &str, ic: &okd_installconfig::Install
 #[serde(transparent)]
 pub struct OpenshiftManifests(pub FileListAsset);
 
-/// True for the files of `openshift/` owned by the Master/Worker Machines assets
-/// or the OpenShift Install manifest (`pkg/asset/machines/master.go` IsMachineManifest).
-pub fn is_machine_manifest(name: &str) -> bool {
-    let base = name.rsplit('/').next().unwrap_or(name);
-    base.starts_with("99_openshift-cluster-api_")
-        || base.starts_with("99_openshift-machineconfig_")
-        || base.starts_with("99_openshift-machine-api_")
-        || base == crate::machines::OPENSHIFT_INSTALL_MANIFEST
-}
-
 impl Asset for OpenshiftManifests {
     const NAME: &'static str = "Openshift Manifests";
     const STATE_KEY: &'static str = "*manifests.Openshift";
@@ -670,108 +645,6 @@ impl Asset for OpenshiftManifests {
             None
         } else {
             Some(OpenshiftManifests(FileListAsset { file_list: files }))
-        })
-    }
-}
-
-/// Splits `apiVersion` into its group (`""` for the core group).
-pub fn api_group(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("")
-}
-
-/// `manifests/cvo-overrides.yaml` as it goes into bootstrap.ign, and
-/// `/opt/openshift/original_cvo_overrides.patch` (installer.md §5.6): every
-/// other manifest is listed unmanaged so the CVO leaves them to bootkube.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CvoIgnore {
-    /// `manifests/cvo-overrides.yaml` (with `spec.overrides`) and `original_cvo_overrides.patch`.
-    #[serde(rename = "FileList")]
-    pub file_list: Vec<AssetFile>,
-}
-
-impl Asset for CvoIgnore {
-    const NAME: &'static str = "CVO Ignore";
-    const STATE_KEY: &'static str = "*bootstrap.CVOIgnore";
-
-    fn dependencies() -> Vec<Dep> {
-        vec![
-            dep::<CommonManifests>(),
-            dep::<OpenshiftManifests>(),
-            dep::<crate::machines::OpenshiftInstallManifests>(),
-            dep::<crate::machines::MasterMachines>(),
-            dep::<crate::machines::WorkerMachines>(),
-        ]
-    }
-
-    fn generate(_: &GenCtx, p: &Parents<'_>) -> Result<Self, AssetError> {
-        let mut all: Vec<&AssetFile> = Vec::new();
-        all.extend(&p.get::<CommonManifests>().0.file_list);
-        all.extend(&p.get::<OpenshiftManifests>().0.file_list);
-        all.extend(
-            &p.get::<crate::machines::OpenshiftInstallManifests>()
-                .0
-                .file_list,
-        );
-        all.extend(&p.get::<crate::machines::MasterMachines>().0.file_list);
-        all.extend(&p.get::<crate::machines::WorkerMachines>().0.file_list);
-        let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-        let mut overrides = Vec::new();
-        let mut cvo: Option<Value> = None;
-        for f in &all {
-            let doc: Value = match serde_yaml_ng::from_slice(&f.data) {
-                Ok(v) => v,
-                Err(e) => {
-                    return Err(AssetError::BadFile {
-                        path: f.filename.clone().into(),
-                        message: format!("cannot parse manifest: {e}"),
-                    });
-                }
-            };
-            if f.filename == "manifests/cvo-overrides.yaml" {
-                cvo = Some(doc);
-                continue;
-            }
-            let s = |k: &str| doc.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-            let meta = |k: &str| {
-                doc.get("metadata")
-                    .and_then(|m| m.get(k))
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string()
-            };
-            let (group, kind, ns, name) = (
-                api_group(&s("apiVersion")).to_string(),
-                s("kind"),
-                meta("namespace"),
-                meta("name"),
-            );
-            let key = format!("{group} |! {kind} |! {ns} |! {name}");
-            if let Some(prev) = seen.insert(key, f.filename.clone()) {
-                return Err(AssetError::Invalid(format!(
-                    "multiple manifests for group {group} kind {kind} namespace {ns} name {name}: {prev}, {}",
-                    f.filename
-                )));
-            }
-            overrides.push(json!({"group": group, "kind": kind, "name": name, "namespace": ns, "unmanaged": true}));
-        }
-        let mut cvo = cvo.ok_or_else(|| {
-            AssetError::Invalid("manifests/cvo-overrides.yaml is missing from the manifests".into())
-        })?;
-        let original = cvo
-            .get("spec")
-            .and_then(|s| s.get("overrides"))
-            .cloned()
-            .unwrap_or(Value::Null);
-        if let Value::Array(user) = &original {
-            overrides.extend(user.iter().cloned());
-        }
-        cvo["spec"]["overrides"] = Value::Array(overrides);
-        let patch = okd_types::gojson::to_string(&json!({"spec": {"overrides": original}}));
-        Ok(CvoIgnore {
-            file_list: vec![
-                AssetFile::new("manifests/cvo-overrides.yaml", yaml(&cvo)),
-                AssetFile::new("original_cvo_overrides.patch", patch),
-            ],
         })
     }
 }

@@ -8,15 +8,14 @@ use tracing::info;
 use crate::ctx::GenCtx;
 use crate::dir::AssetDir;
 use crate::error::AssetError;
-use crate::ignition::{
-    BootstrapIgnition, MasterIgnition, SingleNodeBootstrapInPlace, WorkerIgnition,
-};
+use crate::ignition::{BootstrapIgnition, SingleNodeBootstrapInPlace};
 use crate::installconfig::InstallConfigAsset;
 use crate::kubeconfig::AdminClient;
 use crate::machines::{MasterMachines, OpenshiftInstallManifests, WorkerMachines};
 use crate::manifests::{CommonManifests, OpenshiftManifests};
 use crate::metadata::ClusterMetadata;
 use crate::password::KubeadminPassword;
+use crate::pointer::{MasterIgnition, WorkerIgnition};
 use crate::store::{Dep, Store, dep};
 
 /// A `create` sub-command.
