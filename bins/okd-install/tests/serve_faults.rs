@@ -99,6 +99,7 @@ async fn killed_machine_config_server_loses_no_fetch() {
             .every(interval, interval)
             .rise_fall(1, 2),
         balance: Balance::RoundRobin,
+        limits: okd_lb::Limits::default(),
     };
     let lb = LoadBalancer::start(vec![fe]).await.unwrap();
     let addr = lb.local_addr("machine-config").unwrap();

@@ -24,7 +24,7 @@ use std::io;
 use std::net::IpAddr;
 use std::path::Path;
 
-use okd_hosts::{Inventory, Node, Role};
+use okd_hosts::Inventory;
 use serde::Serialize;
 
 use crate::pxe;
@@ -140,23 +140,6 @@ pub fn write_generated(root: &Path, files: &[GeneratedFile]) -> io::Result<()> {
     Ok(())
 }
 
-/// The hosts behind the ingress frontends: the workers, or the masters when
-/// there are none (B.7).
-fn ingress_nodes(inv: &Inventory) -> Vec<&Node> {
-    let workers: Vec<&Node> = inv.role(Role::Worker).collect();
-    if workers.is_empty() {
-        inv.role(Role::Master).collect()
-    } else {
-        workers
-    }
-}
-
-fn control_plane(inv: &Inventory) -> Vec<&Node> {
-    inv.role(Role::Bootstrap)
-        .chain(inv.role(Role::Master))
-        .collect()
-}
-
 /// `haproxy.cfg`: TCP frontends `api` (6443), `machine-config` (22623),
 /// `ingress-http` (80), `ingress-https` (443) with `balance source`; the API
 /// and machine-config backends are bootstrap + masters health-checked over
@@ -214,41 +197,34 @@ pub fn haproxy_cfg(inv: &Inventory) -> String {
         listen = haproxy_addr(inv.listen),
         status = p.status,
     );
-    let cp = control_plane(inv);
-    let ing = ingress_nodes(inv);
-    let sections: [(&str, u16, Option<&str>, &[&Node]); 4] = [
-        ("api", p.api, Some("GET /readyz"), &cp),
-        (
-            "machine-config",
-            p.machine_config,
-            Some("GET /healthz"),
-            &cp,
-        ),
-        ("ingress-http", p.ingress_http, None, &ing),
-        ("ingress-https", p.ingress_https, None, &ing),
-    ];
-    for (name, port, httpchk, nodes) in sections {
+    // Members, ports and checks: the rule the embedded balancer follows too.
+    for svc in okd_lb::Service::ALL {
+        let (name, port) = (svc.name(), svc.frontend_port(p));
+        let backend_port = svc.backend_port();
         let _ = write!(
             s,
             "\nfrontend {name}\n  bind {any}{port}{v4v6}\n  default_backend {name}\n\
              \nbackend {name}\n  balance source\n"
         );
-        let check = match httpchk {
-            Some(chk) => {
-                let _ = writeln!(s, "  option httpchk {chk}\n  http-check expect status 200");
+        let check = match svc.probe() {
+            okd_lb::Probe::HttpsGet(path) => {
+                let _ = writeln!(
+                    s,
+                    "  option httpchk GET {path}\n  http-check expect status 200"
+                );
                 "check check-ssl verify none inter 2s"
             }
-            None => "check inter 2s",
+            okd_lb::Probe::Tcp => "check inter 2s",
         };
-        for n in nodes.iter() {
+        for n in svc.members(inv) {
             let _ = writeln!(
                 s,
-                "  server {} {}:{port} {check}",
+                "  server {} {}:{backend_port} {check}",
                 n.hostname,
                 haproxy_addr(n.address)
             );
         }
-        if name == "machine-config" {
+        if svc.includes_local_mcs() {
             // `okd-install serve`'s own machine-config server, as in the
             // embedded balancer (DOWN, and skipped, when serve does not run).
             let _ = writeln!(

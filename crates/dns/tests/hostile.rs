@@ -210,10 +210,12 @@ fn slow_tcp_flood_from_one_address_leaves_tcp_answering() {
         .count();
     assert!(open <= 16, "{open} flood connections still open");
     std::thread::sleep(Duration::from_millis(1500).saturating_sub(t.elapsed()));
+    // One deadline for all, so a failure is quick too.
+    let deadline = Instant::now() + Duration::from_secs(2);
     for c in &mut flood {
-        assert!(
-            closed_within(c, Duration::from_secs(2)),
-            "idle connection kept"
-        );
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(10));
+        assert!(closed_within(c, left), "idle connection kept");
     }
 }

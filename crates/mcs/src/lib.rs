@@ -31,7 +31,10 @@ pub use render::{
     MC_API_VERSION, ROLE_LABEL, internal_version, is_machine_config, merge_config, pool_of,
     render_pool,
 };
-pub use server::{FetchObserver, bind, router, serve_plain, serve_tls, tls_config};
+pub use server::{
+    FetchObserver, bind, router, serve_plain, serve_plain_with, serve_tls, serve_tls_with,
+    tls_config,
+};
 pub use state::{
     BOOTSTRAP_MANIFEST_DIRS, BootstrapInputs, KUBE_APISERVER_CA_PATH, KUBECONFIG_KUBELET_PATH,
     MCS_CERT_PATH, MCS_KEY_PATH, McsState, RenderedPool, escape_data_url, served_config,

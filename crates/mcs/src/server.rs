@@ -3,7 +3,6 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -43,9 +42,9 @@ struct AppState {
 ///
 /// Every config request is logged at info level as
 /// `Pool "<p>" requested by address:"<ip:port>" User-Agent:"<ua>" Accept-Header: "<accept>"`
-/// and reported to `observer`. Needs the peer address: serve it with
-/// `into_make_service_with_connect_info::<SocketAddr>()` (as
-/// [`serve_tls`] and [`serve_plain`] do).
+/// and reported to `observer`. Needs the peer address as
+/// `ConnectInfo<SocketAddr>` (as [`serve_tls`] and [`serve_plain`] give it,
+/// through [`okd_listen::serve_router`]).
 pub fn router(state: Arc<McsState>, observer: Option<Arc<dyn FetchObserver>>) -> Router {
     Router::new()
         .route("/healthz", any(healthz))
@@ -219,77 +218,94 @@ pub fn tls_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<rustls::ServerConfi
     Ok(cfg)
 }
 
-fn shutdown_handle(
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> axum_server::Handle<SocketAddr> {
-    let handle = axum_server::Handle::new();
-    let h2 = handle.clone();
-    tokio::spawn(async move {
-        shutdown.await;
-        h2.graceful_shutdown(Some(Duration::from_secs(5)));
-    });
-    handle
-}
-
-fn serve_err(e: std::io::Error) -> McsError {
-    McsError::Serve {
-        reason: e.to_string(),
-    }
-}
-
 /// Serves [`router`] over HTTPS on `listener` (the real MCS's 22623) with
-/// the state's TLS pair ([`tls_config`]) until `shutdown` completes, then
-/// drains connections for at most 5 s.
+/// the state's TLS pair ([`tls_config`]) and the default
+/// [`okd_listen::Limits`] until `shutdown` completes, then drains
+/// connections for at most 5 s.
 ///
 /// # Errors
 /// [`McsError::Tls`] for a bad TLS pair, [`McsError::Serve`] when the
-/// listener fails.
+/// listener cannot be used.
 pub async fn serve_tls(
     listener: std::net::TcpListener,
     state: Arc<McsState>,
     observer: Option<Arc<dyn FetchObserver>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), McsError> {
+    serve_tls_with(
+        listener,
+        state,
+        observer,
+        okd_listen::Limits::default(),
+        shutdown,
+    )
+    .await
+}
+
+/// [`serve_tls`] with other connection limits: caps, idle timeout, and
+/// `header_read` for the TLS handshake and each request head
+/// ([`okd_listen::serve_router`]).
+///
+/// # Errors
+/// As [`serve_tls`].
+pub async fn serve_tls_with(
+    listener: std::net::TcpListener,
+    state: Arc<McsState>,
+    observer: Option<Arc<dyn FetchObserver>>,
+    limits: okd_listen::Limits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), McsError> {
     let cfg = tls_config(&state.inputs().tls_cert_pem, &state.inputs().tls_key_pem)?;
-    let rustls_cfg = axum_server::tls_rustls::RustlsConfig::from_config(Arc::new(cfg));
-    // TCP_NODELAY, as nginx and Go's net/http set it: without it a reply
-    // whose last TLS record goes out in a second write waits for the
-    // client's delayed ACK.
-    let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(rustls_cfg)
-        .acceptor(axum_server::accept::NoDelayAcceptor::new());
-    let server = axum_server::from_tcp(listener)
-        .map_err(|e| McsError::Serve {
-            reason: e.to_string(),
-        })?
-        .acceptor(acceptor);
-    server
-        .handle(shutdown_handle(shutdown))
-        .http1_only()
-        .serve(router(state, observer).into_make_service_with_connect_info::<SocketAddr>())
-        .await
-        .map_err(serve_err)
+    let listener = okd_listen::Listener::from_std(listener, limits).map_err(serve_err)?;
+    okd_listen::serve_router(
+        listener,
+        router(state, observer),
+        Some(Arc::new(cfg)),
+        shutdown,
+    )
+    .await;
+    Ok(())
 }
 
 /// Serves [`router`] over plain HTTP on `listener` (the real MCS's 22624)
-/// until `shutdown` completes.
+/// with the default [`okd_listen::Limits`] until `shutdown` completes.
 ///
 /// # Errors
-/// [`McsError::Serve`] when the listener fails.
+/// [`McsError::Serve`] when the listener cannot be used.
 pub async fn serve_plain(
     listener: std::net::TcpListener,
     state: Arc<McsState>,
     observer: Option<Arc<dyn FetchObserver>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), McsError> {
-    let server = axum_server::from_tcp(listener)
-        .map_err(|e| McsError::Serve {
-            reason: e.to_string(),
-        })?
-        .acceptor(axum_server::accept::NoDelayAcceptor::new());
-    server
-        .handle(shutdown_handle(shutdown))
-        .http1_only()
-        .serve(router(state, observer).into_make_service_with_connect_info::<SocketAddr>())
-        .await
-        .map_err(serve_err)
+    serve_plain_with(
+        listener,
+        state,
+        observer,
+        okd_listen::Limits::default(),
+        shutdown,
+    )
+    .await
+}
+
+/// [`serve_plain`] with other connection limits.
+///
+/// # Errors
+/// As [`serve_plain`].
+pub async fn serve_plain_with(
+    listener: std::net::TcpListener,
+    state: Arc<McsState>,
+    observer: Option<Arc<dyn FetchObserver>>,
+    limits: okd_listen::Limits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), McsError> {
+    let listener = okd_listen::Listener::from_std(listener, limits).map_err(serve_err)?;
+    okd_listen::serve_router(listener, router(state, observer), None, shutdown).await;
+    Ok(())
+}
+
+fn serve_err(e: std::io::Error) -> McsError {
+    McsError::Serve {
+        reason: e.to_string(),
+    }
 }

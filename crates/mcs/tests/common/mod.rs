@@ -341,6 +341,16 @@ pub struct Server {
 impl Server {
     /// Starts [`okd_mcs::serve_tls`] (or `serve_plain`) on 127.0.0.1:0.
     pub fn start(state: McsState, observer: Option<Arc<dyn FetchObserver>>, tls: bool) -> Server {
+        Server::start_with(state, observer, tls, okd_listen::Limits::default())
+    }
+
+    /// [`Server::start`] with connection `limits`.
+    pub fn start_with(
+        state: McsState,
+        observer: Option<Arc<dyn FetchObserver>>,
+        tls: bool,
+        limits: okd_listen::Limits,
+    ) -> Server {
         let listener = okd_mcs::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
         listener.set_nonblocking(true).expect("nonblocking");
         let addr = listener.local_addr().expect("local addr");
@@ -350,9 +360,13 @@ impl Server {
         };
         let state = Arc::new(state);
         let task = if tls {
-            tokio::spawn(okd_mcs::serve_tls(listener, state, observer, shutdown))
+            tokio::spawn(okd_mcs::serve_tls_with(
+                listener, state, observer, limits, shutdown,
+            ))
         } else {
-            tokio::spawn(okd_mcs::serve_plain(listener, state, observer, shutdown))
+            tokio::spawn(okd_mcs::serve_plain_with(
+                listener, state, observer, limits, shutdown,
+            ))
         };
         Server {
             addr,

@@ -1,0 +1,130 @@
+//! Which inventory hosts sit behind which frontend: the one rule the
+//! embedded load balancer ([`crate::frontends_for`]) and the generated
+//! `haproxy.cfg` (`okd_bastion::configs::haproxy_cfg`) both follow
+//! (infra-tools.md B.7: the install guides' HAProxy).
+
+use std::time::Duration;
+
+use okd_hosts::{Inventory, Node, Ports, Role};
+use serde::Serialize;
+
+/// A service the install's load balancer carries, one frontend each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Service {
+    /// The Kubernetes API (`api`, backend port 6443).
+    Api,
+    /// The machine-config server (`machine-config`, backend port 22623).
+    MachineConfig,
+    /// Ingress over HTTP (`ingress-http`, backend port 80).
+    IngressHttp,
+    /// Ingress over HTTPS (`ingress-https`, backend port 443).
+    IngressHttps,
+}
+
+/// How a service's backends are health-checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// `GET <path>` over TLS without verification (HAProxy `option httpchk
+    /// GET <path>` + `check-ssl verify none`).
+    HttpsGet(&'static str),
+    /// A TCP connect (HAProxy plain `check`).
+    Tcp,
+}
+
+impl Service {
+    /// Every service, in frontend order.
+    pub const ALL: [Service; 4] = [
+        Service::Api,
+        Service::MachineConfig,
+        Service::IngressHttp,
+        Service::IngressHttps,
+    ];
+
+    /// The frontend (and HAProxy backend) name: `api`, `machine-config`,
+    /// `ingress-http`, `ingress-https`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Service::Api => "api",
+            Service::MachineConfig => "machine-config",
+            Service::IngressHttp => "ingress-http",
+            Service::IngressHttps => "ingress-https",
+        }
+    }
+
+    /// The port the frontend listens on, from the bastion-config `ports`.
+    pub fn frontend_port(self, ports: &Ports) -> u16 {
+        match self {
+            Service::Api => ports.api,
+            Service::MachineConfig => ports.machine_config,
+            Service::IngressHttp => ports.ingress_http,
+            Service::IngressHttps => ports.ingress_https,
+        }
+    }
+
+    /// The port the hosts serve it on: 6443, 22623, 80, 443.
+    pub fn backend_port(self) -> u16 {
+        match self {
+            Service::Api => 6443,
+            Service::MachineConfig => 22623,
+            Service::IngressHttp => 80,
+            Service::IngressHttps => 443,
+        }
+    }
+
+    /// The health check: `GET /readyz` (API) and `GET /healthz`
+    /// (machine-config) over TLS, a TCP connect for ingress.
+    pub fn probe(self) -> Probe {
+        match self {
+            Service::Api => Probe::HttpsGet("/readyz"),
+            Service::MachineConfig => Probe::HttpsGet("/healthz"),
+            Service::IngressHttp | Service::IngressHttps => Probe::Tcp,
+        }
+    }
+
+    /// The hosts behind the frontend, in inventory order: bootstrap and
+    /// masters for the API and machine-config (the bootstrap until
+    /// `remove-bootstrap`), the workers for ingress (the masters when there
+    /// are none).
+    pub fn members(self, inv: &Inventory) -> Vec<&Node> {
+        match self {
+            Service::Api | Service::MachineConfig => inv
+                .nodes
+                .iter()
+                .filter(|n| matches!(n.role, Role::Bootstrap | Role::Master))
+                .collect(),
+            Service::IngressHttp | Service::IngressHttps => {
+                let workers: Vec<&Node> = inv.role(Role::Worker).collect();
+                if workers.is_empty() {
+                    inv.role(Role::Master).collect()
+                } else {
+                    workers
+                }
+            }
+        }
+    }
+
+    /// Whether `okd-install serve`'s own machine-config server
+    /// (`<listen>:<ports.machine_config_server>`, named
+    /// `machine-config-server`) is a backend too: only for machine-config.
+    pub fn includes_local_mcs(self) -> bool {
+        self == Service::MachineConfig
+    }
+
+    /// The embedded balancer's connection limits for the frontend. The API
+    /// and ingress carry long-lived watches and streams: 4 h idle (the
+    /// generated `haproxy.cfg`'s `timeout client`), 8192 connections, 512
+    /// per client address. The machine-config server only answers short
+    /// Ignition fetches: 60 s idle, 1024 connections, 64 per address.
+    pub fn limits(self) -> okd_listen::Limits {
+        match self {
+            Service::MachineConfig => okd_listen::Limits::default(),
+            _ => okd_listen::Limits {
+                max_connections: 8192,
+                max_per_client: 512,
+                idle: Duration::from_secs(4 * 3600),
+                ..okd_listen::Limits::default()
+            },
+        }
+    }
+}
