@@ -45,9 +45,19 @@ pub struct ConnectArgs {
     /// PEM file of a CA to trust besides the system's (repeatable); <dir>/mirror-registry/ca.crt is added when present.
     #[arg(long = "ca-file")]
     ca_files: Vec<PathBuf>,
-    /// Registry (host:port) to talk to over plain HTTP (repeatable).
+    /// Registry (host:port) to talk to over plain HTTP (repeatable). Only such a
+    /// registry may name a plain-http token realm.
     #[arg(long = "plain-http")]
     plain_http: Vec<String>,
+    /// Token realm host (HOST for any port, or HOST:PORT) the login may be sent to
+    /// although it is not the registry's own host and port (repeatable). Without it
+    /// a Bearer challenge naming another host is refused and no login is sent.
+    #[arg(long = "allow-token-realm", value_name = "HOST[:PORT]")]
+    allow_token_realms: Vec<String>,
+    /// Seconds to wait for a registry's answer, for the next bytes of a body, or for
+    /// it to take more of an upload, before giving up [default: $OKD_MIRROR_READ_TIMEOUT, else 60].
+    #[arg(long = "read-timeout", value_name = "SECONDS")]
+    read_timeout: Option<u64>,
     /// Blob transfers in flight at once.
     #[arg(long, default_value_t = 6)]
     concurrency: usize,
@@ -356,18 +366,34 @@ fn registries(dir: &Path, c: &ConnectArgs) -> anyhow::Result<Arc<Registries>> {
     if c.concurrency == 0 {
         anyhow::bail!("--concurrency must be at least 1");
     }
+    let read_timeout = match c.read_timeout {
+        Some(t) => t,
+        None => match std::env::var("OKD_MIRROR_READ_TIMEOUT") {
+            Ok(v) => v.trim().parse().with_context(|| {
+                format!("OKD_MIRROR_READ_TIMEOUT={v:?}: a number of seconds is expected")
+            })?,
+            Err(_) => okd_mirror::client::DEFAULT_READ_TIMEOUT.as_secs(),
+        },
+    };
+    if read_timeout == 0 {
+        anyhow::bail!("--read-timeout must be at least 1 second");
+    }
     Ok(Arc::new(Registries::new(ClientOptions {
         credentials: creds,
         ca_files,
         plain_http: c.plain_http.clone(),
+        allow_token_realms: c.allow_token_realms.clone(),
         chunk_size: c.chunk_size,
+        read_timeout: std::time::Duration::from_secs(read_timeout),
+        proxy: okd_mirror::proxy::ProxyEnv::from_env(),
     })?))
 }
 
-fn copy_options(c: &ConnectArgs) -> CopyOptions {
+fn copy_options(dir: &Path, c: &ConnectArgs) -> CopyOptions {
     CopyOptions {
         concurrency: c.concurrency,
         progress: std::io::stderr().is_terminal(),
+        blob_locations: Some(dir.join(okd_mirror::locations::FILE)),
     }
 }
 
@@ -502,7 +528,8 @@ fn release(dir: &Path, a: &ReleaseArgs) -> anyhow::Result<()> {
             return Ok(());
         }
         let report =
-            okd_mirror::copy::copy(&src, &src, jobs.clone(), &copy_options(&a.connect)).await?;
+            okd_mirror::copy::copy(&src, &src, jobs.clone(), &copy_options(dir, &a.connect))
+                .await?;
         summarize(&report, "Mirrored")?;
         print_sources(&rel, &tgt, &jobs, &a.output)
     })
@@ -520,7 +547,7 @@ fn to_disk(dir: &Path, a: &ToDiskArgs) -> anyhow::Result<()> {
         // In the archive, tags are the ref names; repositories do not matter.
         let tgt = Target { to: Repo::parse("archive.local/release").expect("static"), release: None };
         let jobs = release::jobs(&rel, &tgt)?;
-        let report = okd_mirror::copy::copy(&src, &Endpoint::Layout(layout.clone()), jobs, &copy_options(&a.connect)).await?;
+        let report = okd_mirror::copy::copy(&src, &Endpoint::Layout(layout.clone()), jobs, &copy_options(dir, &a.connect)).await?;
         summarize(&report, "Archived")?;
         release::write_archive_metadata(&a.archive, &rel)?;
         info!("Archive {} holds release {}; take it to the mirror site and run: okd-install mirror from-disk --archive <dir> --to <registry>/<repository>", a.archive.display(), rel.version);
@@ -545,7 +572,7 @@ fn from_disk(dir: &Path, a: &FromDiskArgs) -> anyhow::Result<()> {
             &Endpoint::Layout(layout),
             &Endpoint::Registry(regs),
             jobs.clone(),
-            &copy_options(&a.connect),
+            &copy_options(dir, &a.connect),
         )
         .await?;
         summarize(&report, "Mirrored")?;

@@ -17,7 +17,9 @@ pub mod client;
 pub mod copy;
 pub mod daemon;
 pub mod layout;
+pub mod locations;
 pub mod oci;
+pub mod proxy;
 pub mod registry;
 pub mod release;
 
