@@ -205,7 +205,7 @@ fn daemon(dir: &Path, a: &DaemonArgs, start: bool) -> anyhow::Result<()> {
             dir.display()
         );
     } else {
-        match okd_mirror::daemon::stop(&reg)? {
+        match okd_mirror::daemon::stop(&reg, &a.program)? {
             Some(pid) => info!("Stopped the mirror registry (PID {pid})"),
             None => info!("No mirror registry running from {}", reg.display()),
         }
