@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use common::okd_ok;
-use mirror_support::{Lab, PidGuard, TokenService, need, text};
+use mirror_support::{Lab, PidGuard, TokenService, need, push_image, text};
 use okd_test_utils::{free_tcp_port, start_docker_registry};
 
 /// Runs okd-install with `env`, killed after `limit` (a hang fails the test).
@@ -301,50 +301,6 @@ fn stalls_and_oversized_bodies_end_with_clear_errors() {
     );
 }
 
-/// Writes an OCI layout holding one image whose only layer is `layer`
-/// (gzip), tagged `tag`, and pushes it with skopeo to `dest`.
-fn push_image(skopeo: &Path, dir: &Path, layer: &[u8], tag: &str, dest: &str) {
-    let blobs = dir.join("blobs/sha256");
-    std::fs::create_dir_all(&blobs).unwrap();
-    let put = |data: &[u8]| {
-        let d = okd_mirror::oci::Digest::of(data);
-        std::fs::write(blobs.join(d.hex()), data).unwrap();
-        (d.to_string(), data.len())
-    };
-    let config = serde_json::json!({
-        "architecture": "amd64", "os": "linux",
-        "rootfs": {"type": "layers", "diff_ids": [okd_mirror::oci::Digest::of(b"unchecked").to_string()]},
-        "config": {"Labels": {"io.openshift.release": "4.15.0-0.okd-bomb"}}
-    })
-    .to_string();
-    let (cd, cs) = put(config.as_bytes());
-    let (ld, ls) = put(layer);
-    let manifest = serde_json::json!({
-        "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cd, "size": cs},
-        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": ld, "size": ls}]
-    })
-    .to_string();
-    let (md, ms) = put(manifest.as_bytes());
-    std::fs::write(dir.join("oci-layout"), r#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
-    std::fs::write(
-        dir.join("index.json"),
-        serde_json::json!({"schemaVersion": 2, "manifests": [{
-            "mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": md, "size": ms,
-            "annotations": {"org.opencontainers.image.ref.name": tag}}]})
-        .to_string(),
-    )
-    .unwrap();
-    let out = Command::new(skopeo)
-        .args(["copy", "--preserve-digests", "--dest-tls-verify=false"])
-        .arg(format!("oci:{}:{tag}", dir.display()))
-        .arg(format!("docker://{dest}"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "skopeo copy: {}", text(&out).1);
-}
-
 /// A gzip layer whose tar holds `release-manifests/image-references` of
 /// 1 GiB of zeros: about 1 MiB on the wire (concatenated gzip members of
 /// 64 MiB of zeros each).
@@ -396,6 +352,7 @@ fn a_decompression_bomb_in_the_release_image_is_refused_quickly() {
         &layer,
         "bomb",
         &format!("{a}/okd/okd:bomb"),
+        None,
     );
 
     let t0 = Instant::now();

@@ -367,6 +367,10 @@ fn to_disk_from_disk_and_bad_input() {
         *b ^= 0xff;
     }
     std::fs::write(&data, &bytes).unwrap();
+    // B holds every blob already (from-disk above), so a run that knows
+    // that mounts them and never reads the source; forget it, so the
+    // bytes come from the corrupted source.
+    std::fs::remove_file(lab.assets.join(okd_mirror::locations::FILE)).unwrap();
     let to = lab.b("bad/okd");
     let out = lab.mirror(&to, &[]);
     let (stdout, stderr) = text(&out);

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -475,4 +475,68 @@ impl Drop for TokenService {
             let _ = t.join();
         }
     }
+}
+
+/// Writes an OCI layout holding one image whose only layer is `layer`
+/// (gzip), tagged `tag`, and pushes it with skopeo to `dest` (plain HTTP),
+/// converted to `format` (`v2s2`: Docker schema 2) when given. Returns the
+/// pushed manifest's digest.
+pub fn push_image(
+    skopeo: &Path,
+    dir: &Path,
+    layer: &[u8],
+    tag: &str,
+    dest: &str,
+    format: Option<&str>,
+) -> String {
+    let blobs = dir.join("blobs/sha256");
+    std::fs::create_dir_all(&blobs).unwrap();
+    let put = |data: &[u8]| {
+        let d = okd_mirror::oci::Digest::of(data);
+        std::fs::write(blobs.join(d.hex()), data).unwrap();
+        (d.to_string(), data.len())
+    };
+    let config = serde_json::json!({
+        "architecture": "amd64", "os": "linux",
+        "rootfs": {"type": "layers", "diff_ids": [okd_mirror::oci::Digest::of(b"unchecked").to_string()]},
+        "config": {"Labels": {"io.openshift.release": "4.15.0-0.okd-bomb"}}
+    })
+    .to_string();
+    let (cd, cs) = put(config.as_bytes());
+    let (ld, ls) = put(layer);
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cd, "size": cs},
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": ld, "size": ls}]
+    })
+    .to_string();
+    let (md, ms) = put(manifest.as_bytes());
+    std::fs::write(dir.join("oci-layout"), r#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
+    std::fs::write(
+        dir.join("index.json"),
+        serde_json::json!({"schemaVersion": 2, "manifests": [{
+            "mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": md, "size": ms,
+            "annotations": {"org.opencontainers.image.ref.name": tag}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let digest_file = dir.join(format!("{tag}.digest"));
+    let mut cmd = Command::new(skopeo);
+    cmd.args(["copy", "--dest-tls-verify=false", "--digestfile"])
+        .arg(&digest_file);
+    match format {
+        Some(f) => cmd.args(["--format", f]),
+        None => cmd.arg("--preserve-digests"),
+    };
+    let out = cmd
+        .arg(format!("oci:{}:{tag}", dir.display()))
+        .arg(format!("docker://{dest}"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "skopeo copy: {}", text(&out).1);
+    std::fs::read_to_string(&digest_file)
+        .unwrap()
+        .trim()
+        .to_string()
 }
