@@ -240,43 +240,7 @@ pub async fn copy(
     };
     check_endpoints(src, dst, &jobs).await?;
 
-    info!("Reading the manifests of {} images", jobs.len());
-    let planned: Vec<Result<Planned, OciError>> =
-        futures_util::stream::iter(jobs.iter().map(|j| plan_job(src, j)))
-            .buffered(concurrency * 2)
-            .collect()
-            .await;
-    let mut results: Vec<JobResult> = Vec::new();
-    let mut blobs: HashMap<Digest, BlobUse> = HashMap::new();
-    let mut plans = Vec::new();
-    for (i, (job, p)) in jobs.iter().zip(planned).enumerate() {
-        match p {
-            Ok(p) => {
-                for b in &p.blobs {
-                    add_use(&mut blobs, b, job, i);
-                    if matches!(src, Endpoint::Registry(_)) {
-                        locations.record(&job.src, &b.digest);
-                    }
-                }
-                results.push(JobResult {
-                    job: job.clone(),
-                    digest: p.manifests.last().map(|m| m.digest.clone()),
-                    error: None,
-                });
-                plans.push(Some(p));
-            }
-            Err(e) if e.stops_everything() => return Err(e),
-            Err(e) => {
-                warn!("image {} not mirrored: {e}", job.name);
-                results.push(JobResult {
-                    job: job.clone(),
-                    digest: None,
-                    error: Some(e.to_string()),
-                });
-                plans.push(None);
-            }
-        }
-    }
+    let (mut results, plans, blobs) = plan_all(src, &jobs, &locations, concurrency).await?;
     let mut order: Vec<(Digest, BlobUse)> = blobs.into_iter().collect();
     order.sort_by(|a, b| b.1.size.cmp(&a.1.size).then_with(|| a.0.cmp(&b.0)));
     let total: u64 = order.iter().fold(0u64, |t, (_, u)| {
@@ -337,6 +301,63 @@ pub async fn copy(
     report.images = results;
     report.seconds = start.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Every job's manifests (fetched `2 × concurrency` at a time) and the
+/// distinct blobs they need, by digest. An image whose manifests cannot be
+/// read is a failed result with no plan; an error that stops everything
+/// is returned.
+async fn plan_all(
+    src: &Endpoint,
+    jobs: &[Job],
+    locations: &BlobLocations,
+    concurrency: usize,
+) -> Result<
+    (
+        Vec<JobResult>,
+        Vec<Option<Planned>>,
+        HashMap<Digest, BlobUse>,
+    ),
+    OciError,
+> {
+    info!("Reading the manifests of {} images", jobs.len());
+    let planned: Vec<Result<Planned, OciError>> =
+        futures_util::stream::iter(jobs.iter().map(|j| plan_job(src, j)))
+            .buffered(concurrency * 2)
+            .collect()
+            .await;
+    let mut results: Vec<JobResult> = Vec::new();
+    let mut blobs: HashMap<Digest, BlobUse> = HashMap::new();
+    let mut plans = Vec::new();
+    for (i, (job, p)) in jobs.iter().zip(planned).enumerate() {
+        match p {
+            Ok(p) => {
+                for b in &p.blobs {
+                    add_use(&mut blobs, b, job, i);
+                    if matches!(src, Endpoint::Registry(_)) {
+                        locations.record(&job.src, &b.digest);
+                    }
+                }
+                results.push(JobResult {
+                    job: job.clone(),
+                    digest: p.manifests.last().map(|m| m.digest.clone()),
+                    error: None,
+                });
+                plans.push(Some(p));
+            }
+            Err(e) if e.stops_everything() => return Err(e),
+            Err(e) => {
+                warn!("image {} not mirrored: {e}", job.name);
+                results.push(JobResult {
+                    job: job.clone(),
+                    digest: None,
+                    error: Some(e.to_string()),
+                });
+                plans.push(None);
+            }
+        }
+    }
+    Ok((results, plans, blobs))
 }
 
 /// Fails early, in one line, when a registry is unreachable or refuses the login.

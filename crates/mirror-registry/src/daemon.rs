@@ -127,7 +127,7 @@ pub fn pid_state(dir: &Path, program: &Path) -> PidState {
             || "(unknown executable)".into(),
             |e| e.display().to_string(),
         ),
-        cmdline: crate::client::body::escape_controls(&args.join(" ")),
+        cmdline: crate::escape_controls(&args.join(" ")),
     }
 }
 
