@@ -74,6 +74,13 @@ pub fn parse_image_references(
         .filter(|s| !s.is_empty())
         .ok_or_else(|| format_err(what, "metadata.name (the release version) is missing"))?
         .to_string();
+    // Names end up in log lines and tags: no terminal control characters.
+    if version.chars().any(char::is_control) {
+        return Err(format_err(
+            what,
+            format!("metadata.name {version:?} has control characters"),
+        ));
+    }
     let tags = v
         .pointer("/spec/tags")
         .and_then(|x| x.as_array())
@@ -85,6 +92,12 @@ pub fn parse_image_references(
             .get("name")
             .and_then(|x| x.as_str())
             .ok_or_else(|| format_err(what, format!("spec.tags[{i}].name is missing")))?;
+        if name.chars().any(char::is_control) {
+            return Err(format_err(
+                what,
+                format!("spec.tags[{i}].name {name:?} has control characters"),
+            ));
+        }
         if !seen.insert(name.to_string()) {
             return Err(format_err(
                 what,
@@ -541,6 +554,14 @@ mod tests {
             .to_string();
         assert!(
             e.contains("spec.tags[0] (cli)") && e.contains("pinned by digest"),
+            "{e}"
+        );
+        let esc = text.replace(r#""name":"cli""#, r#""name":"cli\u001b[2J""#);
+        let e = parse_image_references(esc.as_bytes(), "x")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(r#"spec.tags[0].name "cli\u{1b}[2J" has control characters"#),
             "{e}"
         );
     }
