@@ -1,20 +1,15 @@
-//! `okd-install mirror ...`: argument parsing and logging around `okd-mirror`.
+//! `okd-install mirror ...`: the options, and one call per command into
+//! `okd-mirror` (release, to-disk, from-disk) and `okd-mirror-registry`
+//! (registry init, start, stop).
 
 use std::io::IsTerminal as _;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use anyhow::Context as _;
 use clap::{Args, Subcommand};
-use okd_mirror::auth::Credentials;
-use okd_mirror::client::{ClientOptions, Registries};
-use okd_mirror::copy::{CopyOptions, CopyReport, Endpoint};
-use okd_mirror::layout::Layout;
-use okd_mirror::oci::{Reference, Repo};
-use okd_mirror::release::{self, Release, SourcesField, Target};
+use okd_mirror::commands::{self, Connect, Output, TargetSpec};
+use okd_mirror::release::SourcesField;
 use okd_types::release::ReleaseTarget;
-use tracing::{error, info, warn};
 
 /// `okd-install mirror`.
 #[derive(Subcommand, Debug)]
@@ -45,9 +40,19 @@ pub struct ConnectArgs {
     /// PEM file of a CA to trust besides the system's (repeatable); <dir>/mirror-registry/ca.crt is added when present.
     #[arg(long = "ca-file")]
     ca_files: Vec<PathBuf>,
-    /// Registry (host:port) to talk to over plain HTTP (repeatable).
+    /// Registry (host:port) to talk to over plain HTTP (repeatable). Only such a
+    /// registry may name a plain-http token realm.
     #[arg(long = "plain-http")]
     plain_http: Vec<String>,
+    /// Token realm host (HOST for any port, or HOST:PORT) the login may be sent to
+    /// although it is not the registry's own host and port (repeatable). Without it
+    /// a Bearer challenge naming another host is refused and no login is sent.
+    #[arg(long = "allow-token-realm", value_name = "HOST[:PORT]")]
+    allow_token_realms: Vec<String>,
+    /// Seconds to wait for a registry's answer, for the next bytes of a body, or for
+    /// it to take more of an upload, before giving up [default: $OKD_MIRROR_READ_TIMEOUT, else 60].
+    #[arg(long = "read-timeout", value_name = "SECONDS")]
+    read_timeout: Option<u64>,
     /// Blob transfers in flight at once.
     #[arg(long, default_value_t = 6)]
     concurrency: usize,
@@ -141,8 +146,9 @@ fn parse_size(s: &str) -> Result<u64, String> {
     .unwrap_or((t, 1));
     num.trim()
         .parse::<u64>()
-        .map(|n| n * mult)
-        .map_err(|_| format!("{s:?} is not a size (e.g. 64Mi, 1M, 4096)"))
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("{s:?} is not a size (e.g. 64Mi, 1M, 4096)"))
 }
 
 /// `okd-install mirror registry`.
@@ -168,39 +174,6 @@ pub struct DaemonArgs {
     /// The registry program (default: docker-registry on PATH).
     #[arg(long = "registry-program", default_value = "docker-registry")]
     program: PathBuf,
-}
-
-fn daemon(dir: &Path, a: &DaemonArgs, start: bool) -> anyhow::Result<()> {
-    let reg = a
-        .output_dir
-        .clone()
-        .unwrap_or_else(|| dir.join(okd_mirror::registry::DEFAULT_OUTPUT_DIR));
-    if start {
-        let s = okd_mirror::daemon::start(&reg, &a.program)?;
-        if s.new {
-            info!(
-                "Mirror registry running on {} (PID {}), log {}",
-                s.addr,
-                s.pid,
-                s.log.display()
-            );
-        } else {
-            info!(
-                "Mirror registry already running on {} (PID {})",
-                s.addr, s.pid
-            );
-        }
-        info!(
-            "Stop it with: okd-install mirror registry stop --dir {}",
-            dir.display()
-        );
-    } else {
-        match okd_mirror::daemon::stop(&reg)? {
-            Some(pid) => info!("Stopped the mirror registry (PID {pid})"),
-            None => info!("No mirror registry running from {}", reg.display()),
-        }
-    }
-    Ok(())
 }
 
 /// Options of `mirror registry init`.
@@ -232,323 +205,85 @@ pub struct InitArgs {
     program: PathBuf,
 }
 
-fn read_password(path: &Path) -> anyhow::Result<String> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading the password file {}", path.display()))?;
-    Ok(text.lines().next().unwrap_or_default().to_string())
-}
-
-/// Runs a `mirror` subcommand for the asset directory `dir`.
-pub fn run(dir: &Path, cmd: &MirrorCmd, target: ReleaseTarget) -> anyhow::Result<()> {
-    let a = match cmd {
-        MirrorCmd::Registry(RegistryCmd::Init(a)) => a,
-        MirrorCmd::Registry(RegistryCmd::Start(a)) => return daemon(dir, a, true),
-        MirrorCmd::Registry(RegistryCmd::Stop(a)) => return daemon(dir, a, false),
-        MirrorCmd::Release(a) => return release(dir, a),
-        MirrorCmd::ToDisk(a) => return to_disk(dir, a),
-        MirrorCmd::FromDisk(a) => return from_disk(dir, a),
-    };
-    let password = a.password_file.as_deref().map(read_password).transpose()?;
-    let opts = okd_mirror::registry::InitOptions {
-        dir: dir.to_path_buf(),
-        output_dir: a.output_dir.clone(),
-        hostnames: a.hostnames.clone(),
-        addresses: a.addresses.clone(),
-        port: a.port,
-        username: a.username.clone(),
-        password,
-        load_options: okd_installconfig::LoadOptions {
-            target,
-            host_fips: std::fs::read_to_string("/proc/sys/crypto/fips_enabled")
-                .is_ok_and(|s| s.trim() == "1"),
-        },
-    };
-    let out = okd_mirror::registry::init(&opts)?;
-    for w in &out.warnings {
-        warn!("{w}");
-    }
-    info!(
-        "Mirror registry {} written to {} ({} CA)",
-        out.registry,
-        out.output_dir.display(),
-        if out.ca_reused { "existing" } else { "new" }
-    );
-    info!(
-        "Start it with: okd-install mirror registry start --dir {} (or docker-registry serve {})",
-        dir.display(),
-        out.config.display()
-    );
-    info!(
-        "Clients trust it with its CA {} (e.g. curl --cacert)",
-        out.ca_cert.display()
-    );
-    match &out.install_config {
-        Some(p) => info!(
-            "Added {} to pullSecret and the CA to additionalTrustBundle in {}",
-            out.registry,
-            p.display()
-        ),
-        None => info!(
-            "No install-config.yaml in {}: pull secret with the login is {}, CA is {}",
-            dir.display(),
-            out.pull_secret.display(),
-            out.ca_cert.display()
-        ),
-    }
-    if out.password_generated {
-        println!(
-            "Generated password for user {} (shown once, also in {}): {}",
-            out.username,
-            out.pull_secret.display(),
-            out.password
-        );
-    }
-    if a.start {
-        daemon(
-            dir,
-            &DaemonArgs {
-                output_dir: Some(out.output_dir.clone()),
-                program: a.program.clone(),
-            },
-            true,
-        )?;
-    }
-    Ok(())
-}
-
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
-}
-
-/// Builds the registry client: credentials and CAs from the options and the
-/// asset directory.
-fn registries(dir: &Path, c: &ConnectArgs) -> anyhow::Result<Arc<Registries>> {
-    let mut creds = Credentials::default();
-    for f in &c.registry_config {
-        creds.add_file(f).map_err(anyhow::Error::msg)?;
-    }
-    let reg_files = dir.join("mirror-registry");
-    let ps = reg_files.join("pull-secret.json");
-    if ps.is_file() {
-        creds.add_file(&ps).map_err(anyhow::Error::msg)?;
-    }
-    let ic = dir.join("install-config.yaml");
-    if let Ok(text) = std::fs::read_to_string(&ic)
-        && let Ok(v) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&text)
-        && let Some(p) = v.get("pullSecret").and_then(|p| p.as_str())
-        && let Err(e) = creds.add_json(p, &format!("{} pullSecret", ic.display()))
-    {
-        warn!("ignoring the pull secret of {}: {e}", ic.display());
-    }
-    for f in Credentials::default_files() {
-        if let Err(e) = creds.add_file(&f) {
-            warn!("ignoring {e}");
+impl ConnectArgs {
+    fn connect(&self) -> Connect {
+        Connect {
+            registry_configs: self.registry_config.clone(),
+            ca_files: self.ca_files.clone(),
+            plain_http: self.plain_http.clone(),
+            allow_token_realms: self.allow_token_realms.clone(),
+            read_timeout: self.read_timeout,
+            concurrency: self.concurrency,
+            chunk_size: self.chunk_size,
+            arch: self.arch.clone(),
+            progress: std::io::stderr().is_terminal(),
         }
-    }
-    let mut ca_files = c.ca_files.clone();
-    let ca = reg_files.join("ca.crt");
-    if ca.is_file() && !ca_files.contains(&ca) {
-        ca_files.push(ca);
-    }
-    if c.concurrency == 0 {
-        anyhow::bail!("--concurrency must be at least 1");
-    }
-    Ok(Arc::new(Registries::new(ClientOptions {
-        credentials: creds,
-        ca_files,
-        plain_http: c.plain_http.clone(),
-        chunk_size: c.chunk_size,
-    })?))
-}
-
-fn copy_options(c: &ConnectArgs) -> CopyOptions {
-    CopyOptions {
-        concurrency: c.concurrency,
-        progress: std::io::stderr().is_terminal(),
     }
 }
 
 impl TargetArgs {
-    /// Parses `--to` and `--to-release-image` (a tag, not a digest).
-    fn parse(&self) -> anyhow::Result<Target> {
-        let to = Repo::parse(&self.to).map_err(|e| anyhow::anyhow!("--to: {e}"))?;
-        let release = self
-            .to_release_image
-            .as_deref()
-            .map(|r| {
-                let r =
-                    Reference::parse(r).map_err(|e| anyhow::anyhow!("--to-release-image: {e}"))?;
-                if r.digest.is_some() {
-                    anyhow::bail!("--to-release-image: give a tag, not a digest");
-                }
-                Ok(r)
-            })
-            .transpose()?;
-        Ok(Target { to, release })
+    fn spec(&self) -> TargetSpec {
+        TargetSpec {
+            to: self.to.clone(),
+            to_release_image: self.to_release_image.clone(),
+        }
     }
 }
 
-fn summarize(report: &CopyReport, what: &str) -> anyhow::Result<()> {
-    info!(
-        "{what}: {} images, {} blobs: {} copied ({:.1} MiB), {} already there, {} mounted; {} manifests pushed in {:.1}s",
-        report.images.len(),
-        report.blobs,
-        report.uploaded.0,
-        report.uploaded.1 as f64 / 1048576.0,
-        report.present,
-        report.mounted,
-        report.manifests,
-        report.seconds
-    );
-    let failed: Vec<_> = report.failures().collect();
-    if !failed.is_empty() {
-        for f in &failed {
-            error!(
-                "image {} ({}@{}) not mirrored: {}",
-                f.job.name,
-                f.job.src,
-                f.job.reference,
-                f.error.as_deref().unwrap_or("")
-            );
+impl OutputArgs {
+    fn output(&self) -> Output {
+        Output {
+            sources_field: self.sources_field.as_deref().map(|f| match f {
+                "imageDigestSources" => SourcesField::ImageDigestSources,
+                _ => SourcesField::ImageContentSources,
+            }),
+            output_dir: self.output_dir.clone(),
         }
-        anyhow::bail!(
-            "{} of {} images were not mirrored (see above); run the command again after fixing the cause, copied blobs are kept",
-            failed.len(),
-            report.images.len()
-        );
     }
-    Ok(())
 }
 
-/// Prints the install-config block and the mirror set, oc-style, and writes them on request.
-fn print_sources(
-    rel: &Release,
-    tgt: &Target,
-    jobs: &[okd_mirror::copy::Job],
-    out: &OutputArgs,
-) -> anyhow::Result<()> {
-    let field = match out.sources_field.as_deref() {
-        Some("imageDigestSources") => SourcesField::ImageDigestSources,
-        Some(_) => SourcesField::ImageContentSources,
-        None => SourcesField::for_version(&rel.version),
-    };
-    let map = release::mirror_map(rel, tgt);
-    let block = release::install_config_block(&map, field);
-    let idms = release::image_digest_mirror_set(&map, "okd-mirror");
-    let icsp = release::image_content_source_policy(&map, "okd-mirror");
-    let rel_ref = match &tgt.release {
-        Some(r) => format!(
-            "{}:{}",
-            r.repo,
-            r.tag.clone().unwrap_or_else(|| rel.version.clone())
-        ),
-        None => format!("{}:{}", tgt.to, rel.version),
-    };
-    println!("Success");
-    println!("Update image:  {rel_ref}");
-    println!("Mirror prefix: {}", tgt.to);
-    println!();
-    println!(
-        "To use the new mirrored repository to install, add the following section to the install-config.yaml:"
-    );
-    println!();
-    print!("{block}");
-    println!();
-    println!(
-        "To use the new mirrored repository for upgrades, use the following to create an ImageDigestMirrorSet:"
-    );
-    println!();
-    print!("{idms}");
-    if let Some(d) = &out.output_dir {
-        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
-        let files = [
-            ("install-config-mirror.yaml", block),
-            ("image-digest-mirror-set.yaml", idms),
-            ("image-content-source-policy.yaml", icsp),
-            ("mapping.txt", release::mapping(rel, jobs)),
-        ];
-        for (name, text) in files {
-            okd_mirror::layout::write_file(&d.join(name), text.as_bytes())?;
+/// Runs a `mirror` subcommand for the asset directory `dir`.
+pub fn run(dir: &Path, cmd: &MirrorCmd, target: ReleaseTarget) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match cmd {
+        MirrorCmd::Registry(RegistryCmd::Init(a)) => okd_mirror_registry::commands::init(
+            &okd_mirror_registry::commands::Init {
+                dir: dir.to_path_buf(),
+                output_dir: a.output_dir.clone(),
+                hostnames: a.hostnames.clone(),
+                addresses: a.addresses.clone(),
+                port: a.port,
+                username: a.username.clone(),
+                password_file: a.password_file.clone(),
+                start: a.start.then(|| a.program.clone()),
+                target,
+            },
+            &mut stdout,
+        )?,
+        MirrorCmd::Registry(RegistryCmd::Start(a)) => {
+            okd_mirror_registry::commands::start(dir, a.output_dir.as_deref(), &a.program)?
         }
-        info!(
-            "Wrote the {} block, ImageDigestMirrorSet, ImageContentSourcePolicy and mapping.txt to {}",
-            field.name(),
-            d.display()
-        );
+        MirrorCmd::Registry(RegistryCmd::Stop(a)) => {
+            okd_mirror_registry::commands::stop(dir, a.output_dir.as_deref(), &a.program)?
+        }
+        MirrorCmd::Release(a) => commands::release(
+            dir,
+            &a.from,
+            &a.target.spec(),
+            &a.connect.connect(),
+            &a.output.output(),
+            a.dry_run,
+            &mut stdout,
+        )?,
+        MirrorCmd::ToDisk(a) => commands::to_disk(dir, &a.from, &a.archive, &a.connect.connect())?,
+        MirrorCmd::FromDisk(a) => commands::from_disk(
+            dir,
+            &a.archive,
+            &a.target.spec(),
+            &a.connect.connect(),
+            &a.output.output(),
+            &mut stdout,
+        )?,
     }
     Ok(())
-}
-
-fn release(dir: &Path, a: &ReleaseArgs) -> anyhow::Result<()> {
-    let from = Reference::parse(&a.from).map_err(|e| anyhow::anyhow!("--from: {e}"))?;
-    let tgt = a.target.parse()?;
-    let regs = registries(dir, &a.connect)?;
-    let src = Endpoint::Registry(regs.clone());
-    runtime()?.block_on(async {
-        info!("Reading release {from}");
-        let rel = release::read_release(&src, &from, &a.connect.arch).await?;
-        info!(
-            "Release {} ({}) lists {} component images",
-            rel.version,
-            rel.digest,
-            rel.components.len()
-        );
-        let jobs = release::jobs(&rel, &tgt)?;
-        if a.dry_run {
-            print!("{}", release::mapping(&rel, &jobs));
-            return Ok(());
-        }
-        let report =
-            okd_mirror::copy::copy(&src, &src, jobs.clone(), &copy_options(&a.connect)).await?;
-        summarize(&report, "Mirrored")?;
-        print_sources(&rel, &tgt, &jobs, &a.output)
-    })
-}
-
-fn to_disk(dir: &Path, a: &ToDiskArgs) -> anyhow::Result<()> {
-    let from = Reference::parse(&a.from).map_err(|e| anyhow::anyhow!("--from: {e}"))?;
-    let regs = registries(dir, &a.connect)?;
-    let src = Endpoint::Registry(regs);
-    let layout = Arc::new(Layout::open(&a.archive, true)?);
-    runtime()?.block_on(async {
-        info!("Reading release {from}");
-        let rel = release::read_release(&src, &from, &a.connect.arch).await?;
-        info!("Release {} ({}) lists {} component images", rel.version, rel.digest, rel.components.len());
-        // In the archive, tags are the ref names; repositories do not matter.
-        let tgt = Target { to: Repo::parse("archive.local/release").expect("static"), release: None };
-        let jobs = release::jobs(&rel, &tgt)?;
-        let report = okd_mirror::copy::copy(&src, &Endpoint::Layout(layout.clone()), jobs, &copy_options(&a.connect)).await?;
-        summarize(&report, "Archived")?;
-        release::write_archive_metadata(&a.archive, &rel)?;
-        info!("Archive {} holds release {}; take it to the mirror site and run: okd-install mirror from-disk --archive <dir> --to <registry>/<repository>", a.archive.display(), rel.version);
-        Ok(())
-    })
-}
-
-fn from_disk(dir: &Path, a: &FromDiskArgs) -> anyhow::Result<()> {
-    let rel = release::read_archive_metadata(&a.archive)?;
-    let layout = Arc::new(Layout::open(&a.archive, false)?);
-    let tgt = a.target.parse()?;
-    let regs = registries(dir, &a.connect)?;
-    runtime()?.block_on(async {
-        let jobs = release::jobs(&rel, &tgt)?;
-        info!(
-            "Pushing release {} ({} images) from {}",
-            rel.version,
-            jobs.len(),
-            a.archive.display()
-        );
-        let report = okd_mirror::copy::copy(
-            &Endpoint::Layout(layout),
-            &Endpoint::Registry(regs),
-            jobs.clone(),
-            &copy_options(&a.connect),
-        )
-        .await?;
-        summarize(&report, "Mirrored")?;
-        print_sources(&rel, &tgt, &jobs, &a.output)
-    })
 }

@@ -182,3 +182,63 @@ fn install_config_that_would_not_validate_exits_3_untouched() {
     assert_eq!(std::fs::read_to_string(&ic).unwrap(), broken);
     assert!(!d.path().join("mirror-registry").exists());
 }
+
+/// `mirror registry stop` signals only the registry it started: a PID file
+/// naming another process (a `sleep`, or an impostor whose command line
+/// says `serve <config.yml>`) is refused with what that process is, and
+/// the process lives on.
+#[test]
+fn registry_stop_refuses_a_pid_that_is_not_the_registry() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    okd_ok(
+        dir,
+        &[
+            "mirror",
+            "registry",
+            "init",
+            "--hostname",
+            "localhost",
+            "--address",
+            "127.0.0.1",
+        ],
+    );
+    let reg = dir.join("mirror-registry");
+    let config = reg.join("config.yml");
+    let python = okd_test_utils::tool("python3", &[], Some("python3"));
+    let mut impostors = vec![(
+        "sleep 300".to_string(),
+        std::process::Command::new("sleep")
+            .arg("300")
+            .spawn()
+            .unwrap(),
+    )];
+    if let Some(py) = python {
+        let child = std::process::Command::new(py)
+            .args(["-c", "import time; time.sleep(300)", "serve"])
+            .arg(&config)
+            .spawn()
+            .unwrap();
+        impostors.push((format!("serve {}", config.display()), child));
+    }
+    for (cmdline, child) in impostors {
+        let mut guard = okd_test_utils::ChildGuard(child);
+        let pid = guard.0.id();
+        std::fs::write(reg.join("registry.pid"), format!("{pid}\n")).unwrap();
+        let out = okd(dir, &["mirror", "registry", "stop"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(&format!("refusing to stop PID {pid} of "))
+                && err.contains(&cmdline)
+                && err.contains(&format!("not docker-registry serving {}", config.display())),
+            "{err}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(
+            guard.0.try_wait().unwrap().is_none(),
+            "{cmdline} must survive: {err}"
+        );
+        assert!(reg.join("registry.pid").exists(), "the PID file is kept");
+    }
+}

@@ -23,6 +23,7 @@ use tracing::{debug, info, warn};
 
 use crate::client::{BlobOutcome, OciError, Registries};
 use crate::layout::Layout;
+use crate::locations::BlobLocations;
 use crate::oci::{Descriptor, Digest, Manifest, Parsed, Repo};
 
 /// Where images come from or go to.
@@ -92,6 +93,9 @@ pub struct CopyOptions {
     pub concurrency: usize,
     /// Show progress bars (on a terminal).
     pub progress: bool,
+    /// The blob location cache ([`BlobLocations`]) to read and update, so
+    /// blobs a registry holds in another repository are mounted.
+    pub blob_locations: Option<std::path::PathBuf>,
 }
 
 /// The outcome of one image.
@@ -230,20 +234,92 @@ pub async fn copy(
 ) -> Result<CopyReport, OciError> {
     let start = Instant::now();
     let concurrency = opts.concurrency.max(1);
-    // Fail early, in one line, when a registry is unreachable or refuses the login.
-    if let Endpoint::Registry(r) = src {
-        let repos: BTreeSet<&Repo> = jobs.iter().map(|j| &j.src).collect();
-        for repo in repos {
-            r.check(repo, false).await?;
-        }
-    }
-    if let Endpoint::Registry(r) = dst {
-        let repos: BTreeSet<&Repo> = jobs.iter().map(|j| &j.dst).collect();
-        for repo in repos {
-            r.check(repo, true).await?;
-        }
-    }
+    let locations = match &opts.blob_locations {
+        Some(p) => BlobLocations::load(p)?,
+        None => BlobLocations::default(),
+    };
+    check_endpoints(src, dst, &jobs).await?;
 
+    let (mut results, plans, blobs) = plan_all(src, &jobs, &locations, concurrency).await?;
+    let mut order: Vec<(Digest, BlobUse)> = blobs.into_iter().collect();
+    order.sort_by(|a, b| b.1.size.cmp(&a.1.size).then_with(|| a.0.cmp(&b.0)));
+    let total: u64 = order.iter().fold(0u64, |t, (_, u)| {
+        t.saturating_add(u.size.saturating_mul(u.targets.len() as u64))
+    });
+    let (mp, bytes_bar, images_bar) = bars(opts, total, jobs.len());
+    info!(
+        "Copying {} distinct blobs ({:.1} MiB) of {} images, {} at a time",
+        order.len(),
+        total as f64 / 1048576.0,
+        jobs.len(),
+        concurrency
+    );
+    let blob_phase = BlobPhase {
+        src,
+        dst,
+        locations: &locations,
+        bytes_bar: &bytes_bar,
+        report: Mutex::new(CopyReport {
+            blobs: order.len(),
+            ..Default::default()
+        }),
+        failed: Mutex::new(HashMap::new()),
+        fatal: Mutex::new(None),
+    };
+    futures_util::stream::iter(order.iter())
+        .for_each_concurrent(concurrency, |(digest, usage)| {
+            blob_phase.copy_blob(digest, usage)
+        })
+        .await;
+    bytes_bar.finish_and_clear();
+    if let Err(e) = locations.save() {
+        warn!("blob locations not saved (the next run mounts less): {e}");
+    }
+    let BlobPhase {
+        report,
+        failed,
+        fatal,
+        ..
+    } = blob_phase;
+    if let Some(e) = fatal.into_inner().expect("lock") {
+        images_bar.finish_and_clear();
+        return Err(e);
+    }
+    let failed = failed.into_inner().expect("lock");
+    let mut report = report.into_inner().expect("lock");
+    report.manifests = push_all(
+        dst,
+        &mut results,
+        plans,
+        &failed,
+        &mp,
+        &images_bar,
+        concurrency,
+    )
+    .await;
+    images_bar.finish_and_clear();
+    report.images = results;
+    report.seconds = start.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// Every job's manifests (fetched `2 × concurrency` at a time) and the
+/// distinct blobs they need, by digest. An image whose manifests cannot be
+/// read is a failed result with no plan; an error that stops everything
+/// is returned.
+async fn plan_all(
+    src: &Endpoint,
+    jobs: &[Job],
+    locations: &BlobLocations,
+    concurrency: usize,
+) -> Result<
+    (
+        Vec<JobResult>,
+        Vec<Option<Planned>>,
+        HashMap<Digest, BlobUse>,
+    ),
+    OciError,
+> {
     info!("Reading the manifests of {} images", jobs.len());
     let planned: Vec<Result<Planned, OciError>> =
         futures_util::stream::iter(jobs.iter().map(|j| plan_job(src, j)))
@@ -257,14 +333,9 @@ pub async fn copy(
         match p {
             Ok(p) => {
                 for b in &p.blobs {
-                    let e = blobs.entry(b.digest.clone()).or_insert_with(|| BlobUse {
-                        size: b.size,
-                        src: job.src.clone(),
-                        targets: Vec::new(),
-                    });
-                    match e.targets.iter_mut().find(|(r, _)| *r == job.dst) {
-                        Some((_, users)) => users.push(i),
-                        None => e.targets.push((job.dst.clone(), vec![i])),
+                    add_use(&mut blobs, b, job, i);
+                    if matches!(src, Endpoint::Registry(_)) {
+                        locations.record(&job.src, &b.digest);
                     }
                 }
                 results.push(JobResult {
@@ -286,149 +357,181 @@ pub async fn copy(
             }
         }
     }
-    let mut order: Vec<(Digest, BlobUse)> = blobs.into_iter().collect();
-    order.sort_by(|a, b| b.1.size.cmp(&a.1.size).then_with(|| a.0.cmp(&b.0)));
-    let total: u64 = order
-        .iter()
-        .map(|(_, u)| u.size * u.targets.len() as u64)
-        .sum();
-    let report = Mutex::new(CopyReport {
-        blobs: order.len(),
-        ..Default::default()
+    Ok((results, plans, blobs))
+}
+
+/// Fails early, in one line, when a registry is unreachable or refuses the login.
+async fn check_endpoints(src: &Endpoint, dst: &Endpoint, jobs: &[Job]) -> Result<(), OciError> {
+    if let Endpoint::Registry(r) = src {
+        let repos: BTreeSet<&Repo> = jobs.iter().map(|j| &j.src).collect();
+        for repo in repos {
+            r.check(repo, false).await?;
+        }
+    }
+    if let Endpoint::Registry(r) = dst {
+        let repos: BTreeSet<&Repo> = jobs.iter().map(|j| &j.dst).collect();
+        for repo in repos {
+            r.check(repo, true).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Notes that job `i` needs blob `b` in its target repository.
+fn add_use(blobs: &mut HashMap<Digest, BlobUse>, b: &Descriptor, job: &Job, i: usize) {
+    let e = blobs.entry(b.digest.clone()).or_insert_with(|| BlobUse {
+        size: b.size,
+        src: job.src.clone(),
+        targets: Vec::new(),
     });
-    let (mp, bytes_bar, images_bar) = bars(opts, total, jobs.len());
-    let mp = &mp;
-    info!(
-        "Copying {} distinct blobs ({:.1} MiB) of {} images, {} at a time",
-        order.len(),
-        total as f64 / 1048576.0,
-        jobs.len(),
-        concurrency
-    );
-    let failed: Mutex<HashMap<usize, String>> = Mutex::new(HashMap::new());
-    let fatal: Mutex<Option<OciError>> = Mutex::new(None);
-    futures_util::stream::iter(order.iter())
-        .for_each_concurrent(concurrency, |(digest, usage)| {
-            let bytes_bar = &bytes_bar;
-            let report = &report;
-            let failed = &failed;
-            let fatal = &fatal;
-            async move {
-                // One HEAD per target repository; the first without the
-                // blob gets the bytes (or a mount from one that has it),
-                // the others mount from it (same registry).
-                let mut outcomes = Vec::with_capacity(usage.targets.len());
-                for (dst_repo, _) in &usage.targets {
-                    outcomes.push(
-                        dst.has_blob(dst_repo, digest)
-                            .await
-                            .map(|p| p.then_some(BlobOutcome::Present)),
+    match e.targets.iter_mut().find(|(r, _)| *r == job.dst) {
+        Some((_, users)) => users.push(i),
+        None => e.targets.push((job.dst.clone(), vec![i])),
+    }
+}
+
+/// The shared state of the blob phase: what each blob copy reports into.
+struct BlobPhase<'a> {
+    src: &'a Endpoint,
+    dst: &'a Endpoint,
+    locations: &'a BlobLocations,
+    bytes_bar: &'a ProgressBar,
+    report: Mutex<CopyReport>,
+    /// Job index → why one of its blobs failed.
+    failed: Mutex<HashMap<usize, String>>,
+    /// The first error that stops everything.
+    fatal: Mutex<Option<OciError>>,
+}
+
+impl BlobPhase<'_> {
+    /// One distinct blob into every target repository that needs it: one
+    /// HEAD per target; the first without the blob gets a mount (from a
+    /// repository known to hold it) or the bytes, the others mount from it.
+    async fn copy_blob(&self, digest: &Digest, usage: &BlobUse) {
+        let mut outcomes = Vec::with_capacity(usage.targets.len());
+        for (dst_repo, _) in &usage.targets {
+            outcomes.push(
+                self.dst
+                    .has_blob(dst_repo, digest)
+                    .await
+                    .map(|p| p.then_some(BlobOutcome::Present)),
+            );
+        }
+        let mut have: Option<Repo> = usage
+            .targets
+            .iter()
+            .zip(&outcomes)
+            .find(|(_, o)| matches!(o, Ok(Some(_))))
+            .map(|((r, _), _)| r.clone());
+        for ((dst_repo, users), known) in usage.targets.iter().zip(outcomes) {
+            if self.fatal.lock().expect("lock").is_some() {
+                return;
+            }
+            let progress = |n: u64| self.bytes_bar.inc(n);
+            let r = match known {
+                Ok(Some(present)) => Ok(present),
+                Ok(None) => {
+                    let mount = have
+                        .clone()
+                        .or_else(|| self.locations.find(&dst_repo.registry, digest, dst_repo));
+                    upload_blob(
+                        self.src,
+                        self.dst,
+                        &usage.src,
+                        dst_repo,
+                        digest,
+                        usage.size,
+                        mount.as_ref(),
+                        &progress,
+                    )
+                    .await
+                }
+                Err(e) => Err(e),
+            };
+            match r {
+                Ok(outcome) => {
+                    self.count(outcome, usage.size);
+                    if matches!(self.dst, Endpoint::Registry(_)) {
+                        self.locations.record(dst_repo, digest);
+                    }
+                    have.get_or_insert_with(|| dst_repo.clone());
+                    debug!(
+                        "blob {digest} ({} bytes) to {dst_repo}: {outcome:?}",
+                        usage.size
                     );
                 }
-                let mut have: Option<&Repo> = usage
-                    .targets
-                    .iter()
-                    .zip(&outcomes)
-                    .find(|(_, o)| matches!(o, Ok(Some(_))))
-                    .map(|((r, _), _)| r);
-                for ((dst_repo, users), known) in usage.targets.iter().zip(outcomes) {
-                    if fatal.lock().expect("lock").is_some() {
-                        return;
-                    }
-                    let progress = |n: u64| bytes_bar.inc(n);
-                    let r = match known {
-                        Ok(Some(present)) => Ok(present),
-                        Ok(None) => {
-                            upload_blob(
-                                src, dst, &usage.src, dst_repo, digest, usage.size, have, &progress,
-                            )
-                            .await
-                        }
-                        Err(e) => Err(e),
-                    };
-                    match r {
-                        Ok(outcome) => {
-                            let mut rep = report.lock().expect("lock");
-                            match outcome {
-                                BlobOutcome::Present => {
-                                    rep.present += 1;
-                                    bytes_bar.inc(usage.size);
-                                }
-                                BlobOutcome::Mounted => {
-                                    rep.mounted += 1;
-                                    bytes_bar.inc(usage.size);
-                                }
-                                BlobOutcome::Uploaded(n) => {
-                                    rep.uploaded.0 += 1;
-                                    rep.uploaded.1 += n;
-                                }
-                            }
-                            have.get_or_insert(dst_repo);
-                            debug!(
-                                "blob {digest} ({} bytes) to {dst_repo}: {outcome:?}",
-                                usage.size
-                            );
-                        }
-                        Err(e) if e.stops_everything() => {
-                            fatal.lock().expect("lock").get_or_insert(e);
-                        }
-                        Err(e) => {
-                            let msg = e.to_string();
-                            let mut f = failed.lock().expect("lock");
-                            for u in users {
-                                f.entry(*u).or_insert_with(|| msg.clone());
-                            }
-                        }
+                Err(e) if e.stops_everything() => {
+                    self.fatal.lock().expect("lock").get_or_insert(e);
+                }
+                Err(e) => {
+                    let msg = e.to_string();
+                    let mut f = self.failed.lock().expect("lock");
+                    for u in users {
+                        f.entry(*u).or_insert_with(|| msg.clone());
                     }
                 }
             }
-        })
-        .await;
-    bytes_bar.finish_and_clear();
-    if let Some(e) = fatal.into_inner().expect("lock") {
-        images_bar.finish_and_clear();
-        return Err(e);
+        }
     }
-    let failed = failed.into_inner().expect("lock");
-    let mut report = report.into_inner().expect("lock");
 
-    // Manifests, children first, then the tag; only for complete images.
+    fn count(&self, outcome: BlobOutcome, size: u64) {
+        let mut rep = self.report.lock().expect("lock");
+        match outcome {
+            BlobOutcome::Present => {
+                rep.present += 1;
+                self.bytes_bar.inc(size);
+            }
+            BlobOutcome::Mounted => {
+                rep.mounted += 1;
+                self.bytes_bar.inc(size);
+            }
+            BlobOutcome::Uploaded(n) => {
+                rep.uploaded.0 += 1;
+                rep.uploaded.1 = rep.uploaded.1.saturating_add(n);
+            }
+        }
+    }
+}
+
+/// Manifests, children first, then the tag; only for images whose every
+/// blob arrived. Returns the number of manifests pushed.
+async fn push_all(
+    dst: &Endpoint,
+    results: &mut [JobResult],
+    plans: Vec<Option<Planned>>,
+    failed: &HashMap<usize, String>,
+    mp: &MultiProgress,
+    images_bar: &ProgressBar,
+    concurrency: usize,
+) -> usize {
     let pushes = results
         .iter_mut()
         .zip(plans)
         .enumerate()
-        .map(|(i, (res, plan))| {
-            let images_bar = &images_bar;
-            let failed = &failed;
-            async move {
-                let mut pushed = 0usize;
-                if let Some(plan) = plan {
-                    if let Some(msg) = failed.get(&i) {
-                        // Log lines and bars share stderr: hide the bars while logging.
-                        mp.suspend(|| {
-                            warn!("image {} not mirrored, nothing tagged: {msg}", res.job.name)
-                        });
-                        res.error = Some(msg.clone());
-                    } else if let Err(e) =
-                        push_manifests(dst, &res.job, &plan.manifests, &mut pushed).await
-                    {
-                        mp.suspend(|| warn!("image {} not mirrored: {e}", res.job.name));
-                        res.error = Some(e.to_string());
-                    }
+        .map(|(i, (res, plan))| async move {
+            let mut pushed = 0usize;
+            if let Some(plan) = plan {
+                if let Some(msg) = failed.get(&i) {
+                    // Log lines and bars share stderr: hide the bars while logging.
+                    mp.suspend(|| {
+                        warn!("image {} not mirrored, nothing tagged: {msg}", res.job.name)
+                    });
+                    res.error = Some(msg.clone());
+                } else if let Err(e) =
+                    push_manifests(dst, &res.job, &plan.manifests, &mut pushed).await
+                {
+                    mp.suspend(|| warn!("image {} not mirrored: {e}", res.job.name));
+                    res.error = Some(e.to_string());
                 }
-                images_bar.inc(1);
-                pushed
             }
+            images_bar.inc(1);
+            pushed
         });
     let counts: Vec<usize> = futures_util::stream::iter(pushes)
         .buffer_unordered(concurrency)
         .collect()
         .await;
-    images_bar.finish_and_clear();
-    report.manifests = counts.iter().sum();
-    report.images = results;
-    report.seconds = start.elapsed().as_secs_f64();
-    Ok(report)
+    counts.iter().sum()
 }
 
 /// Puts a blob the target lacks: a mount from `have` (a repository of the

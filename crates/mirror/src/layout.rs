@@ -14,6 +14,7 @@ use futures_util::{Stream, StreamExt as _};
 use tokio::io::AsyncWriteExt as _;
 
 use crate::client::OciError;
+use crate::client::body::MAX_MANIFEST;
 use crate::oci::{Digest, Hasher, Manifest, OCI_INDEX};
 
 /// The annotation naming a tag in `index.json`.
@@ -124,6 +125,18 @@ impl Layout {
             }
         };
         let p = self.blob_path(&d);
+        // An archive comes from elsewhere: a manifest file is read only up
+        // to the registry limit.
+        let len = tokio::fs::metadata(&p)
+            .await
+            .map_err(io(format!("reading manifest {}", p.display())))?
+            .len();
+        if len > MAX_MANIFEST {
+            return Err(OciError::TooLarge {
+                what: format!("manifest {}", p.display()),
+                limit: MAX_MANIFEST,
+            });
+        }
         let bytes = tokio::fs::read(&p)
             .await
             .map_err(io(format!("reading manifest {}", p.display())))?;
@@ -271,5 +284,25 @@ impl Layout {
         }));
         let text = serde_json::to_vec_pretty(&*idx).expect("JSON");
         write_atomic(&self.dir.join("index.json"), &text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn oversized_manifest_file_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let l = Layout::open(d.path(), true).unwrap();
+        let big = vec![b' '; (MAX_MANIFEST + 1) as usize];
+        let digest = Digest::of(&big);
+        std::fs::write(d.path().join("blobs/sha256").join(digest.hex()), &big).unwrap();
+        let e = l
+            .get_manifest(digest.as_str())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("more than the limit of 4194304 bytes"), "{e}");
     }
 }

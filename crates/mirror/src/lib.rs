@@ -1,71 +1,26 @@
-//! Disconnected installs (issue #4): the mirror registry an install pulls from.
-//!
-//! [`registry::init`] sets up a distribution registry (Debian package
-//! `docker-registry`, `docker-registry serve config.yml`) in one step: its own
-//! CA and serving certificate, an htpasswd user, the registry's `config.yml`,
-//! and the login and CA added to the install-config (`pullSecret`,
-//! `additionalTrustBundle`) so that nodes trust and can log in to the mirror.
+//! Disconnected installs (issue #4): copying a release to the mirror.
 //!
 //! [`release`] mirrors a release payload (`oc adm release mirror`): it reads
 //! `release-manifests/image-references` from the release image and copies
 //! the release and every component by digest with [`copy::copy`], over the
 //! OCI distribution API ([`client`]) or into/out of an OCI image layout
-//! ([`layout`], `mirror to-disk` / `from-disk`).
+//! ([`layout`], `mirror to-disk` / `from-disk`). [`commands`] are those
+//! three commands with their messages.
+//!
+//! The local mirror registry (`mirror registry init|start|stop`) is the
+//! `okd-mirror-registry` crate.
 
 pub mod auth;
 pub mod client;
+pub mod commands;
 pub mod copy;
-pub mod daemon;
 pub mod layout;
+pub mod locations;
 pub mod oci;
-pub mod registry;
+pub mod proxy;
 pub mod release;
 
-use std::path::PathBuf;
-
-/// Why setting up the mirror failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum MirrorError {
-    /// An option is missing or malformed (the message names it).
-    #[error("{0}")]
-    Options(String),
-    /// Key generation, signing or certificate parsing failed.
-    #[error(transparent)]
-    Pki(#[from] okd_pki::PkiError),
-    /// bcrypt hashing of the htpasswd password failed.
-    #[error("hashing the password: {0}")]
-    Hash(String),
-    /// Reading or writing a file failed.
-    #[error("{action} {}: {source}", path.display())]
-    Io {
-        /// What was being done (`writing`, `reading`, ...).
-        action: &'static str,
-        /// The file or directory.
-        path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
-    },
-    /// The pull secret is not a JSON object with an `auths` object.
-    #[error("invalid pull secret: {0}")]
-    PullSecret(String),
-    /// The install-config could not be parsed or edited as YAML.
-    #[error("cannot edit install-config.yaml: {0}")]
-    InstallConfig(String),
-    /// The edited install-config fails okd-install's validation; nothing was written.
-    #[error("refusing to write install-config.yaml, it would not validate: {0}")]
-    InstallConfigInvalid(String),
-    /// A registry or archive operation failed.
-    #[error(transparent)]
-    Oci(#[from] client::OciError),
-}
-
-impl MirrorError {
-    pub(crate) fn io(action: &'static str, path: &std::path::Path, source: std::io::Error) -> Self {
-        MirrorError::Io {
-            action,
-            path: path.to_path_buf(),
-            source,
-        }
-    }
-}
+/// The registry setup's error, re-exported while the binary's exit-code
+/// mapping still names it `okd_mirror::MirrorError`; use
+/// `okd_mirror_registry::MirrorError`.
+pub use okd_mirror_registry::MirrorError;

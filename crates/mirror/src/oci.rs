@@ -317,6 +317,13 @@ fn descriptor(v: &serde_json::Value, at: &str) -> Result<Descriptor, FormatError
         .get("size")
         .and_then(|x| x.as_u64())
         .ok_or_else(|| FormatError(format!("{at}: no size")))?;
+    // descriptor.md: `size` is an int64; larger values are refused so that
+    // sums and offsets over sizes cannot overflow.
+    if size > i64::MAX as u64 {
+        return Err(FormatError(format!(
+            "{at}: size {size} is larger than an int64 (descriptor.md)"
+        )));
+    }
     let platform = v.get("platform");
     let p = |k: &str| {
         platform
@@ -444,5 +451,17 @@ mod tests {
         };
         assert_eq!(c[0].architecture.as_deref(), Some("arm64"));
         assert!(Manifest::new(Bytes::from_static(br#"{"schemaVersion":1}"#), None).is_err());
+        // Sizes past int64 are refused, not summed into an overflow.
+        let huge = Manifest::new(
+            Bytes::from(format!(
+                r#"{{"schemaVersion":2,"config":{{"digest":"{}","size":2}},"layers":[{{"digest":"{}","size":18446744073709551615}}]}}"#,
+                Digest::of(b"c"),
+                Digest::of(b"l")
+            )),
+            None,
+        )
+        .unwrap();
+        let e = huge.parse().unwrap_err().0;
+        assert!(e.contains("layers[0]: size 18446744073709551615"), "{e}");
     }
 }

@@ -11,7 +11,6 @@
 //! repository and the components' repository), all mirrored to the target.
 
 use std::collections::BTreeMap;
-use std::io::Read as _;
 use std::path::Path;
 
 use futures_util::StreamExt as _;
@@ -19,6 +18,8 @@ use futures_util::StreamExt as _;
 use crate::client::OciError;
 use crate::copy::{Endpoint, Job};
 use crate::oci::{Manifest, Parsed, Reference, Repo};
+#[cfg(test)]
+use std::io::Read as _;
 
 /// Path of the ImageStream inside the release image.
 pub const IMAGE_REFERENCES: &str = "release-manifests/image-references";
@@ -73,6 +74,13 @@ pub fn parse_image_references(
         .filter(|s| !s.is_empty())
         .ok_or_else(|| format_err(what, "metadata.name (the release version) is missing"))?
         .to_string();
+    // Names end up in log lines and tags: no terminal control characters.
+    if version.chars().any(char::is_control) {
+        return Err(format_err(
+            what,
+            format!("metadata.name {version:?} has control characters"),
+        ));
+    }
     let tags = v
         .pointer("/spec/tags")
         .and_then(|x| x.as_array())
@@ -84,6 +92,12 @@ pub fn parse_image_references(
             .get("name")
             .and_then(|x| x.as_str())
             .ok_or_else(|| format_err(what, format!("spec.tags[{i}].name is missing")))?;
+        if name.chars().any(char::is_control) {
+            return Err(format_err(
+                what,
+                format!("spec.tags[{i}].name {name:?} has control characters"),
+            ));
+        }
         if !seen.insert(name.to_string()) {
             return Err(format_err(
                 what,
@@ -116,32 +130,166 @@ pub fn parse_image_references(
     Ok((version, out))
 }
 
-/// Finds `release-manifests/image-references` in a (gzip or plain) tar layer.
-fn find_in_layer(reader: impl std::io::Read) -> std::io::Result<Option<Vec<u8>>> {
+/// Largest `image-references` accepted, bytes (16 MiB; a real one is
+/// about 100 KiB).
+pub const MAX_IMAGE_REFERENCES: u64 = 16 << 20;
+/// Most bytes a release image layer may unpack to while it is searched for
+/// `image-references` (1 GiB): a decompression bomb stops here.
+pub const MAX_LAYER_UNPACKED: u64 = 1 << 30;
+
+/// Why a layer could not be searched.
+#[derive(Debug)]
+enum ScanError {
+    /// Not a (gzip) tar archive, or it broke off.
+    Io(std::io::Error),
+    /// `image-references` is larger than the limit (its size in the tar header).
+    EntryTooLarge(u64),
+    /// The layer unpacks to more than the limit.
+    LayerTooLarge(u64),
+}
+
+/// Counts the bytes read through it and fails past `limit`.
+struct Limited<R> {
+    inner: R,
+    read: u64,
+    limit: u64,
+    exceeded: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl<R: std::io::Read> std::io::Read for Limited<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read = self.read.saturating_add(n as u64);
+        if self.read > self.limit {
+            self.exceeded
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            return Err(std::io::Error::other("layer unpacks past the limit"));
+        }
+        Ok(n)
+    }
+}
+
+/// Finds `release-manifests/image-references` in a (gzip or plain) tar
+/// layer, reading at most `max_unpacked` bytes of the unpacked tar and
+/// refusing an entry larger than `max_entry`; stops at the entry.
+fn find_in_layer(
+    reader: impl std::io::Read,
+    max_entry: u64,
+    max_unpacked: u64,
+) -> Result<Option<Vec<u8>>, ScanError> {
     let mut buf = std::io::BufReader::with_capacity(256 * 1024, reader);
-    let head = std::io::BufRead::fill_buf(&mut buf)?;
+    let head = std::io::BufRead::fill_buf(&mut buf).map_err(ScanError::Io)?;
     let gz = head.starts_with(&[0x1f, 0x8b]);
     let inner: Box<dyn std::io::Read> = if gz {
         Box::new(flate2::read::MultiGzDecoder::new(buf))
     } else {
         Box::new(buf)
     };
-    let mut ar = tar::Archive::new(inner);
+    let exceeded = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let limited = Limited {
+        inner,
+        read: 0,
+        limit: max_unpacked,
+        exceeded: exceeded.clone(),
+    };
+    let io = |e: std::io::Error| {
+        if exceeded.load(std::sync::atomic::Ordering::Relaxed) {
+            ScanError::LayerTooLarge(max_unpacked)
+        } else {
+            ScanError::Io(e)
+        }
+    };
+    let mut ar = tar::Archive::new(limited);
+    for e in ar.entries().map_err(io)? {
+        let mut e = e.map_err(io)?;
+        let p = e.path().map_err(io)?;
+        if p.to_string_lossy().trim_start_matches("./") != IMAGE_REFERENCES {
+            continue;
+        }
+        let size = e.header().size().map_err(io)?;
+        if size > max_entry {
+            return Err(ScanError::EntryTooLarge(size));
+        }
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(&mut e, max_entry), &mut v)
+            .map_err(io)?;
+        return Ok(Some(v));
+    }
+    Ok(None)
+}
+
+/// Reads one layer of the release image and searches it for
+/// `image-references`, verifying the bytes read against the layer digest
+/// (all of them, also after the entry was found). A layer that is no tar
+/// archive or too large unpacked is refused as soon as that is clear.
+async fn scan_layer(
+    src: &Endpoint,
+    repo: &Repo,
+    layer: &crate::oci::Descriptor,
+    what: &str,
+) -> Result<Option<Vec<u8>>, OciError> {
+    let lwhat = format!("layer {} of {what}", layer.digest);
+    let mut stream = src.blob(repo, &layer.digest).await?;
+    // Hash every byte while a blocking thread untars what arrives.
+    let (tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(16);
+    let reader = ChannelReader {
+        rx,
+        cur: bytes::Bytes::new(),
+    };
+    let mut scan = Some(tokio::task::spawn_blocking(move || {
+        find_in_layer(reader, MAX_IMAGE_REFERENCES, MAX_LAYER_UNPACKED)
+    }));
     let mut found = None;
-    for e in ar.entries()? {
-        let mut e = e?;
-        let p = e
-            .path()?
-            .to_string_lossy()
-            .trim_start_matches("./")
-            .to_string();
-        if p == IMAGE_REFERENCES && found.is_none() {
-            let mut v = Vec::new();
-            e.read_to_end(&mut v)?;
-            found = Some(v);
+    let mut h = crate::oci::Hasher::new();
+    let mut n = 0u64;
+    let mut tx = Some(tx);
+    while let Some(piece) = stream.next().await {
+        let piece = piece?;
+        h.update(&piece);
+        n = n.saturating_add(piece.len() as u64);
+        if let Some(t) = &tx
+            && t.send(piece).await.is_err()
+        {
+            // The scanner is done: refused now, or found (then keep hashing).
+            tx = None;
+            if let Some(task) = scan.take() {
+                found = Some(scan_result(task.await, &lwhat)?);
+            }
         }
     }
-    Ok(found)
+    drop(tx);
+    let actual = h.finish();
+    if actual != layer.digest {
+        return Err(OciError::Digest {
+            what: lwhat,
+            expected: layer.digest.clone(),
+            actual,
+            size: n,
+        });
+    }
+    match (found, scan) {
+        (Some(f), _) => Ok(f),
+        (None, Some(task)) => scan_result(task.await, &lwhat),
+        (None, None) => Ok(None),
+    }
+}
+
+fn scan_result(
+    joined: Result<Result<Option<Vec<u8>>, ScanError>, tokio::task::JoinError>,
+    lwhat: &str,
+) -> Result<Option<Vec<u8>>, OciError> {
+    match joined.map_err(|e| format_err(lwhat, e.to_string()))? {
+        Ok(found) => Ok(found),
+        Err(ScanError::Io(e)) => Err(format_err(lwhat, format!("not a tar archive: {e}"))),
+        Err(ScanError::EntryTooLarge(size)) => Err(OciError::TooLarge {
+            what: format!("{IMAGE_REFERENCES} in {lwhat} ({size} bytes by its tar header)"),
+            limit: MAX_IMAGE_REFERENCES,
+        }),
+        Err(ScanError::LayerTooLarge(limit)) => Err(OciError::TooLarge {
+            what: format!("{lwhat} unpacked (a decompression bomb?)"),
+            limit,
+        }),
+    }
 }
 
 /// Reads the release at `from`: resolves the tag, picks the `arch` image
@@ -171,44 +319,7 @@ pub async fn read_release(
         return Err(format_err(&what, "an index inside an index"));
     };
     for layer in layers.iter().rev() {
-        let stream = src.blob(&from.repo, &layer.digest).await?;
-        // Hash every byte while a blocking thread untars what arrives.
-        let (tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(16);
-        let reader = ChannelReader {
-            rx,
-            cur: bytes::Bytes::new(),
-        };
-        let scan = tokio::task::spawn_blocking(move || find_in_layer(reader));
-        let mut h = crate::oci::Hasher::new();
-        let mut n = 0u64;
-        let mut stream = stream;
-        let mut tx = Some(tx);
-        while let Some(piece) = stream.next().await {
-            let piece = piece?;
-            h.update(&piece);
-            n += piece.len() as u64;
-            if let Some(t) = &tx
-                && t.send(piece).await.is_err()
-            {
-                tx = None;
-            }
-        }
-        drop(tx);
-        let lwhat = format!("layer {} of {what}", layer.digest);
-        let actual = h.finish();
-        if actual != layer.digest {
-            return Err(OciError::Digest {
-                what: lwhat,
-                expected: layer.digest.clone(),
-                actual,
-                size: n,
-            });
-        }
-        let found = scan
-            .await
-            .map_err(|e| format_err(&lwhat, e.to_string()))?
-            .map_err(|e| format_err(&lwhat, format!("not a tar archive: {e}")))?;
-        if let Some(text) = found {
+        if let Some(text) = scan_layer(src, &from.repo, layer, &what).await? {
             let (version, components) =
                 parse_image_references(&text, &format!("{IMAGE_REFERENCES} in {what}"))?;
             return Ok(Release {
@@ -445,6 +556,58 @@ mod tests {
             e.contains("spec.tags[0] (cli)") && e.contains("pinned by digest"),
             "{e}"
         );
+        let esc = text.replace(r#""name":"cli""#, r#""name":"cli\u001b[2J""#);
+        let e = parse_image_references(esc.as_bytes(), "x")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(r#"spec.tags[0].name "cli\u{1b}[2J" has control characters"#),
+            "{e}"
+        );
+    }
+
+    /// A tar with one entry `name` of `size` zero bytes, gzipped.
+    fn layer(name: &str, size: usize) -> Vec<u8> {
+        let mut b = tar::Builder::new(Vec::new());
+        let mut h = tar::Header::new_gnu();
+        h.set_size(size as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        b.append_data(&mut h, name, std::io::repeat(0).take(size as u64))
+            .unwrap();
+        let tar = b.into_inner().unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        std::io::Write::write_all(&mut gz, &tar).unwrap();
+        gz.finish().unwrap()
+    }
+
+    #[test]
+    fn layer_limits() {
+        let ok = layer(IMAGE_REFERENCES, 100);
+        assert_eq!(
+            find_in_layer(&ok[..], 1000, 1 << 20)
+                .unwrap()
+                .unwrap()
+                .len(),
+            100
+        );
+        // The entry is too large: refused by its header.
+        let big = layer(IMAGE_REFERENCES, 4 << 20);
+        assert!(matches!(
+            find_in_layer(&big[..], 1 << 20, 1 << 30),
+            Err(ScanError::EntryTooLarge(n)) if n == 4 << 20
+        ));
+        // Another file unpacks past the layer limit: refused at the limit.
+        let bomb = layer("filler", 8 << 20);
+        assert!(bomb.len() < 64 << 10, "{}", bomb.len());
+        assert!(matches!(
+            find_in_layer(&bomb[..], 1 << 20, 1 << 20),
+            Err(ScanError::LayerTooLarge(n)) if n == 1 << 20
+        ));
+        assert!(matches!(
+            find_in_layer(&bomb[..], 1 << 20, 16 << 20),
+            Ok(None)
+        ));
     }
 
     #[test]

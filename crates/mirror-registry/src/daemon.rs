@@ -50,20 +50,94 @@ pub fn listen_addr(config: &Path) -> Result<String, MirrorError> {
         .ok_or_else(|| opt(format!("{}: http.addr is missing", config.display())))
 }
 
-/// The PID in `registry.pid` if that process is alive and is a registry.
-pub fn running(dir: &Path) -> Option<u32> {
-    let pid: u32 = std::fs::read_to_string(dir.join(PID_FILE))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // A zombie (state Z) has exited already.
+/// What the PID in `registry.pid` is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PidState {
+    /// No PID file, or its process has exited.
+    NotRunning,
+    /// The registry started from this directory: `program serve <dir>/config.yml`.
+    Registry(u32),
+    /// Another process has that PID now.
+    Other {
+        /// The PID.
+        pid: u32,
+        /// Its executable (`/proc/PID/exe`).
+        exe: String,
+        /// Its command line, arguments joined by spaces.
+        cmdline: String,
+    },
+}
+
+/// `program` as a path: itself when it has a `/`, else the first match on `PATH`.
+fn resolve_program(program: &Path) -> Option<PathBuf> {
+    if program.components().count() > 1 || program.is_absolute() {
+        return std::fs::canonicalize(program).ok();
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+        .and_then(|p| std::fs::canonicalize(p).ok())
+}
+
+/// Checks the PID in `<dir>/registry.pid` (Linux `/proc`): the registry is
+/// ours when `/proc/PID/exe` is `program` (resolved on `PATH`) and one of
+/// its arguments is `<dir>/config.yml`. A zombie counts as exited.
+pub fn pid_state(dir: &Path, program: &Path) -> PidState {
+    let Some(pid) = std::fs::read_to_string(dir.join(PID_FILE))
+        .ok()
+        .and_then(|t| t.trim().parse::<u32>().ok())
+        .filter(|p| *p > 0)
+    else {
+        return PidState::NotRunning;
+    };
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    let (Ok(raw), Ok(stat)) = (
+        std::fs::read(proc.join("cmdline")),
+        std::fs::read_to_string(proc.join("stat")),
+    ) else {
+        return PidState::NotRunning;
+    };
     let state = stat
         .rsplit_once(") ")
         .map(|x| x.1.chars().next().unwrap_or('?'));
-    (String::from_utf8_lossy(&cmdline).contains("serve") && state != Some('Z')).then_some(pid)
+    if state == Some('Z') {
+        return PidState::NotRunning;
+    }
+    let exe = std::fs::read_link(proc.join("exe")).ok();
+    let args: Vec<String> = raw
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let config = std::fs::canonicalize(dir.join(files::CONFIG)).ok();
+    let cwd = std::fs::read_link(proc.join("cwd")).unwrap_or_default();
+    let names_config = config.is_some()
+        && args
+            .iter()
+            .skip(1)
+            .any(|a| std::fs::canonicalize(cwd.join(a)).ok() == config);
+    let is_program =
+        exe.is_some() && exe.as_deref().map(Path::to_path_buf) == resolve_program(program);
+    if is_program && names_config {
+        return PidState::Registry(pid);
+    }
+    PidState::Other {
+        pid,
+        exe: exe.map_or_else(
+            || "(unknown executable)".into(),
+            |e| e.display().to_string(),
+        ),
+        cmdline: crate::escape_controls(&args.join(" ")),
+    }
+}
+
+/// The PID in `registry.pid` if that process is alive and is the registry
+/// of `dir` ([`pid_state`]).
+pub fn running(dir: &Path, program: &Path) -> Option<u32> {
+    match pid_state(dir, program) {
+        PidState::Registry(pid) => Some(pid),
+        _ => None,
+    }
 }
 
 fn connectable(addr: &str) -> bool {
@@ -92,7 +166,7 @@ pub fn start(dir: &Path, program: &Path) -> Result<Started, MirrorError> {
     }
     let addr = listen_addr(&config)?;
     let log = dir.join(LOG_FILE);
-    if let Some(pid) = running(dir) {
+    if let Some(pid) = running(dir, program) {
         return Ok(Started {
             pid,
             addr,
@@ -163,12 +237,25 @@ pub fn start(dir: &Path, program: &Path) -> Result<Started, MirrorError> {
 
 /// Stops the registry of `<dir>/registry.pid` (SIGTERM, then SIGKILL after
 /// [`WAIT`]) and removes the PID file. Returns the PID, or `None` when
-/// none was running.
-pub fn stop(dir: &Path) -> Result<Option<u32>, MirrorError> {
+/// none was running. Errors: the PID belongs to another process (not
+/// `program` serving `<dir>/config.yml`, see [`pid_state`]): nothing is
+/// signalled and the message says what that process is.
+pub fn stop(dir: &Path, program: &Path) -> Result<Option<u32>, MirrorError> {
     let pid_path = dir.join(PID_FILE);
-    let Some(pid) = running(dir) else {
-        let _ = std::fs::remove_file(&pid_path);
-        return Ok(None);
+    let pid = match pid_state(dir, program) {
+        PidState::NotRunning => {
+            let _ = std::fs::remove_file(&pid_path);
+            return Ok(None);
+        }
+        PidState::Registry(pid) => pid,
+        PidState::Other { pid, exe, cmdline } => {
+            return Err(opt(format!(
+                "refusing to stop PID {pid} of {}: it is {exe} ({cmdline}), not {} serving {}; remove the PID file if the registry is not running (or pass the --registry-program it was started with)",
+                pid_path.display(),
+                program.display(),
+                dir.join(files::CONFIG).display()
+            )));
+        }
     };
     let signal = |sig: &str| {
         Command::new("kill")
@@ -178,7 +265,7 @@ pub fn stop(dir: &Path) -> Result<Option<u32>, MirrorError> {
     };
     signal("-TERM")?;
     let t0 = Instant::now();
-    while running(dir) == Some(pid) {
+    while running(dir, program) == Some(pid) {
         if t0.elapsed() > WAIT {
             signal("-KILL")?;
             break;

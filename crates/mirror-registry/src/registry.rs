@@ -530,6 +530,35 @@ fn mkdir(path: &Path, mode: u32) -> Result<(), MirrorError> {
         .map_err(|e| MirrorError::io("creating directory", path, e))
 }
 
+/// Writes the registry's files into `out` (created 0755, `data/` 0700):
+/// keys, htpasswd and the pull secret 0600, the rest 0644.
+fn write_registry_files(
+    out: &Path,
+    paths: &ConfigPaths,
+    generated: &Generated,
+    pull_secret: &str,
+) -> Result<(), MirrorError> {
+    mkdir(out, 0o755)?;
+    mkdir(&paths.data_dir, 0o700)?;
+    let w =
+        |name: &str, data: &str, mode: u32| write_atomic(&out.join(name), data.as_bytes(), mode);
+    w(files::CA_CERT, &generated.ca.cert.pem, 0o644)?;
+    w(files::CA_KEY, &generated.ca.key.private_pem(), 0o600)?;
+    w(
+        files::SERVER_CERT,
+        &format!("{}{}", generated.server.cert.pem, generated.ca.cert.pem),
+        0o644,
+    )?;
+    w(
+        files::SERVER_KEY,
+        &generated.server.key.private_pem(),
+        0o600,
+    )?;
+    w(files::HTPASSWD, &generated.htpasswd, 0o600)?;
+    w(files::CONFIG, &generated.config_yml, 0o644)?;
+    w(files::PULL_SECRET, &format!("{pull_secret}\n"), 0o600)
+}
+
 /// Sets up the mirror registry for `opts`: generates (or reuses) the CA,
 /// writes `ca.crt`, `ca.key`, `server.crt`, `server.key`, `htpasswd`,
 /// `config.yml`, `pull-secret.json` and `data/` into the output directory,
@@ -615,25 +644,7 @@ pub fn init(opts: &InitOptions) -> Result<InitOutput, MirrorError> {
         _ => None,
     };
 
-    mkdir(&out, 0o755)?;
-    mkdir(&paths.data_dir, 0o700)?;
-    let w =
-        |name: &str, data: &str, mode: u32| write_atomic(&out.join(name), data.as_bytes(), mode);
-    w(files::CA_CERT, &generated.ca.cert.pem, 0o644)?;
-    w(files::CA_KEY, &generated.ca.key.private_pem(), 0o600)?;
-    w(
-        files::SERVER_CERT,
-        &format!("{}{}", generated.server.cert.pem, generated.ca.cert.pem),
-        0o644,
-    )?;
-    w(
-        files::SERVER_KEY,
-        &generated.server.key.private_pem(),
-        0o600,
-    )?;
-    w(files::HTPASSWD, &generated.htpasswd, 0o600)?;
-    w(files::CONFIG, &generated.config_yml, 0o644)?;
-    w(files::PULL_SECRET, &format!("{pull_secret}\n"), 0o600)?;
+    write_registry_files(&out, &paths, &generated, &pull_secret)?;
     let install_config = match new_ic {
         Some(text) => {
             // Keep the user's mode (install-configs hold a pull secret).

@@ -1,0 +1,151 @@
+//! `okd-install mirror registry init | start | stop`: the steps and the
+//! messages of each command (the binary only parses the options).
+
+use std::io::Write;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use tracing::{info, warn};
+
+use crate::{MirrorError, daemon, registry};
+
+/// Options of `mirror registry init`.
+#[derive(Debug, Clone)]
+pub struct Init {
+    /// The asset directory (holds install-config.yaml).
+    pub dir: PathBuf,
+    /// Where the registry files go (default `<dir>/mirror-registry`).
+    pub output_dir: Option<PathBuf>,
+    /// DNS names of the registry.
+    pub hostnames: Vec<String>,
+    /// IP addresses of the registry.
+    pub addresses: Vec<IpAddr>,
+    /// Listen port.
+    pub port: u16,
+    /// The registry user.
+    pub username: String,
+    /// File whose first line is the password (default: generated).
+    pub password_file: Option<PathBuf>,
+    /// Start the registry afterwards with this program.
+    pub start: Option<PathBuf>,
+    /// The release the install-config is validated for.
+    pub target: okd_types::release::ReleaseTarget,
+}
+
+fn read_password(path: &Path) -> Result<String, MirrorError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| MirrorError::io("reading the password file", path, e))?;
+    Ok(text.lines().next().unwrap_or_default().to_string())
+}
+
+/// Runs `mirror registry init`: [`registry::init`], its messages, the
+/// generated password (once) on `stdout`, and [`start`] when asked.
+///
+/// # Errors
+/// Those of [`registry::init`] and [`start`]; writing to `stdout`.
+pub fn init(c: &Init, stdout: &mut dyn Write) -> Result<(), MirrorError> {
+    let password = c.password_file.as_deref().map(read_password).transpose()?;
+    let opts = registry::InitOptions {
+        dir: c.dir.clone(),
+        output_dir: c.output_dir.clone(),
+        hostnames: c.hostnames.clone(),
+        addresses: c.addresses.clone(),
+        port: c.port,
+        username: c.username.clone(),
+        password,
+        load_options: okd_installconfig::LoadOptions {
+            target: c.target,
+            host_fips: std::fs::read_to_string("/proc/sys/crypto/fips_enabled")
+                .is_ok_and(|s| s.trim() == "1"),
+        },
+    };
+    let out = registry::init(&opts)?;
+    for w in &out.warnings {
+        warn!("{w}");
+    }
+    info!(
+        "Mirror registry {} written to {} ({} CA)",
+        out.registry,
+        out.output_dir.display(),
+        if out.ca_reused { "existing" } else { "new" }
+    );
+    info!(
+        "Start it with: okd-install mirror registry start --dir {} (or docker-registry serve {})",
+        c.dir.display(),
+        out.config.display()
+    );
+    info!(
+        "Clients trust it with its CA {} (e.g. curl --cacert)",
+        out.ca_cert.display()
+    );
+    match &out.install_config {
+        Some(p) => info!(
+            "Added {} to pullSecret and the CA to additionalTrustBundle in {}",
+            out.registry,
+            p.display()
+        ),
+        None => info!(
+            "No install-config.yaml in {}: pull secret with the login is {}, CA is {}",
+            c.dir.display(),
+            out.pull_secret.display(),
+            out.ca_cert.display()
+        ),
+    }
+    if out.password_generated {
+        writeln!(
+            stdout,
+            "Generated password for user {} (shown once, also in {}): {}",
+            out.username,
+            out.pull_secret.display(),
+            out.password
+        )
+        .map_err(|e| MirrorError::io("writing", Path::new("<stdout>"), e))?;
+    }
+    if let Some(program) = &c.start {
+        start(&c.dir, Some(&out.output_dir), program)?;
+    }
+    Ok(())
+}
+
+fn registry_dir(dir: &Path, output_dir: Option<&Path>) -> PathBuf {
+    output_dir.map_or_else(|| dir.join(registry::DEFAULT_OUTPUT_DIR), Path::to_path_buf)
+}
+
+/// Runs `mirror registry start` ([`daemon::start`]) with its messages.
+///
+/// # Errors
+/// Those of [`daemon::start`].
+pub fn start(dir: &Path, output_dir: Option<&Path>, program: &Path) -> Result<(), MirrorError> {
+    let s = daemon::start(&registry_dir(dir, output_dir), program)?;
+    if s.new {
+        info!(
+            "Mirror registry running on {} (PID {}), log {}",
+            s.addr,
+            s.pid,
+            s.log.display()
+        );
+    } else {
+        info!(
+            "Mirror registry already running on {} (PID {})",
+            s.addr, s.pid
+        );
+    }
+    info!(
+        "Stop it with: okd-install mirror registry stop --dir {}",
+        dir.display()
+    );
+    Ok(())
+}
+
+/// Runs `mirror registry stop` ([`daemon::stop`]) with its messages.
+///
+/// # Errors
+/// Those of [`daemon::stop`].
+pub fn stop(dir: &Path, output_dir: Option<&Path>, program: &Path) -> Result<(), MirrorError> {
+    let reg = registry_dir(dir, output_dir);
+    match daemon::stop(&reg, program)? {
+        Some(pid) => info!("Stopped the mirror registry (PID {pid})"),
+        None => info!("No mirror registry running from {}", reg.display()),
+    }
+    Ok(())
+}
