@@ -35,10 +35,10 @@ pub struct IgnitionAsset {
 impl IgnitionAsset {
     fn new(path: &str, cfg: &Config) -> Result<Self, AssetError> {
         cfg.check_spec()
-            .map_err(|e| AssetError::Invalid(format!("{path}: {e}")))?;
+            .map_err(|e| AssetError::decode(path, "not valid for its Ignition spec", e))?;
         let text = cfg.to_json();
-        let config: Value =
-            serde_json::from_str(&text).map_err(|e| AssetError::Invalid(format!("{path}: {e}")))?;
+        let config: Value = serde_json::from_str(&text)
+            .map_err(|e| AssetError::decode(path, "not an Ignition config", e))?;
         Ok(IgnitionAsset {
             config,
             file: AssetFile::new(path, text),
@@ -49,10 +49,8 @@ impl IgnitionAsset {
         let Some(data) = dir.read(path)? else {
             return Ok(None);
         };
-        let config: Value = serde_json::from_slice(&data).map_err(|e| AssetError::BadFile {
-            path: path.into(),
-            message: format!("not an Ignition config: {e}"),
-        })?;
+        let config: Value = serde_json::from_slice(&data)
+            .map_err(|e| AssetError::decode(path, "not an Ignition config", e))?;
         Ok(Some(IgnitionAsset {
             config,
             file: AssetFile::new(path, data),
@@ -446,5 +444,25 @@ impl Asset for SingleNodeBootstrapInPlace {
         };
         check_expiry(BIP_FILE, &a.config, ctx.now)?;
         Ok(Some(SingleNodeBootstrapInPlace(a)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unreadable_ignition_names_file_and_keeps_the_cause_in_the_source() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("bootstrap.ign"), b"{not json").unwrap();
+        let e = IgnitionAsset::load(&AssetDir::new(d.path()), "bootstrap.ign").unwrap_err();
+        let cause = std::error::Error::source(&e)
+            .expect("the JSON error is the source")
+            .to_string();
+        assert_eq!(e.to_string(), "bootstrap.ign: not an Ignition config");
+        assert_eq!(
+            crate::chain(&e),
+            format!("bootstrap.ign: not an Ignition config: {cause}")
+        );
     }
 }

@@ -31,23 +31,27 @@ pub const AGENT_CONFIG_FILE: &str = "agent-config.yaml";
 pub const BASTION_CONFIG_FILE: &str = "bastion-config.yaml";
 
 /// Errors reading or resolving the host files; each names the file and field.
+/// A variant's text never repeats its `source`: print the whole chain (e.g.
+/// anyhow's `{:#}`) to see the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum HostsError {
     /// A file could not be read.
-    #[error("{file}: {source}")]
+    #[error("reading {file}")]
     Io {
         /// The file.
         file: String,
         /// The I/O error.
+        #[source]
         source: std::io::Error,
     },
     /// A file is not valid YAML for its schema.
-    #[error("failed to unmarshal {file}: {message}")]
+    #[error("failed to unmarshal {file}")]
     Parse {
         /// The file.
         file: String,
-        /// serde's message (with line and column).
-        message: String,
+        /// serde's error (its text has the line and column).
+        #[source]
+        source: serde_yaml_ng::Error,
     },
     /// A field breaks a rule.
     #[error("invalid {file}: {field}: {message}")]
@@ -837,9 +841,9 @@ fn nmstate_dns(net: &Value) -> Vec<IpAddr> {
 /// # Errors
 /// [`HostsError::Parse`] with serde's line/column, [`HostsError::Invalid`] for a wrong kind or version.
 pub fn parse_agent_config(bytes: &[u8]) -> Result<AgentConfig, HostsError> {
-    let c: AgentConfig = serde_yaml_ng::from_slice(bytes).map_err(|e| HostsError::Parse {
+    let c: AgentConfig = serde_yaml_ng::from_slice(bytes).map_err(|source| HostsError::Parse {
         file: AGENT_CONFIG_FILE.into(),
-        message: e.to_string(),
+        source,
     })?;
     if c.kind != "AgentConfig" {
         return Err(invalid(
@@ -863,10 +867,11 @@ pub fn parse_agent_config(bytes: &[u8]) -> Result<AgentConfig, HostsError> {
 /// # Errors
 /// [`HostsError::Parse`] with serde's line/column, [`HostsError::Invalid`] for a wrong kind or version.
 pub fn parse_bastion_config(bytes: &[u8]) -> Result<BastionConfig, HostsError> {
-    let c: BastionConfig = serde_yaml_ng::from_slice(bytes).map_err(|e| HostsError::Parse {
-        file: BASTION_CONFIG_FILE.into(),
-        message: e.to_string(),
-    })?;
+    let c: BastionConfig =
+        serde_yaml_ng::from_slice(bytes).map_err(|source| HostsError::Parse {
+            file: BASTION_CONFIG_FILE.into(),
+            source,
+        })?;
     if c.kind != "BastionConfig" {
         return Err(invalid(
             BASTION_CONFIG_FILE,
@@ -960,15 +965,42 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("metadata.name"), "{e}");
-        let e = parse_bastion_config(
-            b"apiVersion: v1alpha1\nkind: BastionConfig\nlistenAddress: 1.2.3.4\nbogus: 1\n",
-        )
-        .unwrap_err()
-        .to_string();
+        let e = chain(
+            &parse_bastion_config(
+                b"apiVersion: v1alpha1\nkind: BastionConfig\nlistenAddress: 1.2.3.4\nbogus: 1\n",
+            )
+            .unwrap_err(),
+        );
         assert!(
-            e.contains("bastion-config.yaml") && e.contains("bogus"),
+            e.starts_with("failed to unmarshal bastion-config.yaml: ") && e.contains("bogus"),
             "{e}"
         );
+    }
+
+    /// The error and its sources joined by `": "`.
+    fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+        let mut out = e.to_string();
+        let mut src = e.source();
+        while let Some(s) = src {
+            out.push_str(": ");
+            out.push_str(&s.to_string());
+            src = s.source();
+        }
+        out
+    }
+
+    #[test]
+    fn messages_do_not_repeat_their_source() {
+        let dir = std::env::temp_dir().join(format!("okd-hosts-nofile-{}", std::process::id()));
+        let e = Inventory::load(&dir, "okd", "example").unwrap_err();
+        let cause = std::error::Error::source(&e).expect("the I/O error is the source");
+        assert_eq!(e.to_string(), "reading agent-config.yaml");
+        assert!(!e.to_string().contains(&cause.to_string()), "{e}");
+        assert_eq!(chain(&e), format!("reading agent-config.yaml: {cause}"));
+        let e = parse_agent_config(b"kind: [").unwrap_err();
+        let cause = std::error::Error::source(&e).expect("serde's error is the source");
+        assert_eq!(e.to_string(), "failed to unmarshal agent-config.yaml");
+        assert!(cause.to_string().contains("line"), "{cause}");
     }
 
     #[test]

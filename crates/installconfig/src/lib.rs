@@ -7,6 +7,7 @@
 //! the infraID derivation of §3.3.
 
 mod convert;
+mod field;
 mod types;
 mod validate;
 
@@ -16,6 +17,7 @@ use ipnet::IpNet;
 use okd_types::release::ReleaseTarget;
 use serde_json::Value;
 
+pub use field::{ErrorKind, FieldError, FieldValue};
 pub use types::*;
 
 /// Options of one load: the target release (version-dependent rules such as
@@ -63,28 +65,31 @@ pub enum LoadError {
         message: String,
     },
     /// Up-conversion failed (empty or unknown apiVersion, conflicting deprecated fields).
-    #[error("failed to upconvert {file}: {message}")]
+    #[error("failed to upconvert {file}: {error}")]
     Convert {
         /// The file name (or `install config` for in-memory configs).
         file: String,
-        /// `<path>: <type>: <detail>`.
-        message: String,
+        /// The field that could not be converted.
+        error: FieldError,
     },
-    /// Validation failed; every error in evaluation order, each `<path>: <type>: <detail>`.
+    /// Validation failed; every error in evaluation order, aggregated the way
+    /// apimachinery's `utilerrors.NewAggregate` prints them (one error alone,
+    /// several as `[a, b]`).
     #[error("{}", invalid_text(file.as_deref(), errors))]
     Invalid {
         /// `Some(file)` for a config read from disk, `None` for a generated one.
         file: Option<String>,
-        /// The field errors.
-        errors: Vec<String>,
+        /// The field errors, in evaluation order (never empty).
+        errors: Vec<FieldError>,
     },
 }
 
-fn invalid_text(file: Option<&str>, errors: &[String]) -> String {
-    let agg = if errors.len() == 1 {
-        errors[0].clone()
+fn invalid_text(file: Option<&str>, errors: &[FieldError]) -> String {
+    let agg = if let [one] = errors {
+        one.to_string()
     } else {
-        format!("[{}]", errors.join(", "))
+        let all: Vec<String> = errors.iter().map(FieldError::to_string).collect();
+        format!("[{}]", all.join(", "))
     };
     match file {
         Some(f) => format!("invalid {f:?} file: {agg}"),
@@ -101,9 +106,9 @@ pub fn load(file_name: &str, bytes: &[u8], opts: &LoadOptions) -> Result<Loaded,
     let mut warnings = Vec::new();
     let mut infos = Vec::new();
     let cfg = convert::parse(file_name, bytes, &mut warnings, &mut infos)?;
-    let cfg = convert::upconvert(cfg).map_err(|message| LoadError::Convert {
+    let cfg = convert::upconvert(cfg).map_err(|error| LoadError::Convert {
         file: file_name.to_string(),
-        message,
+        error,
     })?;
     run(cfg, Some(file_name), opts, warnings, infos)
 }
@@ -112,9 +117,9 @@ pub fn load(file_name: &str, bytes: &[u8], opts: &LoadOptions) -> Result<Loaded,
 /// §2.5): up-conversion, §2.3 defaults, §2.4 validation. Validation failures read
 /// `invalid install config: …`.
 pub fn finish(cfg: InstallConfig, opts: &LoadOptions) -> Result<Loaded, LoadError> {
-    let cfg = convert::upconvert(cfg).map_err(|message| LoadError::Convert {
+    let cfg = convert::upconvert(cfg).map_err(|error| LoadError::Convert {
         file: "install config".to_string(),
-        message,
+        error,
     })?;
     run(cfg, None, opts, Vec::new(), Vec::new())
 }

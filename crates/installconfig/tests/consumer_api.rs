@@ -106,10 +106,13 @@ fn consumer_shapes_compile() {
     assert_eq!(v["pullSecret"], json!(""));
     let e = okd_installconfig::LoadError::Invalid {
         file: Some("install-config.yaml".into()),
-        errors: vec!["a".into(), "b".into()],
+        errors: vec![
+            okd_installconfig::FieldError::required("a", "a is required"),
+            okd_installconfig::FieldError::invalid("b", "x", "must be y"),
+        ],
     };
     assert_eq!(
         e.to_string(),
-        "invalid \"install-config.yaml\" file: [a, b]"
+        "invalid \"install-config.yaml\" file: [a: Required value: a is required, b: Invalid value: \"x\": must be y]"
     );
 }
