@@ -116,3 +116,61 @@ fn consumer_shapes_compile() {
         "invalid \"install-config.yaml\" file: [a: Required value: a is required, b: Invalid value: \"x\": must be y]"
     );
 }
+
+/// Validation errors are typed: a caller can tell the field, the rule and the
+/// value apart without parsing text, and a secret's value is never kept.
+#[test]
+fn validation_errors_are_typed_field_errors() {
+    use okd_installconfig::{ErrorKind, FieldValue, LoadError};
+    let yaml = br#"apiVersion: v1
+baseDomain: example.com
+metadata: {name: x}
+platform: {aws: {}}
+pullSecret: '{"auths":{}, "x":"Hunter2-S3cret"}'
+controlPlane: {name: master, replicas: -1}
+"#;
+    let Err(LoadError::Invalid { file, errors }) =
+        okd_installconfig::load("install-config.yaml", yaml, &LoadOptions::default())
+    else {
+        panic!("must fail validation");
+    };
+    assert_eq!(file.as_deref(), Some("install-config.yaml"));
+    let region = errors
+        .iter()
+        .find(|e| e.path == "platform.aws.region")
+        .expect("region error");
+    assert_eq!(region.kind, ErrorKind::Required);
+    assert_eq!(region.value, FieldValue::Omitted);
+    assert_eq!(region.detail, "region must be specified");
+    let ps = errors
+        .iter()
+        .find(|e| e.path == "pullSecret")
+        .expect("pull secret error");
+    assert_eq!(
+        (ps.kind, &ps.value, ps.detail.as_str()),
+        (ErrorKind::Invalid, &FieldValue::Omitted, "auths required")
+    );
+    let replicas = errors
+        .iter()
+        .find(|e| e.path == "controlPlane.replicas")
+        .expect("replicas error");
+    assert_eq!(
+        (replicas.kind, &replicas.value),
+        (ErrorKind::Invalid, &FieldValue::Int(-1))
+    );
+    let Err(LoadError::Convert { error, .. }) = okd_installconfig::load(
+        "install-config.yaml",
+        b"apiVersion: v2\n",
+        &LoadOptions::default(),
+    ) else {
+        panic!("apiVersion v2 must fail up-conversion");
+    };
+    assert_eq!(
+        (error.path.as_str(), error.kind, error.value),
+        (
+            "apiVersion",
+            ErrorKind::Invalid,
+            FieldValue::Str("v2".into())
+        )
+    );
+}
