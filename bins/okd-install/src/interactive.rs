@@ -231,11 +231,11 @@ fn resolve(o: &InstallConfigOpts) -> Result<serde_json::Value, AssetError> {
     Ok(v)
 }
 
-/// Registers the question/flag source for a missing install-config.yaml.
-pub(crate) fn install(opts: InstallConfigOpts) {
-    okd_assets::installconfig::set_install_config_source(Box::new(move || {
+/// The question/flag source for a missing install-config.yaml.
+pub(crate) fn source(opts: InstallConfigOpts) -> okd_assets::installconfig::InstallConfigSource {
+    Box::new(move || {
         let v = resolve(&opts)?;
         serde_json::from_value(v)
             .map_err(|e| AssetError::decode("install-config.yaml", "invalid install config", e))
-    }));
+    })
 }
