@@ -174,3 +174,33 @@ controlPlane: {name: master, replicas: -1}
         )
     );
 }
+
+/// The platform enum and the install-config keys are the same set: each key
+/// parses back to its platform, and a config's platform reads as both.
+#[test]
+fn platform_names_round_trip() {
+    use okd_installconfig::PlatformName;
+    let keys = [
+        "aws",
+        "azure",
+        "baremetal",
+        "external",
+        "gcp",
+        "ibmcloud",
+        "none",
+        "nutanix",
+        "openstack",
+        "powervs",
+        "vsphere",
+    ];
+    for k in keys {
+        let p = PlatformName::from_key(k).expect(k);
+        assert_eq!(p.as_str(), k);
+        let c: InstallConfig = serde_json::from_value(json!({"platform": {k: {}}})).unwrap();
+        assert_eq!(c.platform_kind(), Some(p));
+        assert_eq!(c.platform_name(), k);
+        assert_eq!(c.platform.names(), vec![k]);
+    }
+    assert_eq!(PlatformName::from_key("ovirt"), None);
+    assert_eq!(InstallConfig::default().platform_name(), "");
+}

@@ -12,6 +12,7 @@ use ipnet::IpNet;
 use serde_json::Value;
 
 use crate::LoadOptions;
+use crate::PlatformName as P;
 pub(super) use crate::field::quote;
 use crate::field::{ErrorKind, FieldError, FieldValue};
 use crate::types::*;
