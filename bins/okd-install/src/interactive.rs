@@ -61,8 +61,8 @@ fn read_image_sources(f: &PathBuf) -> Result<(String, serde_json::Value), AssetE
         path: f.clone(),
         source,
     })?;
-    let v: serde_json::Value = serde_yaml_ng::from_str(&text)
-        .map_err(|e| AssetError::Invalid(format!("{}: not YAML: {e}", f.display())))?;
+    let v: serde_json::Value =
+        serde_yaml_ng::from_str(&text).map_err(|e| AssetError::decode(f.clone(), "not YAML", e))?;
     for key in ["imageDigestSources", "imageContentSources"] {
         if let Some(list) = v.get(key) {
             if !list.is_array() {
@@ -88,7 +88,11 @@ fn ask(question: &str, help: &str) -> Result<String, AssetError> {
     std::io::stdin()
         .lock()
         .read_line(&mut line)
-        .map_err(|e| AssetError::Invalid(format!("reading answer: {e}")))?;
+        .map_err(|source| AssetError::Io {
+            action: "reading the answer from",
+            path: "stdin".into(),
+            source,
+        })?;
     Ok(line.trim().to_string())
 }
 
@@ -227,11 +231,11 @@ fn resolve(o: &InstallConfigOpts) -> Result<serde_json::Value, AssetError> {
     Ok(v)
 }
 
-/// Registers the question/flag source for a missing install-config.yaml.
-pub(crate) fn install(opts: InstallConfigOpts) {
-    okd_assets::installconfig::set_install_config_source(Box::new(move || {
+/// The question/flag source for a missing install-config.yaml.
+pub(crate) fn source(opts: InstallConfigOpts) -> okd_assets::installconfig::InstallConfigSource {
+    Box::new(move || {
         let v = resolve(&opts)?;
         serde_json::from_value(v)
-            .map_err(|e| AssetError::Invalid(format!("invalid install config: {e}")))
-    }));
+            .map_err(|e| AssetError::decode("install-config.yaml", "invalid install config", e))
+    })
 }

@@ -244,9 +244,10 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
             })
         }
         Cmd::Create(c) => {
+            let mut source = None;
             let target = match c {
                 CreateCmd::InstallConfig(opts) => {
-                    interactive::install((**opts).clone());
+                    source = Some(interactive::source((**opts).clone()));
                     Target::InstallConfig
                 }
                 CreateCmd::Manifests => Target::Manifests,
@@ -257,6 +258,7 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
                 }
             };
             let mut ctx = release_context(&cli).map_err(fail)?;
+            ctx.install_config_source = source;
             debug!(
                 "OpenShift Installer okd-install v{}",
                 env!("CARGO_PKG_VERSION")

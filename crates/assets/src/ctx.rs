@@ -26,6 +26,10 @@ pub struct GenCtx {
     pub installer_version: String,
     /// Whether the host runs in FIPS mode (`/proc/sys/crypto/fips_enabled`).
     pub host_fips: bool,
+    /// Where `create install-config` obtains a config when the directory has
+    /// none (interactive prompts or flags); `None` makes a missing
+    /// `install-config.yaml` an error naming the file.
+    pub install_config_source: Option<crate::installconfig::InstallConfigSource>,
     keys: Option<KeyPool>,
 }
 
@@ -45,6 +49,7 @@ impl GenCtx {
             host_fips: std::fs::read_to_string("/proc/sys/crypto/fips_enabled")
                 .map(|s| s.trim() == "1")
                 .unwrap_or(false),
+            install_config_source: None,
             keys: None,
         }
     }

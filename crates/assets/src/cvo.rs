@@ -49,10 +49,11 @@ impl Asset for CvoIgnore {
             let doc: Value = match serde_yaml_ng::from_slice(&f.data) {
                 Ok(v) => v,
                 Err(e) => {
-                    return Err(AssetError::BadFile {
-                        path: f.filename.clone().into(),
-                        message: format!("cannot parse manifest: {e}"),
-                    });
+                    return Err(AssetError::decode(
+                        f.filename.clone(),
+                        "cannot parse manifest",
+                        e,
+                    ));
                 }
             };
             if f.filename == "manifests/cvo-overrides.yaml" {

@@ -37,6 +37,21 @@ pub enum AssetError {
         /// What is wrong with it.
         message: String,
     },
+    /// Content that must be in a format is not: `<path>: <what>`, the parser's
+    /// error as the source (e.g. `auth/kubeconfig: not a kubeconfig`).
+    #[error("{}: {what}", path.display())]
+    Decode {
+        /// The file (relative to the asset directory) or input concerned.
+        path: PathBuf,
+        /// What it failed to be, e.g. `not a kubeconfig`.
+        what: &'static str,
+        /// The parser's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
+    /// The kubeadmin password could not be hashed.
+    #[error("hashing the kubeadmin password")]
+    Hash(#[source] bcrypt::BcryptError),
     /// An input is valid on its own but not for this asset (e.g. bootstrap-in-place checks, §9).
     #[error("{0}")]
     Invalid(String),
@@ -106,6 +121,19 @@ impl AssetError {
             e = err.source();
         }
         false
+    }
+
+    /// A [`AssetError::Decode`] of `path` with the parser's error.
+    pub fn decode(
+        path: impl Into<PathBuf>,
+        what: &'static str,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        AssetError::Decode {
+            path: path.into(),
+            what,
+            source: source.into(),
+        }
     }
 
     pub(crate) fn io(

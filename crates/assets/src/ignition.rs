@@ -45,6 +45,67 @@ fn bootstrap_deps() -> Vec<Dep> {
 /// Renders a bootstrap config: our node files and units plus everything under /opt/openshift.
 fn bootstrap_config(ctx: &GenCtx, p: &Parents<'_>, in_place: bool) -> Result<Config, AssetError> {
     let ic = &p.get::<InstallConfigAsset>().config;
+    let data = template_data(ctx, p, in_place);
+    let mut cfg = Config::new(ctx.ignition_spec);
+    let ssh_pub = String::from_utf8_lossy(&p.get::<BootstrapSshKeyPair>().public).into_owned();
+    cfg.passwd.users.push(okd_types::ignition::PasswdUser {
+        name: "core".to_string(),
+        ssh_authorized_keys: vec![ic.ssh_key.clone().unwrap_or_default(), ssh_pub],
+        ..Default::default()
+    });
+    // The bootstrap-in-place files come last, after root-ca.crt (as measured, installer.md §9).
+    let is_bip_file = |path: &str| {
+        path.starts_with("/opt/openshift/bootstrap-in-place/")
+            || path == "/usr/local/bin/bootstrap-in-place.sh"
+            || path == "/usr/local/bin/install-to-disk.sh"
+    };
+    let (bip_files, node_files): (Vec<_>, Vec<_>) = okd_bootstrap_files::files(&data)
+        .into_iter()
+        .partition(|f| in_place && is_bip_file(&f.path));
+    let to_file = |f: &okd_bootstrap_files::BootstrapFile| {
+        if f.append {
+            File::append_data(&f.path, f.mode, &f.contents)
+        } else {
+            File::data(&f.path, f.mode, &f.contents)
+        }
+    };
+    let mut files: Vec<File> = Vec::new();
+    let all = node_files
+        .iter()
+        .map(to_file)
+        .chain(opt_openshift_files(p, in_place))
+        .chain(bip_files.iter().map(to_file));
+    for f in all {
+        // A later file of the same path replaces the earlier one.
+        files.retain(|x| x.path != f.path);
+        files.push(f);
+    }
+    cfg.storage.files = files;
+    cfg.systemd
+        .units
+        .extend(okd_bootstrap_files::units(&data).iter().map(|u| {
+            let mut unit = Unit::new(&u.name, u.contents.clone(), u.enabled);
+            unit.dropins = u
+                .dropins
+                .iter()
+                .map(|d| okd_types::ignition::Dropin {
+                    name: d.name.clone(),
+                    contents: Some(d.contents.clone()),
+                })
+                .collect();
+            unit
+        }));
+    Ok(cfg)
+}
+
+/// The values the bootstrap node's file and unit templates are rendered with
+/// (okd-bootstrap-files; installer.md §5.2).
+fn template_data(
+    ctx: &GenCtx,
+    p: &Parents<'_>,
+    in_place: bool,
+) -> okd_bootstrap_files::TemplateData {
+    let ic = &p.get::<InstallConfigAsset>().config;
     let domain = ic.cluster_domain();
     let proxy = ic
         .proxy
@@ -55,7 +116,7 @@ fn bootstrap_config(ctx: &GenCtx, p: &Parents<'_>, in_place: bool) -> Result<Con
             https_proxy: px.https_proxy.clone().unwrap_or_default(),
             no_proxy: no_proxy_status(ic),
         });
-    let data = okd_bootstrap_files::TemplateData {
+    okd_bootstrap_files::TemplateData {
         release_image: p.get::<ReleaseImage>().pull_spec.clone(),
         pull_secret: ic.pull_secret.clone(),
         ssh_key: ic.ssh_key.clone().unwrap_or_default(),
@@ -95,38 +156,18 @@ fn bootstrap_config(ctx: &GenCtx, p: &Parents<'_>, in_place: bool) -> Result<Con
             .collect(),
         bootstrap_node_ip: std::env::var("OPENSHIFT_INSTALL_BOOTSTRAP_NODE_IP").ok(),
         control_plane_replicas: ic.control_plane_replicas(),
-    };
-    let mut cfg = Config::new(ctx.ignition_spec);
-    let ssh_pub = String::from_utf8_lossy(&p.get::<BootstrapSshKeyPair>().public).into_owned();
-    cfg.passwd.users.push(okd_types::ignition::PasswdUser {
-        name: "core".to_string(),
-        ssh_authorized_keys: vec![ic.ssh_key.clone().unwrap_or_default(), ssh_pub],
-        ..Default::default()
-    });
-    let mut files: Vec<File> = Vec::new();
-    let mut push = |f: File| {
-        files.retain(|x| x.path != f.path);
-        files.push(f);
-    };
-    // The bootstrap-in-place files come last, after root-ca.crt (as measured, installer.md §9).
-    let is_bip_file = |path: &str| {
-        path.starts_with("/opt/openshift/bootstrap-in-place/")
-            || path == "/usr/local/bin/bootstrap-in-place.sh"
-            || path == "/usr/local/bin/install-to-disk.sh"
-    };
-    let (bip_files, node_files): (Vec<_>, Vec<_>) = okd_bootstrap_files::files(&data)
-        .into_iter()
-        .partition(|f| in_place && is_bip_file(&f.path));
-    let to_file = |f: &okd_bootstrap_files::BootstrapFile| {
-        if f.append {
-            File::append_data(&f.path, f.mode, &f.contents)
-        } else {
-            File::data(&f.path, f.mode, &f.contents)
-        }
-    };
-    for f in &node_files {
-        push(to_file(f));
     }
+}
+
+/// Everything under `/opt/openshift/`, in bootstrap.ign's order (§4.4): the
+/// manifests (with the CVO-ignore version of a file where there is one), the
+/// other CVO-ignore files, the three internal kubeconfigs, the TLS files and
+/// `tls/root-ca.crt`.
+fn opt_openshift_files(p: &Parents<'_>, in_place: bool) -> Vec<File> {
+    let opt = |name: &str, mode: u32, data: &[u8]| {
+        File::data(&format!("/opt/openshift/{name}"), mode, data)
+    };
+    let mut out = Vec::new();
     let cvo = p.get::<CvoIgnore>();
     // In the single-node config the worker user-data secret precedes the worker
     // MachineConfigs (the measured 4.13 order); bootstrap.ign has it after them.
@@ -141,72 +182,34 @@ fn bootstrap_config(ctx: &GenCtx, p: &Parents<'_>, in_place: bool) -> Result<Con
         &p.get::<MasterMachines>().0.file_list,
         &worker_files,
     ];
-    for set in manifest_sets {
-        for f in set {
-            let data = cvo
-                .file_list
-                .iter()
-                .find(|c| c.filename == f.filename)
-                .map(|c| &c.data)
-                .unwrap_or(&f.data);
-            push(File::data(
-                &format!("/opt/openshift/{}", f.filename),
-                0o644,
-                data,
-            ));
-        }
+    for f in manifest_sets.into_iter().flatten() {
+        let data = cvo
+            .file_list
+            .iter()
+            .find(|c| c.filename == f.filename)
+            .map(|c| &c.data)
+            .unwrap_or(&f.data);
+        out.push(opt(&f.filename, 0o644, data));
     }
     for c in cvo
         .file_list
         .iter()
         .filter(|c| !c.filename.starts_with("manifests/"))
     {
-        push(File::data(
-            &format!("/opt/openshift/{}", c.filename),
-            0o644,
-            &c.data,
-        ));
+        out.push(opt(&c.filename, 0o644, &c.data));
     }
     for k in [
         &p.get::<AdminInternalClient>().0.file,
         &p.get::<Kubelet>().0.file,
         &p.get::<LoopbackClient>().0.file,
     ] {
-        push(File::data(
-            &format!("/opt/openshift/{}", k.filename),
-            0o600,
-            &k.data,
-        ));
+        out.push(opt(&k.filename, 0o600, &k.data));
     }
     for t in bootstrap_tls_files(p) {
-        push(File::data(
-            &format!("/opt/openshift/{}", t.filename),
-            0o600,
-            &t.data,
-        ));
+        out.push(opt(&t.filename, 0o600, &t.data));
     }
-    push(File::data(
-        "/opt/openshift/tls/root-ca.crt",
-        0o644,
-        &p.get::<RootCa>().0.cert_raw,
-    ));
-    for f in &bip_files {
-        push(to_file(f));
-    }
-    cfg.storage.files = files;
-    for u in okd_bootstrap_files::units(&data) {
-        let mut unit = Unit::new(&u.name, u.contents.clone(), u.enabled);
-        unit.dropins = u
-            .dropins
-            .iter()
-            .map(|d| okd_types::ignition::Dropin {
-                name: d.name.clone(),
-                contents: Some(d.contents.clone()),
-            })
-            .collect();
-        cfg.systemd.units.push(unit);
-    }
-    Ok(cfg)
+    out.push(opt("tls/root-ca.crt", 0o644, &p.get::<RootCa>().0.cert_raw));
+    out
 }
 
 /// Checks every certificate under `/opt/openshift/tls/` of a loaded bootstrap
@@ -337,5 +340,25 @@ impl Asset for SingleNodeBootstrapInPlace {
         };
         check_expiry(BIP_FILE, &a.config, ctx.now)?;
         Ok(Some(SingleNodeBootstrapInPlace(a)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unreadable_ignition_names_file_and_keeps_the_cause_in_the_source() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("bootstrap.ign"), b"{not json").unwrap();
+        let e = IgnitionAsset::load(&AssetDir::new(d.path()), "bootstrap.ign").unwrap_err();
+        let cause = std::error::Error::source(&e)
+            .expect("the JSON error is the source")
+            .to_string();
+        assert_eq!(e.to_string(), "bootstrap.ign: not an Ignition config");
+        assert_eq!(
+            crate::chain(&e),
+            format!("bootstrap.ign: not an Ignition config: {cause}")
+        );
     }
 }

@@ -57,15 +57,9 @@ fn log_outcome(l: &okd_installconfig::Loaded) {
 }
 
 /// How `create install-config` obtains a config when the directory has none:
-/// the binary installs interactive prompts or a non-interactive answer file here.
+/// the binary puts interactive prompts or flag answers into
+/// [`GenCtx::install_config_source`].
 pub type InstallConfigSource = Box<dyn Fn() -> Result<InstallConfig, AssetError> + Send + Sync>;
-
-static SOURCE: std::sync::OnceLock<InstallConfigSource> = std::sync::OnceLock::new();
-
-/// Registers the source used when `install-config.yaml` is absent (once per process).
-pub fn set_install_config_source(src: InstallConfigSource) {
-    let _ = SOURCE.set(src);
-}
 
 impl Asset for InstallConfigAsset {
     const NAME: &'static str = "Install Config";
@@ -77,7 +71,7 @@ impl Asset for InstallConfigAsset {
     }
 
     fn generate(ctx: &GenCtx, _: &Parents<'_>) -> Result<Self, AssetError> {
-        let src = SOURCE.get().ok_or_else(|| {
+        let src = ctx.install_config_source.as_ref().ok_or_else(|| {
             AssetError::Invalid(format!(
                 "{INSTALL_CONFIG_FILE} not found in the asset directory: write one, or run `okd-install create install-config --dir <dir>`"
             ))
@@ -166,5 +160,66 @@ impl Asset for ReleaseImage {
         Ok(ReleaseImage {
             pull_spec: ctx.release_image.clone(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use okd_types::release::{DEFAULT_RELEASE_IMAGE, ReleaseTarget};
+    use serde_json::json;
+
+    use super::*;
+    use crate::{AssetDir, Target, create};
+
+    fn ctx(name: Option<&'static str>) -> GenCtx {
+        let target = ReleaseTarget::default_target();
+        let mut ctx = GenCtx::new(
+            DEFAULT_RELEASE_IMAGE.to_string(),
+            target,
+            target.ignition_spec(),
+        );
+        ctx.install_config_source = name.map(|name| -> InstallConfigSource {
+            Box::new(move || {
+                Ok(serde_json::from_value(json!({
+                    "apiVersion": "v1", "baseDomain": "example.com", "metadata": {"name": name},
+                    "platform": {"none": {}}, "pullSecret": "{\"auths\":{\"a\":{\"auth\":\"eDp5\"}}}",
+                }))
+                .expect("a valid install-config"))
+            })
+        });
+        ctx
+    }
+
+    /// The source is an input of the generation context, not process state:
+    /// two runs in one process with different sources each get their own
+    /// (a process-wide `OnceLock` kept the first one), and a context without
+    /// one reports the missing file.
+    #[test]
+    fn install_config_source_comes_from_the_context() {
+        for name in ["first", "second"] {
+            let d = tempfile::tempdir().unwrap();
+            create(
+                &AssetDir::new(d.path()),
+                &mut ctx(Some(name)),
+                Target::InstallConfig,
+                1,
+            )
+            .unwrap();
+            let text = std::fs::read_to_string(d.path().join(INSTALL_CONFIG_FILE)).unwrap();
+            assert!(text.contains(&format!("name: {name}\n")), "{text}");
+        }
+        let d = tempfile::tempdir().unwrap();
+        let e = create(
+            &AssetDir::new(d.path()),
+            &mut ctx(None),
+            Target::InstallConfig,
+            1,
+        )
+        .unwrap_err();
+        assert!(
+            crate::chain(&e).contains("install-config.yaml not found in the asset directory"),
+            "{}",
+            crate::chain(&e)
+        );
     }
 }

@@ -73,7 +73,7 @@ macro_rules! kubeconfig_asset {
                 }
                 let Some(data) = dir.read($path)? else { return Ok(None) };
                 let config: Value = serde_yaml_ng::from_slice(&data)
-                    .map_err(|e| AssetError::BadFile { path: $path.into(), message: format!("not a kubeconfig: {e}") })?;
+                    .map_err(|e| AssetError::decode($path, "not a kubeconfig", e))?;
                 Ok(Some($ty(KubeconfigAsset { config, file: AssetFile::new($path, data) })))
             }
         }

@@ -64,7 +64,7 @@ impl Asset for KubeadminPassword {
     fn generate(_: &GenCtx, _: &Parents<'_>) -> Result<Self, AssetError> {
         let password = generate_password(&mut rand::rng());
         let hash = bcrypt::hash_with_result(&password, bcrypt::DEFAULT_COST)
-            .map_err(|e| AssetError::Invalid(format!("hashing the kubeadmin password: {e}")))?
+            .map_err(AssetError::Hash)?
             .format_for_version(bcrypt::Version::TwoA);
         Ok(KubeadminPassword {
             file: AssetFile::new(PASSWORD_FILE, password.clone()),

@@ -29,10 +29,10 @@ pub struct IgnitionAsset {
 impl IgnitionAsset {
     pub(crate) fn new(path: &str, cfg: &Config) -> Result<Self, AssetError> {
         cfg.check_spec()
-            .map_err(|e| AssetError::Invalid(format!("{path}: {e}")))?;
+            .map_err(|e| AssetError::decode(path, "not valid for its Ignition spec", e))?;
         let text = cfg.to_json();
-        let config: Value =
-            serde_json::from_str(&text).map_err(|e| AssetError::Invalid(format!("{path}: {e}")))?;
+        let config: Value = serde_json::from_str(&text)
+            .map_err(|e| AssetError::decode(path, "not an Ignition config", e))?;
         Ok(IgnitionAsset {
             config,
             file: AssetFile::new(path, text),
@@ -43,10 +43,8 @@ impl IgnitionAsset {
         let Some(data) = dir.read(path)? else {
             return Ok(None);
         };
-        let config: Value = serde_json::from_slice(&data).map_err(|e| AssetError::BadFile {
-            path: path.into(),
-            message: format!("not an Ignition config: {e}"),
-        })?;
+        let config: Value = serde_json::from_slice(&data)
+            .map_err(|e| AssetError::decode(path, "not an Ignition config", e))?;
         Ok(Some(IgnitionAsset {
             config,
             file: AssetFile::new(path, data),

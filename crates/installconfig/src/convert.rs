@@ -6,6 +6,7 @@ use ipnet::IpNet;
 use serde_json::Value;
 
 use crate::LoadError;
+use crate::field::FieldError;
 use crate::types::*;
 
 /// Parses the YAML. Syntax and type errors are fatal (with line numbers); an
@@ -91,16 +92,22 @@ fn first_unknown(input: &Value, back: &Value) -> Option<String> {
 }
 
 /// §2.1 step 2: accepted apiVersions and deprecated-field mapping; sets apiVersion `v1`.
-/// Errors are `<path>: <type>: <detail>` texts.
-pub(crate) fn upconvert(mut c: InstallConfig) -> Result<InstallConfig, String> {
+/// Errors are field errors on the field that cannot be converted.
+pub(crate) fn upconvert(mut c: InstallConfig) -> Result<InstallConfig, FieldError> {
     match c.api_version.as_str() {
-        "" => return Err("apiVersion: Required value: no version was provided".to_string()),
+        "" => {
+            return Err(FieldError::required(
+                "apiVersion",
+                "no version was provided",
+            ));
+        }
         "v1" | "v1beta3" | "v1beta4" => {}
         // pkg/types/conversion/installconfig.go ConvertInstallConfig: a field error on apiVersion.
         other => {
-            return Err(format!(
-                "apiVersion: Invalid value: {}: cannot upconvert from version {other}",
-                serde_json::to_string(other).unwrap_or_default()
+            return Err(FieldError::invalid(
+                "apiVersion",
+                other,
+                format!("cannot upconvert from version {other}"),
             ));
         }
     }
@@ -118,8 +125,10 @@ pub(crate) fn upconvert(mut c: InstallConfig) -> Result<InstallConfig, String> {
                 // 0..=bits for a sane value; an absurd one is an error here.
                 let bits: i64 = if e.cidr.contains(':') { 128 } else { 32 };
                 if !(0..=bits).contains(&len) {
-                    return Err(format!(
-                        "networking.clusterNetwork[{i}].hostSubnetLength: Invalid value: {len}: must be between 0 and {bits}"
+                    return Err(FieldError::invalid_n(
+                        format!("networking.clusterNetwork[{i}].hostSubnetLength"),
+                        len,
+                        format!("must be between 0 and {bits}"),
                     ));
                 }
                 e.host_prefix = bits - len;
@@ -151,8 +160,10 @@ pub(crate) fn upconvert(mut c: InstallConfig) -> Result<InstallConfig, String> {
             if b.api_vips.is_empty() {
                 b.api_vips = vec![v];
             } else if b.api_vips[0] != v {
-                return Err(format!(
-                    "platform.baremetal.apiVIP: Invalid value: {v:?}: value must be empty or the same as the first entry of apiVIPs"
+                return Err(FieldError::invalid(
+                    "platform.baremetal.apiVIP",
+                    &v,
+                    "value must be empty or the same as the first entry of apiVIPs",
                 ));
             }
         }
@@ -160,8 +171,10 @@ pub(crate) fn upconvert(mut c: InstallConfig) -> Result<InstallConfig, String> {
             if b.ingress_vips.is_empty() {
                 b.ingress_vips = vec![v];
             } else if b.ingress_vips[0] != v {
-                return Err(format!(
-                    "platform.baremetal.ingressVIP: Invalid value: {v:?}: value must be empty or the same as the first entry of ingressVIPs"
+                return Err(FieldError::invalid(
+                    "platform.baremetal.ingressVIP",
+                    &v,
+                    "value must be empty or the same as the first entry of ingressVIPs",
                 ));
             }
         }

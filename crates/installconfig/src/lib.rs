@@ -7,6 +7,7 @@
 //! the infraID derivation of §3.3.
 
 mod convert;
+mod field;
 mod types;
 mod validate;
 
@@ -16,6 +17,7 @@ use ipnet::IpNet;
 use okd_types::release::ReleaseTarget;
 use serde_json::Value;
 
+pub use field::{ErrorKind, FieldError, FieldValue};
 pub use types::*;
 
 /// Options of one load: the target release (version-dependent rules such as
@@ -63,28 +65,31 @@ pub enum LoadError {
         message: String,
     },
     /// Up-conversion failed (empty or unknown apiVersion, conflicting deprecated fields).
-    #[error("failed to upconvert {file}: {message}")]
+    #[error("failed to upconvert {file}: {error}")]
     Convert {
         /// The file name (or `install config` for in-memory configs).
         file: String,
-        /// `<path>: <type>: <detail>`.
-        message: String,
+        /// The field that could not be converted.
+        error: FieldError,
     },
-    /// Validation failed; every error in evaluation order, each `<path>: <type>: <detail>`.
+    /// Validation failed; every error in evaluation order, aggregated the way
+    /// apimachinery's `utilerrors.NewAggregate` prints them (one error alone,
+    /// several as `[a, b]`).
     #[error("{}", invalid_text(file.as_deref(), errors))]
     Invalid {
         /// `Some(file)` for a config read from disk, `None` for a generated one.
         file: Option<String>,
-        /// The field errors.
-        errors: Vec<String>,
+        /// The field errors, in evaluation order (never empty).
+        errors: Vec<FieldError>,
     },
 }
 
-fn invalid_text(file: Option<&str>, errors: &[String]) -> String {
-    let agg = if errors.len() == 1 {
-        errors[0].clone()
+fn invalid_text(file: Option<&str>, errors: &[FieldError]) -> String {
+    let agg = if let [one] = errors {
+        one.to_string()
     } else {
-        format!("[{}]", errors.join(", "))
+        let all: Vec<String> = errors.iter().map(FieldError::to_string).collect();
+        format!("[{}]", all.join(", "))
     };
     match file {
         Some(f) => format!("invalid {f:?} file: {agg}"),
@@ -101,9 +106,9 @@ pub fn load(file_name: &str, bytes: &[u8], opts: &LoadOptions) -> Result<Loaded,
     let mut warnings = Vec::new();
     let mut infos = Vec::new();
     let cfg = convert::parse(file_name, bytes, &mut warnings, &mut infos)?;
-    let cfg = convert::upconvert(cfg).map_err(|message| LoadError::Convert {
+    let cfg = convert::upconvert(cfg).map_err(|error| LoadError::Convert {
         file: file_name.to_string(),
-        message,
+        error,
     })?;
     run(cfg, Some(file_name), opts, warnings, infos)
 }
@@ -112,9 +117,9 @@ pub fn load(file_name: &str, bytes: &[u8], opts: &LoadOptions) -> Result<Loaded,
 /// §2.5): up-conversion, §2.3 defaults, §2.4 validation. Validation failures read
 /// `invalid install config: …`.
 pub fn finish(cfg: InstallConfig, opts: &LoadOptions) -> Result<Loaded, LoadError> {
-    let cfg = convert::upconvert(cfg).map_err(|message| LoadError::Convert {
+    let cfg = convert::upconvert(cfg).map_err(|error| LoadError::Convert {
         file: "install config".to_string(),
-        message,
+        error,
     })?;
     run(cfg, None, opts, Vec::new(), Vec::new())
 }
@@ -210,7 +215,12 @@ impl InstallConfig {
 
     /// The name of the (first) platform set: `none`, `baremetal`, `aws`, ... or `""`.
     pub fn platform_name(&self) -> &'static str {
-        self.platform.names().first().copied().unwrap_or("")
+        self.platform_kind().map_or("", PlatformName::as_str)
+    }
+
+    /// The (first) platform set, `None` when there is none.
+    pub fn platform_kind(&self) -> Option<PlatformName> {
+        self.platform.kinds().first().copied()
     }
 
     /// Sum of the replicas of every compute pool (missing counts as 0;
@@ -284,29 +294,105 @@ impl InstallConfig {
     }
 }
 
+/// The platforms install-config knows (the keys of `platform`), in the
+/// alphabetical order openshift-install lists them (`pkg/types/platform.go`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PlatformName {
+    /// `aws`.
+    Aws,
+    /// `azure`.
+    Azure,
+    /// `baremetal`.
+    Baremetal,
+    /// `external`.
+    External,
+    /// `gcp`.
+    Gcp,
+    /// `ibmcloud`.
+    IbmCloud,
+    /// `none`.
+    None,
+    /// `nutanix`.
+    Nutanix,
+    /// `openstack`.
+    OpenStack,
+    /// `powervs`.
+    PowerVs,
+    /// `vsphere`.
+    VSphere,
+}
+
+impl PlatformName {
+    /// The key of the platform in install-config.yaml, e.g. `baremetal`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlatformName::Aws => "aws",
+            PlatformName::Azure => "azure",
+            PlatformName::Baremetal => "baremetal",
+            PlatformName::External => "external",
+            PlatformName::Gcp => "gcp",
+            PlatformName::IbmCloud => "ibmcloud",
+            PlatformName::None => "none",
+            PlatformName::Nutanix => "nutanix",
+            PlatformName::OpenStack => "openstack",
+            PlatformName::PowerVs => "powervs",
+            PlatformName::VSphere => "vsphere",
+        }
+    }
+}
+
+impl PlatformName {
+    /// The platform whose install-config key is `key`, `None` for any other text.
+    pub fn from_key(key: &str) -> Option<Self> {
+        [
+            PlatformName::Aws,
+            PlatformName::Azure,
+            PlatformName::Baremetal,
+            PlatformName::External,
+            PlatformName::Gcp,
+            PlatformName::IbmCloud,
+            PlatformName::None,
+            PlatformName::Nutanix,
+            PlatformName::OpenStack,
+            PlatformName::PowerVs,
+            PlatformName::VSphere,
+        ]
+        .into_iter()
+        .find(|p| p.as_str() == key)
+    }
+}
+
+impl std::fmt::Display for PlatformName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl Platform {
+    /// The platforms whose keys are set, in alphabetical order.
+    pub fn kinds(&self) -> Vec<PlatformName> {
+        let set = [
+            (PlatformName::Aws, self.aws.is_some()),
+            (PlatformName::Azure, self.azure.is_some()),
+            (PlatformName::Baremetal, self.baremetal.is_some()),
+            (PlatformName::External, self.external.is_some()),
+            (PlatformName::Gcp, self.gcp.is_some()),
+            (PlatformName::IbmCloud, self.ibmcloud.is_some()),
+            (PlatformName::None, self.none.is_some()),
+            (PlatformName::Nutanix, self.nutanix.is_some()),
+            (PlatformName::OpenStack, self.openstack.is_some()),
+            (PlatformName::PowerVs, self.powervs.is_some()),
+            (PlatformName::VSphere, self.vsphere.is_some()),
+        ];
+        set.into_iter()
+            .filter(|(_, on)| *on)
+            .map(|(k, _)| k)
+            .collect()
+    }
+
     /// The names of the platform keys that are set, in alphabetical order.
     pub fn names(&self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        let set = [
-            ("aws", self.aws.is_some()),
-            ("azure", self.azure.is_some()),
-            ("baremetal", self.baremetal.is_some()),
-            ("external", self.external.is_some()),
-            ("gcp", self.gcp.is_some()),
-            ("ibmcloud", self.ibmcloud.is_some()),
-            ("none", self.none.is_some()),
-            ("nutanix", self.nutanix.is_some()),
-            ("openstack", self.openstack.is_some()),
-            ("powervs", self.powervs.is_some()),
-            ("vsphere", self.vsphere.is_some()),
-        ];
-        for (n, on) in set {
-            if on {
-                v.push(n);
-            }
-        }
-        v
+        self.kinds().into_iter().map(PlatformName::as_str).collect()
     }
 }
 
@@ -327,7 +413,7 @@ fn strip_creds(v: &mut Value) {
 /// Checks one interactive answer the way §2.5 requires (same rules as §2.4):
 /// the cluster name for the chosen platform. Returns the detail text on error.
 pub fn check_cluster_name(name: &str, platform: &str) -> Result<(), String> {
-    validate::cluster_name_error(name, platform).map_or(Ok(()), Err)
+    validate::cluster_name_error(name, PlatformName::from_key(platform)).map_or(Ok(()), Err)
 }
 
 /// Checks a base domain answer (§2.5/§2.4: DNS-1123 subdomain, one trailing dot allowed).

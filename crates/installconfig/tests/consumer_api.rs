@@ -106,10 +106,101 @@ fn consumer_shapes_compile() {
     assert_eq!(v["pullSecret"], json!(""));
     let e = okd_installconfig::LoadError::Invalid {
         file: Some("install-config.yaml".into()),
-        errors: vec!["a".into(), "b".into()],
+        errors: vec![
+            okd_installconfig::FieldError::required("a", "a is required"),
+            okd_installconfig::FieldError::invalid("b", "x", "must be y"),
+        ],
     };
     assert_eq!(
         e.to_string(),
-        "invalid \"install-config.yaml\" file: [a, b]"
+        "invalid \"install-config.yaml\" file: [a: Required value: a is required, b: Invalid value: \"x\": must be y]"
     );
+}
+
+/// Validation errors are typed: a caller can tell the field, the rule and the
+/// value apart without parsing text, and a secret's value is never kept.
+#[test]
+fn validation_errors_are_typed_field_errors() {
+    use okd_installconfig::{ErrorKind, FieldValue, LoadError};
+    let yaml = br#"apiVersion: v1
+baseDomain: example.com
+metadata: {name: x}
+platform: {aws: {}}
+pullSecret: '{"auths":{}, "x":"Hunter2-S3cret"}'
+controlPlane: {name: master, replicas: -1}
+"#;
+    let Err(LoadError::Invalid { file, errors }) =
+        okd_installconfig::load("install-config.yaml", yaml, &LoadOptions::default())
+    else {
+        panic!("must fail validation");
+    };
+    assert_eq!(file.as_deref(), Some("install-config.yaml"));
+    let region = errors
+        .iter()
+        .find(|e| e.path == "platform.aws.region")
+        .expect("region error");
+    assert_eq!(region.kind, ErrorKind::Required);
+    assert_eq!(region.value, FieldValue::Omitted);
+    assert_eq!(region.detail, "region must be specified");
+    let ps = errors
+        .iter()
+        .find(|e| e.path == "pullSecret")
+        .expect("pull secret error");
+    assert_eq!(
+        (ps.kind, &ps.value, ps.detail.as_str()),
+        (ErrorKind::Invalid, &FieldValue::Omitted, "auths required")
+    );
+    let replicas = errors
+        .iter()
+        .find(|e| e.path == "controlPlane.replicas")
+        .expect("replicas error");
+    assert_eq!(
+        (replicas.kind, &replicas.value),
+        (ErrorKind::Invalid, &FieldValue::Int(-1))
+    );
+    let Err(LoadError::Convert { error, .. }) = okd_installconfig::load(
+        "install-config.yaml",
+        b"apiVersion: v2\n",
+        &LoadOptions::default(),
+    ) else {
+        panic!("apiVersion v2 must fail up-conversion");
+    };
+    assert_eq!(
+        (error.path.as_str(), error.kind, error.value),
+        (
+            "apiVersion",
+            ErrorKind::Invalid,
+            FieldValue::Str("v2".into())
+        )
+    );
+}
+
+/// The platform enum and the install-config keys are the same set: each key
+/// parses back to its platform, and a config's platform reads as both.
+#[test]
+fn platform_names_round_trip() {
+    use okd_installconfig::PlatformName;
+    let keys = [
+        "aws",
+        "azure",
+        "baremetal",
+        "external",
+        "gcp",
+        "ibmcloud",
+        "none",
+        "nutanix",
+        "openstack",
+        "powervs",
+        "vsphere",
+    ];
+    for k in keys {
+        let p = PlatformName::from_key(k).expect(k);
+        assert_eq!(p.as_str(), k);
+        let c: InstallConfig = serde_json::from_value(json!({"platform": {k: {}}})).unwrap();
+        assert_eq!(c.platform_kind(), Some(p));
+        assert_eq!(c.platform_name(), k);
+        assert_eq!(c.platform.names(), vec![k]);
+    }
+    assert_eq!(PlatformName::from_key("ovirt"), None);
+    assert_eq!(InstallConfig::default().platform_name(), "");
 }

@@ -65,22 +65,23 @@ pub(super) fn capabilities(c: &InstallConfig, o: &LoadOptions, e: &mut Errs) {
             "the marketplace capability requires the OperatorLifecycleManager capability",
         );
     }
-    let plat = c.platform_name();
-    if plat == "baremetal" && !on("baremetal") {
+    let plat = c.platform_kind();
+    if plat == Some(P::Baremetal) && !on("baremetal") {
         e.invalid(
             "capabilities.additionalEnabledCapabilities",
             &list,
             "platform baremetal requires the baremetal capability",
         );
     }
-    if !on("CloudCredential") && !matches!(plat, "none" | "baremetal") {
+    if !on("CloudCredential") && !matches!(plat, Some(P::None | P::Baremetal)) {
         e.invalid(
             "capabilities",
             base,
             "disabling CloudCredential capability available only for baremetal platforms",
         );
     }
-    if !on("CloudControllerManager") && !matches!(plat, "none" | "baremetal" | "external") {
+    if !on("CloudControllerManager") && !matches!(plat, Some(P::None | P::Baremetal | P::External))
+    {
         e.invalid("capabilities", base, "disabling CloudControllerManager is only supported on the Baremetal, None, or External platform with cloudControllerManager value none");
     }
     if o.target.at_least(16) && !on("Ingress") {

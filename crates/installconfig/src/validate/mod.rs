@@ -1,8 +1,9 @@
 //! `ValidateInstallConfig` (installer.md §2.4), in evaluation order, one
 //! module per area of the config.
 //!
-//! Every error is a k8s field-error text (`<path>: Invalid value: "<v>": <detail>`,
-//! `Required value`, `Unsupported value`, `Forbidden`, `Duplicate value`, `Too many`).
+//! Every error is a typed [`FieldError`] (Kubernetes' `field.Error`) that prints
+//! as today's text (`<path>: Invalid value: "<v>": <detail>`, `Required value`,
+//! `Unsupported value`, `Forbidden`, `Duplicate value`, `Too many`).
 
 use std::net::IpAddr;
 
@@ -11,6 +12,9 @@ use ipnet::IpNet;
 use serde_json::Value;
 
 use crate::LoadOptions;
+use crate::PlatformName as P;
+pub(super) use crate::field::quote;
+use crate::field::{ErrorKind, FieldError, FieldValue};
 use crate::types::*;
 
 mod features;
@@ -36,58 +40,65 @@ pub(super) const RFC1123_MSG: &str = "a lowercase RFC 1123 subdomain must consis
 pub(super) const PLATFORMS: &str =
     "aws, azure, baremetal, external, gcp, ibmcloud, none, nutanix, openstack, powervs, vsphere";
 
-/// Collector of field errors.
+/// Collector of field errors, in evaluation order.
 #[derive(Default)]
-pub(super) struct Errs(Vec<String>);
+pub(super) struct Errs(Vec<FieldError>);
 
 impl Errs {
     pub(super) fn invalid(&mut self, path: &str, value: &str, detail: impl AsRef<str>) {
-        self.0.push(format!(
-            "{path}: Invalid value: {}: {}",
-            quote(value),
-            detail.as_ref()
-        ));
+        self.0
+            .push(FieldError::invalid(path, value, detail.as_ref()));
     }
     pub(super) fn invalid_n(&mut self, path: &str, value: i64, detail: impl AsRef<str>) {
-        self.0.push(format!(
-            "{path}: Invalid value: {value}: {}",
-            detail.as_ref()
-        ));
+        self.0
+            .push(FieldError::invalid_n(path, value, detail.as_ref()));
     }
     /// `Invalid value` without the value (apimachinery's omitted value), for
     /// fields whose value is a secret.
     pub(super) fn invalid_omitted(&mut self, path: &str, detail: impl AsRef<str>) {
-        self.0
-            .push(format!("{path}: Invalid value: {}", detail.as_ref()));
+        self.0.push(FieldError::new(
+            path,
+            ErrorKind::Invalid,
+            FieldValue::Omitted,
+            detail.as_ref(),
+        ));
     }
     pub(super) fn required(&mut self, path: &str, detail: &str) {
-        self.0.push(format!("{path}: Required value: {detail}"));
+        self.0.push(FieldError::required(path, detail));
     }
     pub(super) fn unsupported(&mut self, path: &str, value: &str, supported: &[&str]) {
         let s: Vec<String> = supported.iter().map(|s| quote(s)).collect();
-        self.0.push(format!(
-            "{path}: Unsupported value: {}: supported values: {}",
-            quote(value),
-            s.join(", ")
+        self.0.push(FieldError::new(
+            path,
+            ErrorKind::Unsupported,
+            FieldValue::Str(value.to_string()),
+            format!("supported values: {}", s.join(", ")),
         ));
     }
     pub(super) fn forbidden(&mut self, path: &str, detail: &str) {
-        self.0.push(format!("{path}: Forbidden: {detail}"));
-    }
-    pub(super) fn duplicate(&mut self, path: &str, value: &str) {
-        self.0
-            .push(format!("{path}: Duplicate value: {}", quote(value)));
-    }
-    pub(super) fn too_many(&mut self, path: &str, n: usize, max: usize) {
-        self.0.push(format!(
-            "{path}: Too many: {n}: must have at most {max} items"
+        self.0.push(FieldError::new(
+            path,
+            ErrorKind::Forbidden,
+            FieldValue::Omitted,
+            detail,
         ));
     }
-}
-
-/// Go `%q` of a string (close enough: JSON string escaping).
-pub(super) fn quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_default()
+    pub(super) fn duplicate(&mut self, path: &str, value: &str) {
+        self.0.push(FieldError::new(
+            path,
+            ErrorKind::Duplicate,
+            FieldValue::Str(value.to_string()),
+            "",
+        ));
+    }
+    pub(super) fn too_many(&mut self, path: &str, n: usize, max: usize) {
+        self.0.push(FieldError::new(
+            path,
+            ErrorKind::TooMany,
+            FieldValue::Int(i64::try_from(n).unwrap_or(i64::MAX)),
+            format!("must have at most {max} items"),
+        ));
+    }
 }
 
 /// Runs every rule; returns the errors (empty when valid) and appends warnings.
@@ -95,7 +106,7 @@ pub(crate) fn validate(
     c: &InstallConfig,
     o: &LoadOptions,
     warnings: &mut Vec<String>,
-) -> Vec<String> {
+) -> Vec<FieldError> {
     let mut e = Errs::default();
     if c.api_version.is_empty() {
         e.required("apiVersion", "install-config version required");

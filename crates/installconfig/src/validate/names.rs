@@ -25,7 +25,7 @@ pub(super) fn dns1123_subdomain(v: &str) -> Vec<String> {
 }
 
 /// The `metadata.name` detail text for `platform`, or `None` when valid (§2.4 "Names").
-pub(crate) fn cluster_name_error(name: &str, plat: &str) -> Option<String> {
+pub(crate) fn cluster_name_error(name: &str, plat: Option<P>) -> Option<String> {
     let err = if name.len() > 54 {
         vec!["must be no more than 54 characters".to_string()]
     } else {
@@ -33,12 +33,14 @@ pub(crate) fn cluster_name_error(name: &str, plat: &str) -> Option<String> {
     };
     if !err.is_empty() {
         Some(err.join("\n"))
-    } else if matches!(plat, "gcp" | "azure")
+    } else if matches!(plat, Some(P::Gcp | P::Azure))
         && !name.starts_with(|ch: char| ch.is_ascii_lowercase())
     {
         Some("cluster name must begin with a lower-case letter".to_string())
-    } else if matches!(plat, "vsphere" | "baremetal" | "openstack" | "nutanix")
-        && name.contains('.')
+    } else if matches!(
+        plat,
+        Some(P::VSphere | P::Baremetal | P::OpenStack | P::Nutanix)
+    ) && name.contains('.')
     {
         Some("cluster name must not contain '.'".to_string())
     } else {
@@ -55,7 +57,7 @@ pub(crate) fn base_domain_error(base_domain: &str) -> Option<String> {
 
 pub(super) fn names(c: &InstallConfig, e: &mut Errs) {
     let name = &c.metadata.name;
-    let name_err = cluster_name_error(name, c.platform_name());
+    let name_err = cluster_name_error(name, c.platform_kind());
     if let Some(d) = &name_err {
         e.invalid("metadata.name", name, d);
     }

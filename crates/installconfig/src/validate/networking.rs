@@ -116,7 +116,7 @@ pub(super) fn networking(
         ovn_reserved(n, t, &nets, e);
     }
     ovn_config(n, ovn, &nets, e);
-    if n.cluster_network_mtu != 0 && c.platform_name() != "aws" {
+    if n.cluster_network_mtu != 0 && c.platform_kind() != Some(P::Aws) {
         e.invalid_n(
             "networking.clusterNetworkMTU",
             n.cluster_network_mtu,
@@ -424,12 +424,13 @@ fn ip_families(c: &InstallConfig, n: &Networking, nets: &Nets<'_>, e: &mut Errs)
     let all: Vec<&IpNet> = machine.iter().chain(service).chain(cluster).collect();
     let has4 = all.iter().any(|n| is_v4(n));
     let has6 = all.iter().any(|n| !is_v4(n));
-    let plat = c.platform_name();
+    let plat = c.platform_kind();
+    // openshift-install's list also has ovirt, which this model does not know.
     let v6_ok = matches!(
         plat,
-        "none" | "external" | "baremetal" | "vsphere" | "openstack" | "ovirt" | "nutanix"
+        Some(P::None | P::External | P::Baremetal | P::VSphere | P::OpenStack | P::Nutanix)
     );
-    let v6_primary_ok = matches!(plat, "baremetal" | "vsphere" | "openstack");
+    let v6_primary_ok = matches!(plat, Some(P::Baremetal | P::VSphere | P::OpenStack));
     if has4 && has6 {
         if !v6_ok {
             e.invalid("networking", &join_nets(&all.iter().map(|n| **n).collect::<Vec<_>>()), "dual-stack IPv4/IPv6 is not supported for this platform, specify only one type of address");

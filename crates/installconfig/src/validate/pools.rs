@@ -41,7 +41,7 @@ pub(super) fn gate_enabled(c: &InstallConfig, gate: &str) -> bool {
     }
 }
 
-pub(super) fn pool_common(path: &str, p: &MachinePool, plat: &str, e: &mut Errs) {
+pub(super) fn pool_common(path: &str, p: &MachinePool, plat: Option<P>, e: &mut Errs) {
     match p.replicas {
         None => e.required(&format!("{path}.replicas"), "replicas is required"),
         Some(r) if r < 0 => e.invalid_n(
@@ -73,7 +73,9 @@ pub(super) fn pool_common(path: &str, p: &MachinePool, plat: &str, e: &mut Errs)
     match &p.platform {
         Value::Object(m) => {
             for k in m.keys() {
-                if !plat.is_empty() && k != plat {
+                if let Some(plat) = plat.map(P::as_str)
+                    && k != plat
+                {
                     e.invalid(
                         &format!("{path}.platform"),
                         k,
@@ -106,86 +108,104 @@ pub(super) fn fencing_creds(p: &MachinePool) -> Option<usize> {
 pub(super) const MAX_CONTROL_PLANE_REPLICAS: i64 = 100;
 
 pub(super) fn pools(c: &InstallConfig, e: &mut Errs) {
-    let plat = c.platform_name();
+    let plat = c.platform_kind();
+    match &c.control_plane {
+        None => e.required("controlPlane", "controlPlane is required"),
+        Some(cp) => control_plane(cp, plat, e),
+    }
+    if let Some(a) = &c.arbiter {
+        arbiter(c, a, plat, e);
+    }
+    compute(c, plat, e);
+}
+
+/// `controlPlane`: name, replicas, the common pool rules and fencing
+/// (pkg/types/validation/installconfig.go validateControlPlane).
+fn control_plane(cp: &MachinePool, plat: Option<P>, e: &mut Errs) {
+    if cp.name != "master" {
+        e.unsupported("controlPlane.name", &cp.name, &["master"]);
+    }
+    if cp.replicas == Some(0) {
+        e.invalid_n(
+            "controlPlane.replicas",
+            0,
+            "number of control plane replicas must be positive",
+        );
+    }
+    // Not an openshift-install rule: one etcd endpoint and (on AWS) one
+    // Machine is written per replica, so a hostile count would exhaust
+    // memory (docs/differences.md).
+    if let Some(r) = cp.replicas.filter(|r| *r > MAX_CONTROL_PLANE_REPLICAS) {
+        e.invalid_n(
+            "controlPlane.replicas",
+            r,
+            format!(
+                "number of control plane replicas must be at most {MAX_CONTROL_PLANE_REPLICAS}"
+            ),
+        );
+    }
+    pool_common("controlPlane", cp, plat, e);
+    let replicas = cp.replicas.unwrap_or(0);
+    match fencing_creds(cp) {
+        Some(_) if !matches!(plat, Some(P::Baremetal | P::External | P::None)) => e.forbidden(
+            "controlPlane.fencing",
+            "fencing is only supported on baremetal, external or none platforms",
+        ),
+        Some(n) if replicas == 2 && n != 2 => e.invalid_n(
+            "controlPlane.fencing.credentials",
+            n as i64,
+            "exactly 2 fencing credentials are required for a two-node control plane",
+        ),
+        Some(n) if replicas != 2 && n != 0 => e.forbidden(
+            "controlPlane.fencing",
+            "fencing is only allowed with exactly 2 control plane replicas",
+        ),
+        _ => {}
+    }
+}
+
+/// `arbiter`: behind the HighlyAvailableArbiter gate, baremetal only, with
+/// at least 2 control-plane replicas.
+fn arbiter(c: &InstallConfig, a: &MachinePool, plat: Option<P>, e: &mut Errs) {
+    if !gate_enabled(c, "HighlyAvailableArbiter") {
+        e.forbidden("arbiter", "HighlyAvailableArbiter feature must be enabled in order to use arbiter cluster deployment");
+        return;
+    }
+    if plat != Some(P::Baremetal) {
+        e.invalid(
+            "arbiter",
+            c.platform_name(),
+            "arbiter is only supported on the baremetal platform",
+        );
+    }
+    if c.control_plane
+        .as_ref()
+        .and_then(|p| p.replicas)
+        .unwrap_or(0)
+        < 2
+    {
+        e.invalid_n(
+            "controlPlane.replicas",
+            c.control_plane_replicas(),
+            "an arbiter cluster requires at least 2 control plane replicas",
+        );
+    }
+    pool_common("arbiter", a, plat, e);
+}
+
+/// `compute[]`: names (`worker`, `edge` on AWS) unique, the common pool rules,
+/// no fencing, the control plane's architecture unless a multi-arch gate is on.
+fn compute(c: &InstallConfig, plat: Option<P>, e: &mut Errs) {
     let cp_arch = c
         .control_plane
         .as_ref()
-        .and_then(|p| p.architecture.clone());
-    match &c.control_plane {
-        None => e.required("controlPlane", "controlPlane is required"),
-        Some(cp) => {
-            if cp.name != "master" {
-                e.unsupported("controlPlane.name", &cp.name, &["master"]);
-            }
-            if cp.replicas == Some(0) {
-                e.invalid_n(
-                    "controlPlane.replicas",
-                    0,
-                    "number of control plane replicas must be positive",
-                );
-            }
-            // Not an openshift-install rule: one etcd endpoint and (on AWS) one
-            // Machine is written per replica, so a hostile count would exhaust
-            // memory (docs/differences.md).
-            if let Some(r) = cp.replicas.filter(|r| *r > MAX_CONTROL_PLANE_REPLICAS) {
-                e.invalid_n(
-                    "controlPlane.replicas",
-                    r,
-                    format!("number of control plane replicas must be at most {MAX_CONTROL_PLANE_REPLICAS}"),
-                );
-            }
-            pool_common("controlPlane", cp, plat, e);
-            let replicas = cp.replicas.unwrap_or(0);
-            match fencing_creds(cp) {
-                Some(_) if !matches!(plat, "baremetal" | "external" | "none") => e.forbidden(
-                    "controlPlane.fencing",
-                    "fencing is only supported on baremetal, external or none platforms",
-                ),
-                Some(n) if replicas == 2 && n != 2 => e.invalid_n(
-                    "controlPlane.fencing.credentials",
-                    n as i64,
-                    "exactly 2 fencing credentials are required for a two-node control plane",
-                ),
-                Some(n) if replicas != 2 && n != 0 => e.forbidden(
-                    "controlPlane.fencing",
-                    "fencing is only allowed with exactly 2 control plane replicas",
-                ),
-                _ => {}
-            }
-        }
-    }
-    if let Some(a) = &c.arbiter {
-        if !gate_enabled(c, "HighlyAvailableArbiter") {
-            e.forbidden("arbiter", "HighlyAvailableArbiter feature must be enabled in order to use arbiter cluster deployment");
-        } else {
-            if plat != "baremetal" {
-                e.invalid(
-                    "arbiter",
-                    plat,
-                    "arbiter is only supported on the baremetal platform",
-                );
-            }
-            if c.control_plane
-                .as_ref()
-                .and_then(|p| p.replicas)
-                .unwrap_or(0)
-                < 2
-            {
-                e.invalid_n(
-                    "controlPlane.replicas",
-                    c.control_plane_replicas(),
-                    "an arbiter cluster requires at least 2 control plane replicas",
-                );
-            }
-            pool_common("arbiter", a, plat, e);
-        }
-    }
+        .and_then(|p| p.architecture.as_deref());
     let mut seen: Vec<&str> = Vec::new();
     for (i, p) in c.compute.iter().enumerate() {
         let path = format!("compute[{i}]");
         if p.name != "worker" && p.name != "edge" {
             e.unsupported(&format!("{path}.name"), &p.name, &["worker", "edge"]);
-        } else if p.name == "edge" && plat != "aws" {
+        } else if p.name == "edge" && plat != Some(P::Aws) {
             e.invalid(
                 &format!("{path}.name"),
                 &p.name,
@@ -203,17 +223,17 @@ pub(super) fn pools(c: &InstallConfig, e: &mut Errs) {
                 "fencing is only allowed on the control plane",
             );
         }
-        if let (Some(a), Some(cpa)) = (p.architecture.as_deref(), cp_arch.as_deref())
+        if let (Some(a), Some(cpa)) = (p.architecture.as_deref(), cp_arch)
             && a != cpa
             && !gate_enabled(c, "MultiArchInstallAWS")
             && !gate_enabled(c, "MultiArchInstallGCP")
             && !gate_enabled(c, "MultiArchInstallAzure")
         {
             e.invalid(
-                    &format!("{path}.architecture"),
-                    a,
-                    "heteregeneous multi-arch is not supported; compute pool architecture must match control plane",
-                );
+                &format!("{path}.architecture"),
+                a,
+                "heteregeneous multi-arch is not supported; compute pool architecture must match control plane",
+            );
         }
     }
 }

@@ -216,25 +216,29 @@ pub(super) fn mirrors(
 }
 
 pub(super) fn publish(c: &InstallConfig, e: &mut Errs) {
-    let plat = c.platform_name();
+    let plat = c.platform_kind();
+    let plat_name = c.platform_name();
     let p = c.publish.as_deref().unwrap_or("External");
     match p {
         "External" => {}
         "Internal" => {
-            if !matches!(plat, "aws" | "azure" | "gcp" | "ibmcloud" | "powervs") {
+            if !matches!(
+                plat,
+                Some(P::Aws | P::Azure | P::Gcp | P::IbmCloud | P::PowerVs)
+            ) {
                 e.invalid(
                     "publish",
                     p,
-                    format!("Internal publish strategy is not supported on {plat:?} platform"),
+                    format!("Internal publish strategy is not supported on {plat_name:?} platform"),
                 );
             }
         }
         "Mixed" => {
-            if plat != "azure" {
+            if plat != Some(P::Azure) {
                 e.invalid(
                     "publish",
                     p,
-                    format!("mixed publish strategy is not supported on {plat:?} platform"),
+                    format!("mixed publish strategy is not supported on {plat_name:?} platform"),
                 );
             } else if c.operator_publishing_strategy.is_none() {
                 e.required(
@@ -255,11 +259,11 @@ pub(super) fn publish(c: &InstallConfig, e: &mut Errs) {
     if let Some(m) = c.credentials_mode.as_deref().filter(|m| !m.is_empty()) {
         if !matches!(m, "Mint" | "Passthrough" | "Manual") {
             e.unsupported("credentialsMode", m, &["Manual", "Mint", "Passthrough"]);
-        } else if matches!(plat, "none" | "baremetal") {
+        } else if matches!(plat, Some(P::None | P::Baremetal)) {
             e.invalid(
                 "credentialsMode",
                 m,
-                format!("cannot be set when using the {plat:?} platform"),
+                format!("cannot be set when using the {plat_name:?} platform"),
             );
         }
     }
