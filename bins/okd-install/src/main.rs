@@ -233,10 +233,10 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
             let ctx = release_context(&cli).map_err(fail)?;
             mirror::run(&cli.dir, m, ctx.target).map_err(|e| {
                 // Exit code 3 for install-config errors, as for `create`.
-                let code = match e.downcast_ref::<okd_mirror::MirrorError>() {
+                let code = match e.downcast_ref::<okd_mirror_registry::MirrorError>() {
                     Some(
-                        okd_mirror::MirrorError::InstallConfig(_)
-                        | okd_mirror::MirrorError::InstallConfigInvalid(_),
+                        okd_mirror_registry::MirrorError::InstallConfig(_)
+                        | okd_mirror_registry::MirrorError::InstallConfigInvalid(_),
                     ) => 3,
                     _ => 1,
                 };

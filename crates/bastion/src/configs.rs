@@ -20,7 +20,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io;
 use std::net::IpAddr;
 use std::path::Path;
 
@@ -121,21 +120,11 @@ pub fn bastion_configs(inv: &Inventory, etcd_records: bool) -> Vec<GeneratedFile
 }
 
 /// Writes `files` under `root` (creating directories), each with its mode.
-/// Errors: the first I/O error, with the path in its message.
-pub fn write_generated(root: &Path, files: &[GeneratedFile]) -> io::Result<()> {
+/// atomically through [`okd_fs::write_atomic`] (new directories 0750).
+/// Errors: the first failure, naming the step and the file.
+pub fn write_generated(root: &Path, files: &[GeneratedFile]) -> Result<(), okd_fs::FsError> {
     for f in files {
-        let path = root.join(&f.path);
-        let ctx = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(ctx)?;
-        }
-        std::fs::write(&path, &f.contents).map_err(ctx)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(f.mode))
-                .map_err(ctx)?;
-        }
+        okd_fs::write_atomic(&root.join(&f.path), f.contents.as_bytes(), f.mode)?;
     }
     Ok(())
 }

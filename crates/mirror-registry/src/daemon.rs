@@ -4,7 +4,6 @@
 //! background with its PID in `registry.pid` and its output in
 //! `registry.log`, or stopped again by that PID.
 
-use std::io::Write as _;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -199,11 +198,7 @@ pub fn start(dir: &Path, program: &Path) -> Result<Started, MirrorError> {
         })?;
     let pid = child.id();
     let pid_path = dir.join(PID_FILE);
-    let mut f = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| MirrorError::io("writing", &pid_path, e))?;
-    writeln!(f, "{pid}").map_err(|e| MirrorError::io("writing", &pid_path, e))?;
-    f.persist(&pid_path)
-        .map_err(|e| MirrorError::io("writing", &pid_path, e.error))?;
+    okd_fs::write_atomic(&pid_path, format!("{pid}\n").as_bytes(), 0o644)?;
     let t0 = Instant::now();
     loop {
         if let Ok(Some(status)) = child.try_wait() {

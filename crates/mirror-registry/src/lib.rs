@@ -32,8 +32,8 @@ pub enum MirrorError {
     /// bcrypt hashing of the htpasswd password failed.
     #[error("hashing the password: {0}")]
     Hash(String),
-    /// Reading or writing a file failed.
-    #[error("{action} {}: {source}", path.display())]
+    /// Reading or writing a file failed (the cause is the source).
+    #[error("{action} {}", path.display())]
     Io {
         /// What was being done (`writing`, `reading`, ...).
         action: &'static str,
@@ -42,6 +42,9 @@ pub enum MirrorError {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// Writing a file atomically failed (okd-fs names the step and path).
+    #[error(transparent)]
+    Fs(#[from] okd_fs::FsError),
     /// The pull secret is not a JSON object with an `auths` object.
     #[error("invalid pull secret: {0}")]
     PullSecret(String),

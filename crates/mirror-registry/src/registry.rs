@@ -14,7 +14,6 @@
 //! The pull secret is a Docker config JSON (`{"auths": {"host:port": {"auth":
 //! base64("user:password")}}}`).
 
-use std::io::Write as _;
 use std::net::IpAddr;
 use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
@@ -492,34 +491,12 @@ fn existing_ca(out: &Path) -> Result<Option<CertKey>, MirrorError> {
     }))
 }
 
-/// Writes `data` to `path` atomically with `mode`: a temporary file in the
-/// same directory, fsync, rename over `path`, fsync of the directory.
+/// Writes `data` to `path` atomically with exactly `mode` ([`okd_fs::write_atomic`]).
 ///
 /// # Errors
-/// [`MirrorError::Io`].
+/// [`MirrorError::Fs`] naming the step and the file.
 pub fn write_atomic(path: &Path, data: &[u8], mode: u32) -> Result<(), MirrorError> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".okd-mirror-")
-        .permissions(std::fs::Permissions::from_mode(mode))
-        .tempfile_in(dir)
-        .map_err(|e| MirrorError::io("creating a temporary file in", dir, e))?;
-    tmp.write_all(data)
-        .map_err(|e| MirrorError::io("writing", path, e))?;
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(mode))
-        .map_err(|e| MirrorError::io("setting the mode of", path, e))?;
-    tmp.as_file()
-        .sync_all()
-        .map_err(|e| MirrorError::io("syncing", path, e))?;
-    tmp.persist(path)
-        .map_err(|e| MirrorError::io("renaming into place", path, e.error))?;
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    Ok(okd_fs::write_atomic(path, data, mode)?)
 }
 
 fn mkdir(path: &Path, mode: u32) -> Result<(), MirrorError> {

@@ -24,6 +24,8 @@ pub const REF_NAME: &str = "org.opencontainers.image.ref.name";
 pub struct Layout {
     dir: PathBuf,
     index: tokio::sync::Mutex<serde_json::Value>,
+    /// Held while a layout is written, so two runs cannot interleave.
+    _lock: Option<okd_fs::DirLock>,
 }
 
 fn io(what: String) -> impl FnOnce(std::io::Error) -> OciError {
@@ -33,22 +35,12 @@ fn io(what: String) -> impl FnOnce(std::io::Error) -> OciError {
 /// Writes `data` to `path` via a temporary file in the same folder and a
 /// rename (mode 0644: nothing secret goes through here).
 pub fn write_file(path: &Path, data: &[u8]) -> Result<(), OciError> {
-    write_atomic(path, data)?;
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644))
-        .map_err(io(format!("chmod {}", path.display())))
+    Ok(okd_fs::write_atomic(path, data, 0o644)?)
 }
 
-/// Writes `data` to `path` via a temporary file in the same folder and a rename.
+/// Writes `data` to `path` atomically, mode 0600 ([`okd_fs::write_atomic`]).
 pub(crate) fn write_atomic(path: &Path, data: &[u8]) -> Result<(), OciError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(io(format!("creating a file in {}", dir.display())))?;
-    std::io::Write::write_all(&mut tmp, data).map_err(io(format!("writing {}", path.display())))?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .map_err(io(format!("writing {}", path.display())))?;
-    Ok(())
+    Ok(okd_fs::write_atomic(path, data, 0o600)?)
 }
 
 impl Layout {
@@ -70,6 +62,19 @@ impl Layout {
         }
         std::fs::create_dir_all(dir.join("blobs/sha256"))
             .map_err(io(format!("creating {}/blobs/sha256", dir.display())))?;
+        // A layout being written is locked, and blobs a killed run left
+        // half-written (`.partial-*`) are removed before anything is reused.
+        let lock = if create {
+            let lock = okd_fs::DirLock::acquire(dir)?;
+            for p in
+                okd_fs::sweep_temp_files(dir, &[okd_fs::PARTIAL_PREFIX, okd_fs::TEMP_PREFIX], 2)?
+            {
+                tracing::info!("removed {} left by an interrupted run", p.display());
+            }
+            Some(lock)
+        } else {
+            None
+        };
         let index = if index_path.is_file() {
             let text = std::fs::read(&index_path)
                 .map_err(io(format!("reading {}", index_path.display())))?;
@@ -83,6 +88,7 @@ impl Layout {
         Ok(Layout {
             dir: dir.to_path_buf(),
             index: tokio::sync::Mutex::new(index),
+            _lock: lock,
         })
     }
 
@@ -193,7 +199,7 @@ impl Layout {
             return Ok(0);
         }
         let tmp = tempfile::Builder::new()
-            .prefix(".partial-")
+            .prefix(okd_fs::PARTIAL_PREFIX)
             .tempfile_in(self.dir.join("blobs/sha256"))
             .map_err(io(format!("creating a file in {}", self.dir.display())))?;
         let (std_file, tmp_path) = tmp.into_parts();
@@ -304,5 +310,27 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("more than the limit of 4194304 bytes"), "{e}");
+    }
+
+    #[test]
+    fn writing_locks_the_layout_and_sweeps_partial_blobs() {
+        let d = tempfile::tempdir().unwrap();
+        let first = Layout::open(d.path(), true).unwrap();
+        let partial = d.path().join("blobs/sha256/.partial-abc123");
+        std::fs::write(&partial, b"half a blob").unwrap();
+        let e = match Layout::open(d.path(), true) {
+            Ok(_) => panic!("a second writer opened a locked layout"),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.contains("in use by another run"), "{e}");
+        assert!(partial.exists(), "swept while another run held the lock");
+        // Reading needs no lock.
+        Layout::open(d.path(), false).unwrap();
+        drop(first);
+        let _second = Layout::open(d.path(), true).unwrap();
+        assert!(
+            !partial.exists(),
+            "the interrupted run's partial blob stayed"
+        );
     }
 }

@@ -19,8 +19,3 @@ pub mod locations;
 pub mod oci;
 pub mod proxy;
 pub mod release;
-
-/// The registry setup's error, re-exported while the binary's exit-code
-/// mapping still names it `okd_mirror::MirrorError`; use
-/// `okd_mirror_registry::MirrorError`.
-pub use okd_mirror_registry::MirrorError;

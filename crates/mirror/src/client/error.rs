@@ -9,6 +9,10 @@ use crate::oci::Digest;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OciError {
+    /// Writing a file atomically, or locking an archive directory, failed
+    /// (okd-fs names the step and path).
+    #[error(transparent)]
+    Fs(#[from] okd_fs::FsError),
     /// No TCP/TLS connection to the registry (one line, no retries).
     #[error("cannot reach registry {registry} ({url}): {detail}")]
     Unreachable {
