@@ -1,0 +1,321 @@
+//! Running `serve`: every port bound first (a port in use stops the start,
+//! naming it), then every service spawned, then one wait for a signal or a
+//! failing service, then an orderly stop.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use okd_hosts::Inventory;
+use okd_lb::LoadBalancer;
+use tokio::task::JoinSet;
+use tracing::info;
+
+use crate::app::{Observer, StatusApp, control_reply, status_router};
+use crate::status::Status;
+use crate::{BOOTSTRAP_URL_FILE, ClusterInfo, ServeOptions, Service, control};
+
+/// A random token of 32 lowercase hex digits (128 bits).
+fn new_token() -> String {
+    use rand::RngCore as _;
+    let mut b = [0u8; 16];
+    rand::rng().fill_bytes(&mut b);
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The HTTP state, with the one-time token when asked for (written to
+/// [`BOOTSTRAP_URL_FILE`]), and the log line saying what is served to whom.
+fn http_state(
+    dir: &Path,
+    inv: &Inventory,
+    http_addr: SocketAddr,
+    token: bool,
+) -> anyhow::Result<okd_bootserver::HttpState> {
+    let mut st = okd_bootserver::HttpState::new(dir, inv.clone());
+    let clients: Vec<String> = st
+        .bootstrap_clients()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    if clients.is_empty() {
+        tracing::warn!(
+            "HTTP on {http_addr} serves master.ign and worker.ign to any client; bootstrap.ign to none: {} names no bootstrap host",
+            okd_hosts::BASTION_CONFIG_FILE
+        );
+        return Ok(st);
+    }
+    let mut guard = String::new();
+    if token {
+        let t = new_token();
+        let url = format!("http://{http_addr}/ignition/bootstrap.ign?token={t}\n");
+        let file = dir.join(BOOTSTRAP_URL_FILE);
+        okd_assets::dir::create_dir_all(&dir.join("auth"))?;
+        okd_assets::dir::write_atomic(&file, url.as_bytes(), 0o600)?;
+        st = st.with_bootstrap_token(t);
+        guard = format!(
+            " with a one-time token (URL in {}, also in the bootstrap host's PXE scripts)",
+            file.display()
+        );
+    }
+    info!(
+        "HTTP on {http_addr} serves master.ign and worker.ign to any client, bootstrap.ign only to {} (bootstrap){guard} until `serve remove-bootstrap`, images from {}/",
+        clients.join(", "),
+        inv.os_images.directory
+    );
+    Ok(st)
+}
+
+/// Every listener of one serve, bound but not serving yet.
+struct Bound {
+    mcs: Option<(Arc<okd_mcs::McsState>, std::net::TcpListener)>,
+    http: Option<(tokio::net::TcpListener, Arc<okd_bootserver::HttpState>)>,
+    status: Option<tokio::net::TcpListener>,
+    dns: Option<okd_dns::DnsServer>,
+    lb: Option<Arc<LoadBalancer>>,
+    control: tokio::net::UnixListener,
+    /// One phrase per service for the "Serving" line.
+    ready: Vec<String>,
+}
+
+/// The machine-config server's state (logging its pools) and listener.
+fn bind_mcs(
+    dir: &Path,
+    addr: SocketAddr,
+) -> anyhow::Result<(Arc<okd_mcs::McsState>, std::net::TcpListener)> {
+    let state = okd_mcs::McsState::from_asset_dir(dir).with_context(|| {
+        format!(
+            "loading the machine-config server's inputs from {}",
+            dir.display()
+        )
+    })?;
+    for pool in state.pools() {
+        if let Some(p) = state.pool(pool) {
+            info!("Machine-config pool {pool}: {}", p.name());
+        }
+    }
+    Ok((Arc::new(state), okd_mcs::bind(addr)?))
+}
+
+/// Starts the load balancer's frontends (with our machine-config server as
+/// a backend when it runs) and describes them.
+async fn start_lb(
+    inv: &Inventory,
+    mcs_backend: Option<SocketAddr>,
+    obs: Arc<Observer>,
+) -> anyhow::Result<(Arc<LoadBalancer>, String)> {
+    let lb =
+        LoadBalancer::start_observed(okd_lb::frontends_for(inv, mcs_backend), Some(obs)).await?;
+    let addr = |f: &str| lb.local_addr(f).map(|a| a.to_string()).unwrap_or_default();
+    let ready = format!(
+        "load balancer api {} machine-config {} ingress {} and {}",
+        addr("api"),
+        addr("machine-config"),
+        addr("ingress-http"),
+        addr("ingress-https")
+    );
+    Ok((Arc::new(lb), ready))
+}
+
+/// Binds every selected service's port, in a fixed order.
+async fn bind_all(
+    dir: &Path,
+    opts: &ServeOptions,
+    info: &ClusterInfo,
+    inv: &Inventory,
+    obs: &Arc<Observer>,
+) -> anyhow::Result<Bound> {
+    let on = |s: Service| opts.services.contains(&s);
+    let mut ready = Vec::new();
+    let mcs_addr = SocketAddr::new(inv.listen, inv.ports.machine_config_server);
+    let mcs = if on(Service::Mcs) {
+        ready.push(format!("machine-config server on {mcs_addr} (TLS)"));
+        Some(bind_mcs(dir, mcs_addr)?)
+    } else {
+        None
+    };
+    let http_addr = SocketAddr::new(inv.listen, inv.ports.http);
+    let http = if on(Service::Http) {
+        let l = okd_bootserver::bind(http_addr).await?;
+        ready.push(format!("HTTP on {http_addr}"));
+        let st = Arc::new(http_state(dir, inv, http_addr, opts.bootstrap_token)?);
+        Some((l, st))
+    } else {
+        None
+    };
+    let status_addr = SocketAddr::new(inv.listen, inv.ports.status);
+    let status = if on(Service::Status) {
+        let l = tokio::net::TcpListener::bind(status_addr)
+            .await
+            .with_context(|| format!("cannot listen on {status_addr} (status page)"))?;
+        ready.push(format!("status on http://{status_addr}/"));
+        Some(l)
+    } else {
+        None
+    };
+    let dns = if on(Service::Dns) {
+        let d = okd_dns::DnsServer::start(
+            inv,
+            SocketAddr::new(inv.listen, inv.ports.dns),
+            info.etcd_records(),
+            Some(obs.clone()),
+        )
+        .await?;
+        ready.push(format!("DNS on {} (udp+tcp)", d.local_addr()));
+        Some(d)
+    } else {
+        None
+    };
+    let lb = if on(Service::Lb) {
+        let (lb, line) = start_lb(inv, mcs.as_ref().map(|_| mcs_addr), obs.clone()).await?;
+        ready.push(line);
+        Some(lb)
+    } else {
+        None
+    };
+    Ok(Bound {
+        mcs,
+        http,
+        status,
+        dns,
+        lb,
+        control: control::bind(dir)?,
+        ready,
+    })
+}
+
+/// Spawns the machine-config, HTTP and status servers and the control
+/// socket on `tasks`; each stops when `stopped()` completes.
+fn spawn_all<F, Fut>(
+    tasks: &mut JoinSet<anyhow::Result<()>>,
+    mcs: Option<(Arc<okd_mcs::McsState>, std::net::TcpListener)>,
+    http: Option<(tokio::net::TcpListener, Arc<okd_bootserver::HttpState>)>,
+    status: Option<tokio::net::TcpListener>,
+    control_listener: tokio::net::UnixListener,
+    app: &StatusApp,
+    inv: &Inventory,
+    obs: &Arc<Observer>,
+    stopped: F,
+) where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    if let Some((st, l)) = mcs {
+        let (o, s) = (obs.clone(), stopped());
+        tasks.spawn(async move {
+            okd_mcs::serve_tls(l, st, Some(o), s)
+                .await
+                .context("machine-config server")
+        });
+    }
+    if let Some((l, st)) = http {
+        let router = okd_bootserver::router(st, Some(obs.clone()));
+        let s = stopped();
+        tasks.spawn(async move {
+            okd_bootserver::serve(l, router, s)
+                .await
+                .context("HTTP server")
+        });
+    }
+    if let Some(l) = status {
+        let router = status_router(app.clone());
+        let s = stopped();
+        tasks.spawn(async move {
+            let l = okd_listen::Listener::new(l, okd_listen::Limits::default());
+            okd_listen::serve_router(l, router, None, s).await;
+            Ok(())
+        });
+    }
+    let (app, inv) = (app.clone(), inv.clone());
+    tasks.spawn(async move {
+        control::serve(control_listener, move |line| {
+            control_reply(&app, &inv, line)
+        })
+        .await;
+        Ok(())
+    });
+}
+
+/// `okd-install serve` on the runtime: see [`crate::serve`].
+pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Result<()> {
+    // Connection caps, not the descriptor table, bound what clients can hold.
+    match okd_listen::raise_nofile_limit() {
+        Ok(l) => tracing::debug!("open files limit {:?} (was {:?})", l.after, l.before),
+        Err(e) => tracing::warn!("cannot raise the open files limit: {e}"),
+    }
+    let (info, inv) = crate::load(&dir)?;
+    let status = Arc::new(Status::new(inv.clone()));
+    let obs = Arc::new(Observer(status.clone()));
+    let bound = bind_all(&dir, &opts, &info, &inv, &obs).await?;
+    let serves_http = bound.http.is_some();
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|v| *v).await;
+        }
+    };
+    let app = StatusApp {
+        status,
+        lb: bound.lb.clone(),
+        http: bound.http.as_ref().map(|(_, st)| st.clone()),
+    };
+    let mut tasks = JoinSet::new();
+    spawn_all(
+        &mut tasks,
+        bound.mcs,
+        bound.http,
+        bound.status,
+        bound.control,
+        &app,
+        &inv,
+        &obs,
+        stopped,
+    );
+
+    info!("Serving {}: {}", inv.cluster_domain, bound.ready.join(", "));
+    if serves_http {
+        info!(
+            "Nodes boot with the kernel arguments served at http://{}/pxe/ipxe?mac=<MAC>; `okd-install serve status --dir {}` shows what each host fetched",
+            SocketAddr::new(inv.listen, inv.ports.http),
+            dir.display()
+        );
+    }
+
+    let result = tokio::select! {
+        r = shutdown_signal() => { info!("Received {r}, shutting down"); Ok(()) }
+        Some(r) = tasks.join_next() => match r {
+            Ok(Ok(())) => Err(anyhow::anyhow!("a service stopped unexpectedly")),
+            Ok(Err(e)) => Err(e),
+            Err(e) => Err(anyhow::anyhow!("a service panicked: {e}")),
+        },
+    };
+    stop_tx.send_replace(true);
+    tasks.abort_all();
+    while tasks.join_next().await.is_some() {}
+    drop(app);
+    if let Some(d) = bound.dns {
+        d.shutdown().await;
+    }
+    if let Some(lb) = bound.lb.and_then(|lb| Arc::try_unwrap(lb).ok()) {
+        lb.shutdown().await;
+    }
+    let _ = std::fs::remove_file(control::socket_path(&dir));
+    result
+}
+
+async fn shutdown_signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        std::future::pending::<()>().await;
+        return "";
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    }
+}
