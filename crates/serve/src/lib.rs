@@ -24,21 +24,11 @@ mod control;
 mod run;
 mod status;
 
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 
 use anyhow::Context as _;
-use axum::Router;
-use axum::extract::State;
-use axum::http::header;
-use axum::response::{Html, IntoResponse};
-use axum::routing::get;
-use okd_hosts::{Inventory, Role};
-use okd_lb::LoadBalancer;
+use okd_hosts::Inventory;
 use okd_types::release::ReleaseTarget;
-use serde_json::Value;
-use status::Status;
 use tracing::info;
 
 /// What a served directory needs besides its hosts: the cluster's name and

@@ -66,14 +66,20 @@ fn http_state(
     Ok(st)
 }
 
-/// Every listener of one serve, bound but not serving yet.
-struct Bound {
+/// The servers [`spawn_all`] starts, bound but not serving yet.
+struct Servers {
     mcs: Option<(Arc<okd_mcs::McsState>, std::net::TcpListener)>,
     http: Option<(tokio::net::TcpListener, Arc<okd_bootserver::HttpState>)>,
     status: Option<tokio::net::TcpListener>,
+    control: tokio::net::UnixListener,
+}
+
+/// Every listener of one serve: DNS and the balancer already answer, the
+/// other servers are bound.
+struct Bound {
+    servers: Servers,
     dns: Option<okd_dns::DnsServer>,
     lb: Option<Arc<LoadBalancer>>,
-    control: tokio::net::UnixListener,
     /// One phrase per service for the "Serving" line.
     ready: Vec<String>,
 }
@@ -174,12 +180,14 @@ async fn bind_all(
         None
     };
     Ok(Bound {
-        mcs,
-        http,
-        status,
+        servers: Servers {
+            mcs,
+            http,
+            status,
+            control: control::bind(dir)?,
+        },
         dns,
         lb,
-        control: control::bind(dir)?,
         ready,
     })
 }
@@ -188,10 +196,7 @@ async fn bind_all(
 /// socket on `tasks`; each stops when `stopped()` completes.
 fn spawn_all<F, Fut>(
     tasks: &mut JoinSet<anyhow::Result<()>>,
-    mcs: Option<(Arc<okd_mcs::McsState>, std::net::TcpListener)>,
-    http: Option<(tokio::net::TcpListener, Arc<okd_bootserver::HttpState>)>,
-    status: Option<tokio::net::TcpListener>,
-    control_listener: tokio::net::UnixListener,
+    servers: Servers,
     app: &StatusApp,
     inv: &Inventory,
     obs: &Arc<Observer>,
@@ -200,6 +205,12 @@ fn spawn_all<F, Fut>(
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
+    let Servers {
+        mcs,
+        http,
+        status,
+        control: control_listener,
+    } = servers;
     if let Some((st, l)) = mcs {
         let (o, s) = (obs.clone(), stopped());
         tasks.spawn(async move {
@@ -247,7 +258,7 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Res
     let status = Arc::new(Status::new(inv.clone()));
     let obs = Arc::new(Observer(status.clone()));
     let bound = bind_all(&dir, &opts, &info, &inv, &obs).await?;
-    let serves_http = bound.http.is_some();
+    let serves_http = bound.servers.http.is_some();
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = move || {
@@ -259,20 +270,10 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Res
     let app = StatusApp {
         status,
         lb: bound.lb.clone(),
-        http: bound.http.as_ref().map(|(_, st)| st.clone()),
+        http: bound.servers.http.as_ref().map(|(_, st)| st.clone()),
     };
     let mut tasks = JoinSet::new();
-    spawn_all(
-        &mut tasks,
-        bound.mcs,
-        bound.http,
-        bound.status,
-        bound.control,
-        &app,
-        &inv,
-        &obs,
-        stopped,
-    );
+    spawn_all(&mut tasks, bound.servers, &app, &inv, &obs, stopped);
 
     info!("Serving {}: {}", inv.cluster_domain, bound.ready.join(", "));
     if serves_http {
