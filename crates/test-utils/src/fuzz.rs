@@ -108,6 +108,32 @@ pub fn sample<S: Strategy>(strategy: &S, seed: u64) -> S::Value {
         .current()
 }
 
+/// Bytes of a generated input whose `Debug` form is their text (lossy
+/// UTF-8), so a failing case reads as the document it is.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Doc(pub Vec<u8>);
+
+impl std::fmt::Debug for Doc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text: String = String::from_utf8_lossy(&self.0)
+            .chars()
+            .map(|c| match c {
+                '\n' => "\n".to_string(),
+                c if c.is_control() => c.escape_default().to_string(),
+                c => c.to_string(),
+            })
+            .collect();
+        write!(f, "Doc(\n{text}\n)")
+    }
+}
+
+impl std::ops::Deref for Doc {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
 /// One change to a byte string.
 #[derive(Debug, Clone)]
 pub enum ByteEdit {
@@ -608,13 +634,13 @@ pub fn apply_tree_edits(root: &mut Value, edits: &[TreeEdit]) {
 pub fn mutated_yaml(
     seeds: Vec<String>,
     field_names: &'static [&'static str],
-) -> impl Strategy<Value = Vec<u8>> {
+) -> impl Strategy<Value = Doc> {
     let n = seeds.len();
     (
         0..n,
-        prop::collection::vec(tree_edit(field_names), 0..6),
+        prop::collection::vec(tree_edit(field_names), 0..5),
         prop_oneof![
-            3 => Just(Vec::new()),
+            4 => Just(Vec::new()),
             1 => prop::collection::vec(byte_edit(), 1..4),
         ],
     )
@@ -630,6 +656,6 @@ pub fn mutated_yaml(
                 Err(_) => seed.clone().into_bytes(),
             };
             apply_byte_edits(&mut out, &bytes);
-            out
+            Doc(out)
         })
 }
