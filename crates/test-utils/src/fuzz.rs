@@ -57,7 +57,18 @@ pub fn run<S: Strategy>(
     strategy: S,
     test: impl Fn(S::Value) -> Result<(), TestCaseError>,
 ) {
-    let cfg = config(default_cases);
+    run_with(name, config(default_cases), strategy, test);
+}
+
+/// [`run`] with a configuration of the caller's (e.g. [`config`] with
+/// shrinking turned off, for targets whose failure leaves shared state
+/// such as a server broken, so shrinking would only mislead).
+pub fn run_with<S: Strategy>(
+    name: &str,
+    cfg: Config,
+    strategy: S,
+    test: impl Fn(S::Value) -> Result<(), TestCaseError>,
+) {
     let cases = cfg.cases;
     let mut runner = TestRunner::new(cfg);
     let start = Instant::now();
