@@ -18,6 +18,8 @@
 //! [`Inventory::resolve`] joins them with the cluster name and base domain into
 //! the resolved view every service uses (DNS names, backends, kernel arguments).
 
+mod bootargs;
+
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
@@ -686,6 +688,7 @@ impl Inventory {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        bootargs::check(&nodes, &bastion.os_images)?;
         Ok(Inventory {
             cluster_name: cluster_name.to_string(),
             base_domain: base_domain.to_string(),

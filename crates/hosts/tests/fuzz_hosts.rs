@@ -251,3 +251,59 @@ fn ipv4_prefix_length_33_is_rejected_at_load() {
         ),
     }
 }
+
+/// Regression inputs of the okd-bastion kernel-argument target: a line
+/// break or space in the bootstrap NIC, a host name, an install disk or an
+/// image name was copied into the `ip=` and `coreos.inst.*` kernel
+/// arguments (splitting the PXE command line); each is now refused at load
+/// naming its file and field.
+#[test]
+fn kernel_argument_values_with_whitespace_are_rejected_at_load() {
+    let agent = example(AGENT_CONFIG_FILE);
+    let bastion = example(BASTION_CONFIG_FILE);
+    let cases = [
+        (
+            agent.clone(),
+            bastion.replace("interface: ens787f0", "interface: \"\\nns787f0\""),
+            BASTION_CONFIG_FILE,
+            "bootstrap.interface",
+        ),
+        (
+            agent.replace("hostname: worker1", "hostname: \"worker1 rd.break\""),
+            bastion.clone(),
+            AGENT_CONFIG_FILE,
+            "hosts[1].hostname",
+        ),
+        (
+            agent
+                .replace("- name: ens786f1", "- name: \"ens786f1:x\"")
+                .replace("        - name: ens786f1", "        - name: \"ens786f1:x\""),
+            bastion.clone(),
+            AGENT_CONFIG_FILE,
+            "hosts[1].interfaces",
+        ),
+        (
+            agent.replacen(
+                "deviceName: /dev/sda",
+                "deviceName: \"/dev/sda rd.break\"",
+                1,
+            ),
+            bastion.clone(),
+            AGENT_CONFIG_FILE,
+            "hosts[0].rootDeviceHints.deviceName",
+        ),
+        (
+            agent.clone(),
+            format!("{bastion}osImages:\n  metal: \"coreos.raw.xz\\tx\"\n"),
+            BASTION_CONFIG_FILE,
+            "osImages.metal",
+        ),
+    ];
+    for (a, b, file, field) in cases {
+        let a = parse_agent_config(a.as_bytes()).expect("agent-config parses");
+        let b = parse_bastion_config(b.as_bytes()).expect("bastion-config parses");
+        let e = Inventory::resolve(&a, &b, "okd", "example").expect_err(field);
+        let text = e.to_string();
+        assert!(text.contains(file) && text.contains(field), "{text}");
+    }
+}
