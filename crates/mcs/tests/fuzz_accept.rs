@@ -44,11 +44,13 @@ impl Entry {
     }
 
     /// The q value negotiate uses: the first parseable `q=` (1 without).
+    /// Each `;` part is trimmed, so only trailing space around a value goes:
+    /// `q= 0.3` is not a number (as for Go's `strconv.ParseFloat` in the MCO).
     fn q(&self) -> f32 {
         self.params
             .iter()
             .filter(|(k, _)| k == "q")
-            .find_map(|(_, v)| v.trim().parse::<f32>().ok())
+            .find_map(|(_, v)| v.trim_end().parse::<f32>().ok())
             .unwrap_or(1.0)
     }
 }
