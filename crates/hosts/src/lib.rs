@@ -19,6 +19,7 @@
 //! the resolved view every service uses (DNS names, backends, kernel arguments).
 
 mod bootargs;
+mod records;
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -689,6 +690,7 @@ impl Inventory {
             })
             .collect::<Result<Vec<_>, _>>()?;
         bootargs::check(&nodes, &bastion.os_images)?;
+        records::check(&bastion.extra_records)?;
         Ok(Inventory {
             cluster_name: cluster_name.to_string(),
             base_domain: base_domain.to_string(),

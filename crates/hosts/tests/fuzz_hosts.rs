@@ -307,3 +307,36 @@ fn kernel_argument_values_with_whitespace_are_rejected_at_load() {
         assert!(text.contains(file) && text.contains(field), "{text}");
     }
 }
+
+/// Regression input of the okd-dns zones target: an `extraRecords` key with
+/// a space and braces loaded, built zones, and only the DNS server's start
+/// failed ("invalid DNS name"), without naming file or field; it is now
+/// refused at load.
+#[test]
+fn extra_record_names_are_checked_at_load() {
+    let agent = parse_agent_config(example(AGENT_CONFIG_FILE).as_bytes()).expect("agent-config");
+    let bastion = example(BASTION_CONFIG_FILE);
+    for (key, ok) in [
+        ("\"r .{F'{egistry\"", false),
+        ("\"a..b\"", false),
+        ("\"x*\"", false),
+        ("registry2", true),
+        ("\"*.wild\"", true),
+        ("_svc._tcp", true),
+    ] {
+        let text = bastion.replace("  registry: ", &format!("  {key}: "));
+        let b = parse_bastion_config(text.as_bytes()).expect("bastion-config parses");
+        let r = Inventory::resolve(&agent, &b, "okd", "example");
+        match (r, ok) {
+            (Ok(_), true) => {}
+            (Err(e), false) => {
+                let t = e.to_string();
+                assert!(
+                    t.contains(BASTION_CONFIG_FILE) && t.contains("extraRecords"),
+                    "{t}"
+                );
+            }
+            (r, _) => panic!("{key}: {r:?}"),
+        }
+    }
+}
