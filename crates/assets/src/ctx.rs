@@ -1,15 +1,25 @@
-//! The generation context handed to every asset: clock, release, key pool.
+//! The generation context handed to every asset: clock, release, key pool,
+//! random generator.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
 
 use okd_pki::{KeyPool, RsaKey};
 use okd_types::release::{IgnitionSpec, ReleaseTarget};
+use rand::rngs::StdRng;
+use rand::{Rng as _, SeedableRng as _};
 use time::OffsetDateTime;
 
 use crate::error::AssetError;
 
 /// Everything an asset's `generate` may use besides its parents.
 ///
-/// Generation is pure given a context: the same parents, clock and keys give the
-/// same asset (keys and serial numbers are the random inputs).
+/// Generation is pure given a context: the same parents, clock, keys and
+/// random generator give the same asset. Every random draw of an asset
+/// (cluster UUID and infraID suffix, kubeadmin password and its bcrypt
+/// salt, certificate serial numbers) comes from the context's generator,
+/// seeded from the OS unless [`GenCtx::seed`] pins it; RSA keys come from
+/// the key pool, or from [`GenCtx::use_keys`].
 pub struct GenCtx {
     /// "Now" for every certificate of this run (one clock read, so validity
     /// periods are exact multiples of hours).
@@ -31,6 +41,8 @@ pub struct GenCtx {
     /// `install-config.yaml` an error naming the file.
     pub install_config_source: Option<crate::installconfig::InstallConfigSource>,
     keys: Option<KeyPool>,
+    given_keys: Mutex<VecDeque<RsaKey>>,
+    rng: Mutex<StdRng>,
 }
 
 impl GenCtx {
@@ -51,13 +63,46 @@ impl GenCtx {
                 .unwrap_or(false),
             install_config_source: None,
             keys: None,
+            given_keys: Mutex::new(VecDeque::new()),
+            rng: Mutex::new(StdRng::from_os_rng()),
         }
+    }
+
+    /// Replaces the random generator by one seeded with `seed` (ChaCha12,
+    /// `rand::rngs::StdRng`): two runs with the same seed, clock and keys
+    /// write the same bytes.
+    pub fn seed(&mut self, seed: u64) {
+        self.rng = Mutex::new(StdRng::seed_from_u64(seed));
+    }
+
+    /// Runs `f` with the context's random generator.
+    pub fn with_rng<T>(&self, f: impl FnOnce(&mut StdRng) -> T) -> T {
+        let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut rng)
+    }
+
+    /// A certificate serial number, uniform below [`okd_pki::SERIAL_LIMIT`].
+    pub fn serial(&self) -> u64 {
+        self.with_rng(|r| r.random_range(0..okd_pki::SERIAL_LIMIT))
+    }
+
+    /// Hands out `keys`, in order, before any pooled or generated key
+    /// (tests pin the key material this way; the pool then plans only for
+    /// what is still missing).
+    pub fn use_keys(&mut self, keys: Vec<RsaKey>) {
+        self.given_keys = Mutex::new(keys.into());
     }
 
     /// Starts generating `n` RSA-2048 keys in the background on `threads`
     /// threads, so certificate assets find their keys ready (installer.md §4.1:
     /// every key is RSA-2048; generation dominates the run time).
     pub fn start_key_pool(&mut self, n: usize, threads: usize) {
+        let given = self
+            .given_keys
+            .get_mut()
+            .map(|k| k.len())
+            .unwrap_or_else(|e| e.into_inner().len());
+        let n = n.saturating_sub(given);
         if n > 0 {
             self.keys = Some(KeyPool::start(n, threads.max(1)));
         }
@@ -65,6 +110,14 @@ impl GenCtx {
 
     /// Takes a fresh RSA-2048 key: from the pool when one runs, else generated now.
     pub fn take_key(&self, what: &str) -> Result<RsaKey, AssetError> {
+        let given = self
+            .given_keys
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front();
+        if let Some(k) = given {
+            return Ok(k);
+        }
         let r = match &self.keys {
             Some(pool) => pool.take(),
             None => RsaKey::generate(),

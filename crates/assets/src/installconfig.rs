@@ -121,20 +121,25 @@ impl Asset for ClusterId {
         vec![dep::<InstallConfigAsset>()]
     }
 
-    fn generate(_: &GenCtx, p: &Parents<'_>) -> Result<Self, AssetError> {
+    fn generate(ctx: &GenCtx, p: &Parents<'_>) -> Result<Self, AssetError> {
         use rand::Rng as _;
         let ic = &p.get::<InstallConfigAsset>().config;
         let alphabet: Vec<char> = okd_installconfig::INFRA_ID_ALPHABET.chars().collect();
-        let mut rng = rand::rng();
-        let suffix: String = (0..5)
-            .map(|_| alphabet[rng.random_range(0..alphabet.len())])
-            .collect();
+        let (suffix, uuid_bytes): (String, [u8; 16]) = ctx.with_rng(|rng| {
+            let suffix = (0..5)
+                .map(|_| alphabet[rng.random_range(0..alphabet.len())])
+                .collect();
+            (suffix, rng.random())
+        });
         let (infra_id, warning) = okd_installconfig::infra_id(&ic.metadata.name, &suffix);
         if let Some(w) = warning {
             warn!("{w}");
         }
         Ok(ClusterId {
-            uuid: uuid::Uuid::new_v4().to_string(),
+            // A version-4 UUID (RFC 9562 §5.4) from the context's generator.
+            uuid: uuid::Builder::from_random_bytes(uuid_bytes)
+                .into_uuid()
+                .to_string(),
             infra_id,
         })
     }

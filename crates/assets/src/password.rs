@@ -21,15 +21,13 @@ pub const PASSWORD_FILE: &str = "auth/kubeadmin-password";
 /// 23rd is discarded; then positions 5, 11 and 17 become `-`.
 pub fn generate_password<R: Rng>(rng: &mut R) -> String {
     let alphabet: Vec<char> = PASSWORD_ALPHABET.chars().collect();
-    let mut draw = || alphabet[rng.random_range(0..alphabet.len())];
-    let first = draw();
+    let first = alphabet[rng.random_range(0..alphabet.len())];
     let mut chars = vec![first];
     let mut pending = first;
-    let mut rng2 = rand::rng();
     for _ in 0..22 {
-        let pos = rng2.random_range(0..=chars.len());
+        let pos = rng.random_range(0..=chars.len());
         chars.insert(pos, pending);
-        pending = draw();
+        pending = alphabet[rng.random_range(0..alphabet.len())];
     }
     chars.truncate(23);
     for i in [5, 11, 17] {
@@ -61,9 +59,9 @@ impl Asset for KubeadminPassword {
         Vec::new()
     }
 
-    fn generate(_: &GenCtx, _: &Parents<'_>) -> Result<Self, AssetError> {
-        let password = generate_password(&mut rand::rng());
-        let hash = bcrypt::hash_with_result(&password, bcrypt::DEFAULT_COST)
+    fn generate(ctx: &GenCtx, _: &Parents<'_>) -> Result<Self, AssetError> {
+        let (password, salt) = ctx.with_rng(|rng| (generate_password(rng), rng.random()));
+        let hash = bcrypt::hash_with_salt(&password, bcrypt::DEFAULT_COST, salt)
             .map_err(AssetError::Hash)?
             .format_for_version(bcrypt::Version::TwoA);
         Ok(KubeadminPassword {

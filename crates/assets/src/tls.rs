@@ -209,7 +209,7 @@ macro_rules! self_signed_ca {
             }
             fn generate(ctx: &GenCtx, _: &Parents<'_>) -> Result<Self, AssetError> {
                 let key = ctx.take_key($base)?;
-                let ck = okd_pki::self_signed(&ca_config($cn, $ou, $validity), key, ctx.now)
+                let ck = okd_pki::self_signed_with_serial(&ca_config($cn, $ou, $validity), key, ctx.now, ctx.serial())
                     .map_err(|source| AssetError::Pki { what: $base.to_string(), source })?;
                 Ok($ty(CertKeyAsset::new($base, &ck, None)))
             }
@@ -238,7 +238,7 @@ macro_rules! signed_cert {
                 let sans_fn: fn(&Parents<'_>) -> (Vec<String>, Vec<IpAddr>) = $sans;
                 let cfg = leaf_config($cn, &[$($o),*], $ku, &[$($eku),*], $validity, sans_fn(parents));
                 let key = ctx.take_key($base)?;
-                let ck = okd_pki::signed(&cfg, key, &ca, ctx.now)
+                let ck = okd_pki::signed_with_serial(&cfg, key, &ca, ctx.now, ctx.serial())
                     .map_err(|source| AssetError::Pki { what: $base.to_string(), source })?;
                 let parent = if $append { Some(&ca.cert) } else { None };
                 Ok($ty(CertKeyAsset::new($base, &ck, parent)))

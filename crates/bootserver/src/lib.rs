@@ -508,7 +508,7 @@ async fn is_file(p: &Path) -> bool {
 
 /// What the `Range` header asks for, given the file size.
 #[derive(Debug, PartialEq, Eq)]
-enum RangeReq {
+pub enum RangeReq {
     /// Serve the whole file (no header, several ranges, or bad syntax).
     Full,
     /// Serve bytes `start..=end`.
@@ -517,7 +517,13 @@ enum RangeReq {
     Unsatisfiable,
 }
 
-fn parse_range(h: Option<&HeaderValue>, len: u64) -> RangeReq {
+/// Reads a `Range` header (RFC 9110 §14.2) for a file of `len` octets:
+/// one `bytes=` range (`a-b`, `a-`, `-suffix`) gives the inclusive octet
+/// range clamped to the file, a range starting at or past the end (or an
+/// empty suffix) is unsatisfiable, and anything else (no header, several
+/// ranges, another unit, bad syntax) serves the whole file. Public for the
+/// fuzz target (`tests/fuzz_range.rs`).
+pub fn parse_range(h: Option<&HeaderValue>, len: u64) -> RangeReq {
     let Some(v) = h.and_then(|v| v.to_str().ok()) else {
         return RangeReq::Full;
     };

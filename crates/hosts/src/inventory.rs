@@ -211,6 +211,8 @@ impl Inventory {
         check_unique(&nodes)?;
         check_images_dir(&bastion.os_images.directory)?;
         let upstreams = upstreams(bastion)?;
+        crate::bootargs::check(&nodes, &bastion.os_images)?;
+        crate::records::check(&bastion.extra_records)?;
         let allow_recursion = match &bastion.allow_recursion {
             Some(nets) => nets.iter().map(ipnet::IpNet::trunc).collect(),
             None => default_allow_recursion(&nodes),

@@ -20,8 +20,10 @@
 
 mod agent;
 mod bastion;
+mod bootargs;
 mod inventory;
 mod nmstate;
+mod records;
 
 use serde::{Deserialize, Serialize};
 

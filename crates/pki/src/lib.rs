@@ -536,10 +536,14 @@ fn extension(id: &[u64], critical: bool, value: Vec<u8>) -> Vec<u8> {
     seq(&parts)
 }
 
-fn random_serial() -> Vec<u8> {
+/// One past the largest serial number drawn: 2^63 − 1 (the installer draws
+/// `rand.Int(rand.Reader, 2^63 − 1)`, `pkg/asset/tls/tls.go`).
+pub const SERIAL_LIMIT: u64 = (1u64 << 63) - 1;
+
+/// A random serial number below [`SERIAL_LIMIT`].
+pub fn random_serial() -> u64 {
     use rand::Rng as _;
-    let v: u64 = rand::rng().random_range(0..(1u64 << 63) - 1);
-    uint(&v.to_be_bytes())
+    rand::rng().random_range(0..SERIAL_LIMIT)
 }
 
 struct Issuer<'a> {
@@ -554,6 +558,7 @@ fn build(
     issuer: Issuer<'_>,
     not_before: OffsetDateTime,
     now: OffsetDateTime,
+    serial: u64,
 ) -> Result<Certificate, PkiError> {
     let not_before = not_before.replace_nanosecond(0).unwrap_or(not_before);
     let not_after = (now + cfg.validity)
@@ -610,7 +615,7 @@ fn build(
     let sig_alg = seq(&[oid(&OID_SHA256_RSA), vec![0x05, 0x00]]);
     let tbs = seq(&[
         tlv(0xa0, &uint(&[2])),
-        random_serial(),
+        uint(&serial.to_be_bytes()),
         sig_alg.clone(),
         issuer.name.clone(),
         seq(&[time_der(not_before), time_der(not_after)]),
@@ -639,6 +644,20 @@ pub fn self_signed(
     key: RsaKey,
     now: OffsetDateTime,
 ) -> Result<CertKey, PkiError> {
+    self_signed_with_serial(cfg, key, now, random_serial())
+}
+
+/// [`self_signed`] with the serial number given (e.g. drawn from a seeded
+/// generator, so a run can be repeated byte for byte).
+///
+/// # Errors
+/// As [`self_signed`].
+pub fn self_signed_with_serial(
+    cfg: &CertConfig,
+    key: RsaKey,
+    now: OffsetDateTime,
+    serial: u64,
+) -> Result<CertKey, PkiError> {
     if cfg.is_ca {
         let has = |a: NameAttr| cfg.subject.iter().any(|(x, v)| *x == a && !v.is_empty());
         if !has(NameAttr::CommonName) || !has(NameAttr::OrganizationalUnit) {
@@ -650,7 +669,7 @@ pub fn self_signed(
         key: &key,
         ski: None,
     };
-    let cert = build(cfg, &key, issuer, now, now)?;
+    let cert = build(cfg, &key, issuer, now, now, serial)?;
     Ok(CertKey { cert, key })
 }
 
@@ -665,6 +684,20 @@ pub fn signed(
     key: RsaKey,
     ca: &CertKey,
     now: OffsetDateTime,
+) -> Result<CertKey, PkiError> {
+    signed_with_serial(cfg, key, ca, now, random_serial())
+}
+
+/// [`signed`] with the serial number given.
+///
+/// # Errors
+/// As [`signed`].
+pub fn signed_with_serial(
+    cfg: &CertConfig,
+    key: RsaKey,
+    ca: &CertKey,
+    now: OffsetDateTime,
+    serial: u64,
 ) -> Result<CertKey, PkiError> {
     use x509_parser::prelude::*;
     let (_, parsed) = X509Certificate::from_der(&ca.cert.der)
@@ -682,7 +715,7 @@ pub fn signed(
         key: &ca.key,
         ski,
     };
-    let cert = build(cfg, &key, issuer, ca.cert.not_before, now)?;
+    let cert = build(cfg, &key, issuer, ca.cert.not_before, now, serial)?;
     Ok(CertKey { cert, key })
 }
 

@@ -5,6 +5,8 @@
 //! means: in CI (`OKD_REQUIRE_TOOLS=1`) the test fails naming the Debian
 //! package; elsewhere it says loudly that it skips.
 
+pub mod fuzz;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
