@@ -7,7 +7,8 @@
 //! platforms, foreign layers with `urls`), with `Content-Type` headers
 //! of every kind, then sometimes mutated (JSON values swapped, byte edits).
 //! Properties: no panic; an unmutated document parses to exactly the
-//! descriptors it was built from (foreign layers left out) with the media
+//! descriptors it was built from (foreign layers left out; sizes above
+//! int64 refused, as the OCI descriptor spec allows no more) with the media
 //! type the rules pick and the digest of its bytes; a mutated one parses
 //! or is refused with a message.
 //!
@@ -136,7 +137,11 @@ fn expected_descriptor(v: &Value) -> Option<Descriptor> {
     Some(Descriptor {
         media_type: s("mediaType").unwrap_or("").to_string(),
         digest: Digest::parse(s("digest")?).ok()?,
-        size: v.get("size")?.as_u64()?,
+        // OCI image-spec descriptor.md: `size` is an int64; larger ones are refused.
+        size: v
+            .get("size")?
+            .as_u64()
+            .filter(|n| i64::try_from(*n).is_ok())?,
         architecture: v
             .pointer("/platform/architecture")
             .and_then(Value::as_str)
