@@ -503,19 +503,22 @@ fn token_realm_rules_and_secrets(lab: &Lab) {
     );
 
     // Allowed: tokens are fetched (once per scope) and never logged, even at debug level.
-    let out = lab.mirror(
-        &to,
-        &[
-            "--plain-http",
-            &c,
-            "--allow-token-realm",
-            &allow,
-            "-a",
-            good,
-            "--log-level",
-            "debug",
-        ],
-    );
+    let allowed = |auth: &str| {
+        lab.mirror(
+            &to,
+            &[
+                "--plain-http",
+                &c,
+                "--allow-token-realm",
+                &allow,
+                "-a",
+                auth,
+                "--log-level",
+                "debug",
+            ],
+        )
+    };
+    let out = allowed(good);
     let (_, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     let reqs = tokens.requests.lock().unwrap().clone();
@@ -561,19 +564,7 @@ fn token_realm_rules_and_secrets(lab: &Lab) {
     let b64 = base64::engine::general_purpose::STANDARD.encode(pair);
     let bad = t.join("bad.json");
     std::fs::write(&bad, format!(r#"{{"auths":{{"{c}":{{"auth":"{b64}"}}}}}}"#)).unwrap();
-    let out = lab.mirror(
-        &to,
-        &[
-            "--plain-http",
-            &c,
-            "--allow-token-realm",
-            &allow,
-            "-a",
-            bad.to_str().unwrap(),
-            "--log-level",
-            "debug",
-        ],
-    );
+    let out = allowed(bad.to_str().unwrap());
     let stderr = assert_fails_with(
         &out,
         &format!("registry {c} (auth realm \"{realm}\") rejected the login of user \"robot\""),
