@@ -3,11 +3,13 @@
 //! `create manifests` carries the CA into the user-ca-bundle ConfigMap.
 
 mod common;
+mod mirror_support;
 
 use std::path::Path;
 
 use base64::Engine as _;
 use common::{example_dir, okd, okd_ok};
+use mirror_support::{assert_fails_with, registry_init};
 use serde_yaml_ng::Value as Yaml;
 
 fn read_yaml(p: &Path) -> Yaml {
@@ -36,20 +38,17 @@ fn init_updates_install_config_and_manifests_carry_the_ca() {
     let err = okd_ok(
         dir,
         &[
-            "mirror",
-            "registry",
-            "init",
-            "--hostname",
-            "registry.okd.example",
-            "--address",
-            "192.168.120.101",
-            "--port",
-            "5000",
-            "--username",
-            "okd",
-            "--password-file",
-            pw.to_str().unwrap(),
-        ],
+            &registry_init("registry.okd.example", "192.168.120.101")[..],
+            &[
+                "--port",
+                "5000",
+                "--username",
+                "okd",
+                "--password-file",
+                pw.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
     );
     assert!(
         err.contains("level=info msg=Added registry.okd.example:5000 to pullSecret"),
@@ -93,16 +92,10 @@ fn init_updates_install_config_and_manifests_carry_the_ca() {
     okd_ok(
         dir,
         &[
-            "mirror",
-            "registry",
-            "init",
-            "--hostname",
-            "registry.okd.example",
-            "--address",
-            "192.168.120.101",
-            "--password-file",
-            pw.to_str().unwrap(),
-        ],
+            &registry_init("registry.okd.example", "192.168.120.101")[..],
+            &["--password-file", pw.to_str().unwrap()],
+        ]
+        .concat(),
     );
     let again = read_yaml(&dir.join("install-config.yaml"));
     assert_eq!(again["additionalTrustBundle"].as_str().unwrap(), bundle);
@@ -191,18 +184,7 @@ fn install_config_that_would_not_validate_exits_3_untouched() {
 fn registry_stop_refuses_a_pid_that_is_not_the_registry() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
-    okd_ok(
-        dir,
-        &[
-            "mirror",
-            "registry",
-            "init",
-            "--hostname",
-            "localhost",
-            "--address",
-            "127.0.0.1",
-        ],
-    );
+    okd_ok(dir, &registry_init("localhost", "127.0.0.1"));
     let reg = dir.join("mirror-registry");
     let config = reg.join("config.yml");
     let python = okd_test_utils::tool("python3", &[], Some("python3"));
@@ -226,11 +208,9 @@ fn registry_stop_refuses_a_pid_that_is_not_the_registry() {
         let pid = guard.0.id();
         std::fs::write(reg.join("registry.pid"), format!("{pid}\n")).unwrap();
         let out = okd(dir, &["mirror", "registry", "stop"]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{err}");
+        let err = assert_fails_with(&out, &format!("refusing to stop PID {pid} of "));
         assert!(
-            err.contains(&format!("refusing to stop PID {pid} of "))
-                && err.contains(&cmdline)
+            err.contains(&cmdline)
                 && err.contains(&format!("not docker-registry serving {}", config.display())),
             "{err}"
         );

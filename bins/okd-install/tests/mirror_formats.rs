@@ -11,8 +11,8 @@ use std::io::Write as _;
 use std::process::{Command, Stdio};
 
 use common::okd_ok;
-use mirror_support::{need, push_image, text};
-use okd_test_utils::{free_tcp_port, start_docker_registry};
+use mirror_support::{need, push_image, start_plain_registry, text};
+use okd_test_utils::free_tcp_port;
 use serde_json::Value;
 
 /// A gzip tar with one file `name` holding `data` (python3's tarfile).
@@ -50,17 +50,7 @@ fn to_disk_and_from_disk_keep_a_docker_v2s2_release() {
     };
     let d = tempfile::tempdir().unwrap();
     let t = d.path();
-    let port = free_tcp_port();
-    std::fs::write(
-        t.join("a.yml"),
-        format!(
-            "version: 0.1\nlog: {{level: info}}\nstorage:\n  filesystem: {{rootdirectory: {}}}\nhttp:\n  addr: 127.0.0.1:{port}\n",
-            t.join("data").display()
-        ),
-    )
-    .unwrap();
-    let _a = start_docker_registry(&registry, &t.join("a.yml"), &t.join("a.log"), port);
-    let a = format!("127.0.0.1:{port}");
+    let (_a, a) = start_plain_registry(&registry, t, free_tcp_port());
     let version = "4.15.0-0.okd-v2s2";
 
     // A component and a release image, both pushed as Docker schema 2.

@@ -19,7 +19,10 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use common::okd_ok;
-use mirror_support::{Lab, PidGuard, TokenService, need, push_image, text};
+use mirror_support::{
+    Lab, PidGuard, TokenService, assert_fails_with, assert_refused_before_login, need, push_image,
+    registry_init, registry_pid, start_plain_registry, text,
+};
 use okd_test_utils::{free_tcp_port, start_docker_registry};
 
 /// Runs okd-install with `env`, killed after `limit` (a hang fails the test).
@@ -119,6 +122,13 @@ impl Server {
         }
     }
 
+    /// `(host:port, <addr>/okd/okd:1, <addr>/x/y)`: the server as registry,
+    /// a release on it to mirror from and a repository to mirror to.
+    fn endpoints(&self) -> (String, String, String) {
+        let a = self.addr();
+        (a.clone(), format!("{a}/okd/okd:1"), format!("{a}/x/y"))
+    }
+
     fn addr(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
@@ -180,23 +190,15 @@ fn stalls_and_oversized_bodies_end_with_clear_errors() {
     let silent = Server::start(Arc::new(|_: &str, _c: TcpStream, stop: &AtomicBool| {
         stall(stop)
     }));
-    let (a, from, to) = (
-        silent.addr(),
-        format!("{}/okd/okd:1", silent.addr()),
-        format!("{}/x/y", silent.addr()),
-    );
+    let (a, from, to) = silent.endpoints();
     let mut args = mirror_args(&from, &to, &a);
     args.extend(["--read-timeout", "2"]);
     let t0 = Instant::now();
     let out = run_bounded(d.path(), &args, &[], limit);
     let took = t0.elapsed();
-    let (_, err) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains(&format!(
-            "registry {a}: GET http://{a}/v2/: no data for 2 s (read timeout"
-        )),
-        "{err}"
+    assert_fails_with(
+        &out,
+        &format!("registry {a}: GET http://{a}/v2/: no data for 2 s (read timeout"),
     );
     assert!(took < Duration::from_secs(15), "took {took:?}");
 
@@ -207,24 +209,16 @@ fn stalls_and_oversized_bodies_end_with_clear_errors() {
         );
         stall(stop);
     });
-    let (a, from, to) = (
-        midway.addr(),
-        format!("{}/okd/okd:1", midway.addr()),
-        format!("{}/x/y", midway.addr()),
-    );
+    let (a, from, to) = midway.endpoints();
     let out = run_bounded(
         d.path(),
         &mirror_args(&from, &to, &a),
         &[("OKD_MIRROR_READ_TIMEOUT", "1")],
         limit,
     );
-    let (_, err) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains(&format!(
-            "registry {a}: reading manifest {a}/okd/okd:1: no data for 1 s"
-        )),
-        "{err}"
+    assert_fails_with(
+        &out,
+        &format!("registry {a}: reading manifest {a}/okd/okd:1: no data for 1 s"),
     );
 
     // A manifest declared at 5 MiB is refused from its header, not read.
@@ -253,22 +247,14 @@ fn stalls_and_oversized_bodies_end_with_clear_errors() {
         let _ = c.write_all(b"0\r\n\r\n");
     });
     for server in [&declared, &streamed] {
-        let (a, from, to) = (
-            server.addr(),
-            format!("{}/okd/okd:1", server.addr()),
-            format!("{}/x/y", server.addr()),
-        );
+        let (a, from, to) = server.endpoints();
         let mut args = mirror_args(&from, &to, &a);
         args.extend(["--read-timeout", "30"]);
         let t0 = Instant::now();
         let out = run_bounded(d.path(), &args, &[], limit);
-        let (_, err) = text(&out);
-        assert_eq!(out.status.code(), Some(1), "{err}");
-        assert!(
-            err.contains(&format!(
-                "manifest {a}/okd/okd:1: more than the limit of 4194304 bytes"
-            )),
-            "{err}"
+        let err = assert_fails_with(
+            &out,
+            &format!("manifest {a}/okd/okd:1: more than the limit of 4194304 bytes"),
         );
         assert!(t0.elapsed() < Duration::from_secs(20), "{err}");
     }
@@ -285,19 +271,11 @@ fn stalls_and_oversized_bodies_end_with_clear_errors() {
             let _ = c.shutdown(Shutdown::Both);
         },
     ));
-    let (a, from, to) = (
-        big_token.addr(),
-        format!("{}/okd/okd:1", big_token.addr()),
-        format!("{}/x/y", big_token.addr()),
-    );
+    let (a, from, to) = big_token.endpoints();
     let out = run_bounded(d.path(), &mirror_args(&from, &to, &a), &[], limit);
-    let (_, err) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains(&format!(
-            "token answer of http://{a}/token: more than the limit of 65536 bytes"
-        )),
-        "{err}"
+    assert_fails_with(
+        &out,
+        &format!("token answer of http://{a}/token: more than the limit of 65536 bytes"),
     );
 }
 
@@ -333,19 +311,9 @@ fn a_decompression_bomb_in_the_release_image_is_refused_quickly() {
     };
     let d = tempfile::tempdir().unwrap();
     let t = d.path();
-    let port = free_tcp_port();
-    std::fs::write(
-        t.join("a.yml"),
-        format!(
-            "version: 0.1\nlog: {{level: info}}\nstorage:\n  filesystem: {{rootdirectory: {}}}\nhttp:\n  addr: 127.0.0.1:{port}\n",
-            t.join("data").display()
-        ),
-    )
-    .unwrap();
-    let _a = start_docker_registry(&registry, &t.join("a.yml"), &t.join("a.log"), port);
+    let (_a, a) = start_plain_registry(&registry, t, free_tcp_port());
     let layer = bomb_layer();
     assert!(layer.len() < 4 << 20, "{} bytes", layer.len());
-    let a = format!("127.0.0.1:{port}");
     push_image(
         &skopeo,
         &t.join("layout"),
@@ -513,18 +481,12 @@ fn token_realm_rules_and_secrets(lab: &Lab) {
     // Realm on another port of the host, not allowed: refused, nothing sent to it.
     let to = format!("{c}/tok/okd");
     let out = lab.mirror(&to, &["--plain-http", &c, "-a", good]);
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains(&format!(
+    assert_refused_before_login(
+        &out,
+        &format!(
             "registry {c}: refusing token realm \"{realm}\", no login sent to it: the realm is on {allow}, not on the registry's host 127.0.0.1 (allow it with --allow-token-realm {allow})"
-        )),
-        "{stderr}"
-    );
-    assert_eq!(
-        tokens.requests.lock().unwrap().len(),
-        0,
-        "no request to a refused realm"
+        ),
+        &tokens,
     );
 
     // A TLS registry naming a plain-http realm: refused even with the host allowed.
@@ -532,34 +494,31 @@ fn token_realm_rules_and_secrets(lab: &Lab) {
         &format!("{d}/tok/okd"),
         &["--allow-token-realm", &allow, "-a", good],
     );
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains(&format!(
+    assert_refused_before_login(
+        &out,
+        &format!(
             "registry {d}: refusing token realm \"{realm}\", no login sent to it: the realm is plain http while {d} is spoken to over https"
-        )),
-        "{stderr}"
-    );
-    assert_eq!(
-        tokens.requests.lock().unwrap().len(),
-        0,
-        "no request to a refused realm"
+        ),
+        &tokens,
     );
 
     // Allowed: tokens are fetched (once per scope) and never logged, even at debug level.
-    let out = lab.mirror(
-        &to,
-        &[
-            "--plain-http",
-            &c,
-            "--allow-token-realm",
-            &allow,
-            "-a",
-            good,
-            "--log-level",
-            "debug",
-        ],
-    );
+    let allowed = |auth: &str| {
+        lab.mirror(
+            &to,
+            &[
+                "--plain-http",
+                &c,
+                "--allow-token-realm",
+                &allow,
+                "-a",
+                auth,
+                "--log-level",
+                "debug",
+            ],
+        )
+    };
+    let out = allowed(good);
     let (_, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     let reqs = tokens.requests.lock().unwrap().clone();
@@ -605,26 +564,10 @@ fn token_realm_rules_and_secrets(lab: &Lab) {
     let b64 = base64::engine::general_purpose::STANDARD.encode(pair);
     let bad = t.join("bad.json");
     std::fs::write(&bad, format!(r#"{{"auths":{{"{c}":{{"auth":"{b64}"}}}}}}"#)).unwrap();
-    let out = lab.mirror(
-        &to,
-        &[
-            "--plain-http",
-            &c,
-            "--allow-token-realm",
-            &allow,
-            "-a",
-            bad.to_str().unwrap(),
-            "--log-level",
-            "debug",
-        ],
-    );
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains(&format!(
-            "registry {c} (auth realm \"{realm}\") rejected the login of user \"robot\""
-        )),
-        "{stderr}"
+    let out = allowed(bad.to_str().unwrap());
+    let stderr = assert_fails_with(
+        &out,
+        &format!("registry {c} (auth realm \"{realm}\") rejected the login of user \"robot\""),
     );
     assert!(
         stderr.contains("<redacted>"),
@@ -689,31 +632,23 @@ fn https_proxy_from_the_environment(lab: &Lab) {
     let err = okd_ok(
         &t,
         &[
-            "mirror",
-            "registry",
-            "init",
-            "--hostname",
-            "mirror.okd.test",
-            "--address",
-            "127.0.0.1",
-            "--port",
-            &port.to_string(),
-            "--username",
-            "okd",
-            "--password-file",
-            t.join("pw").to_str().unwrap(),
-            "--start",
-            "--registry-program",
-            registry.to_str().unwrap(),
-        ],
+            &registry_init("mirror.okd.test", "127.0.0.1")[..],
+            &[
+                "--port",
+                &port.to_string(),
+                "--username",
+                "okd",
+                "--password-file",
+                t.join("pw").to_str().unwrap(),
+                "--start",
+                "--registry-program",
+                registry.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
     );
     let reg = t.join("mirror-registry");
-    let pid: u32 = std::fs::read_to_string(reg.join("registry.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let _e = PidGuard(pid);
+    let _e = PidGuard(registry_pid(&reg));
     assert!(err.contains("Mirror registry running"), "{err}");
     let proxy = connect_proxy();
     let proxy_url = format!("http://{}", proxy.addr());
@@ -758,11 +693,9 @@ fn https_proxy_from_the_environment(lab: &Lab) {
         ("NO_PROXY", "localhost,.okd.test"),
     ];
     let out = run_bounded(&t, &args, &env, Duration::from_secs(60));
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains(&format!("cannot reach registry mirror.okd.test:{port}")),
-        "{stderr}"
+    assert_fails_with(
+        &out,
+        &format!("cannot reach registry mirror.okd.test:{port}"),
     );
     assert_eq!(
         proxy.heads.lock().unwrap().len(),

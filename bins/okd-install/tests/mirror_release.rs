@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{example_dir, okd, okd_ok};
-use mirror_support::{Lab, VERSION, text};
+use mirror_support::{Lab, VERSION, assert_fails_with, text};
 use okd_test_utils::free_tcp_port;
 use serde_json::Value;
 
@@ -300,14 +300,12 @@ fn to_disk_from_disk_and_bad_input() {
     )
     .unwrap();
     let out = lab.mirror(&lab.b("x/y"), &["-a", wrong.to_str().unwrap()]);
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains(&format!(
+    let stderr = assert_fails_with(
+        &out,
+        &format!(
             "registry localhost:{} (auth realm \"okd-mirror\") rejected the login of user \"okd\"",
             lab.b_port
-        )),
-        "{stderr}"
+        ),
     );
     assert_eq!(stderr.matches("level=error").count(), 1, "{stderr}");
 
@@ -373,13 +371,9 @@ fn to_disk_from_disk_and_bad_input() {
     std::fs::remove_file(lab.assets.join(okd_mirror::locations::FILE)).unwrap();
     let to = lab.b("bad/okd");
     let out = lab.mirror(&to, &[]);
-    let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains(&format!("image {name} not mirrored, nothing tagged"))
-            && stderr.contains(&format!("expected {layer}")),
-        "{stderr}"
-    );
+    let stderr = assert_fails_with(&out, &format!("image {name} not mirrored, nothing tagged"));
+    assert!(stderr.contains(&format!("expected {layer}")), "{stderr}");
+    let (stdout, _) = text(&out);
     assert!(
         stderr.contains("1 of 21 images were not mirrored"),
         "{stderr}"

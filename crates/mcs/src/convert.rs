@@ -186,7 +186,28 @@ fn node_base(n: &Value) -> Map<String, Value> {
     o
 }
 
+/// Spec 2.2 translation (see [`convert`]): one part per top-level section.
 fn to_v2_2(cfg: &Value) -> Result<Value, ConvertError> {
+    refuse_untranslated_v2_2(cfg)?;
+    let mut out = Map::new();
+    out.insert("ignition".into(), ignition_v2_2(cfg)?.into());
+    let passwd = passwd_v2_2(cfg)?;
+    if !passwd.is_empty() {
+        out.insert("passwd".into(), passwd.into());
+    }
+    let storage = storage_v2_2(cfg)?;
+    if !storage.is_empty() {
+        out.insert("storage".into(), storage.into());
+    }
+    let units = units_v2_2(cfg);
+    if !units.is_empty() {
+        out.insert("systemd".into(), json!({"units": units}));
+    }
+    Ok(Value::Object(out))
+}
+
+/// Refuses the sections spec 2.2 cannot express or that are not translated.
+fn refuse_untranslated_v2_2(cfg: &Value) -> Result<(), ConvertError> {
     let t = SpecVersion::V2_2;
     if nonempty(cfg.get("kernelArguments")) {
         return Err(err(t, "kernelArguments has no spec 2.2 form"));
@@ -199,7 +220,12 @@ fn to_v2_2(cfg: &Value) -> Result<Value, ConvertError> {
     if nonempty(cfg.pointer("/ignition/proxy")) {
         return Err(err(t, "ignition.proxy has no spec 2.2 form"));
     }
+    Ok(())
+}
 
+/// The `ignition` section: config merge → append, replace, CAs, timeouts,
+/// version `2.2.0`.
+fn ignition_v2_2(cfg: &Value) -> Result<Map<String, Value>, ConvertError> {
     let mut ign = Map::new();
     let mut conf = Map::new();
     let merge: Vec<Value> = items(cfg, "/ignition/config/merge")
@@ -232,38 +258,41 @@ fn to_v2_2(cfg: &Value) -> Result<Value, ConvertError> {
     {
         ign.insert("timeouts".into(), tm.clone());
     }
-    ign.insert("version".into(), t.as_str().into());
+    ign.insert("version".into(), SpecVersion::V2_2.as_str().into());
+    Ok(ign)
+}
 
-    let mut out = Map::new();
-    out.insert("ignition".into(), ign.into());
+/// The fields a spec 2.2 user keeps.
+const USER_KEYS_V2_2: &[&str] = &[
+    "name",
+    "passwordHash",
+    "sshAuthorizedKeys",
+    "uid",
+    "gecos",
+    "homeDir",
+    "noCreateHome",
+    "primaryGroup",
+    "groups",
+    "noUserGroup",
+    "noLogInit",
+    "shell",
+    "system",
+];
 
-    // passwd
+/// The fields a spec 2.2 group keeps.
+const GROUP_KEYS_V2_2: &[&str] = &["name", "gid", "passwordHash", "system"];
+
+/// The `passwd` section (empty when there are no users or groups).
+fn passwd_v2_2(cfg: &Value) -> Result<Map<String, Value>, ConvertError> {
     let mut passwd = Map::new();
-    for (list, keys) in [
-        (
-            "users",
-            &[
-                "name",
-                "passwordHash",
-                "sshAuthorizedKeys",
-                "uid",
-                "gecos",
-                "homeDir",
-                "noCreateHome",
-                "primaryGroup",
-                "groups",
-                "noUserGroup",
-                "noLogInit",
-                "shell",
-                "system",
-            ][..],
-        ),
-        ("groups", &["name", "gid", "passwordHash", "system"][..]),
-    ] {
+    for (list, keys) in [("users", USER_KEYS_V2_2), ("groups", GROUP_KEYS_V2_2)] {
         let mut conv = Vec::new();
         for u in items(cfg, &format!("/passwd/{list}")) {
             if u.get("shouldExist").and_then(Value::as_bool) == Some(false) {
-                return Err(err(t, "shouldExist: false has no spec 2.2 form"));
+                return Err(err(
+                    SpecVersion::V2_2,
+                    "shouldExist: false has no spec 2.2 form",
+                ));
             }
             let mut o = Map::new();
             copy_keys(u, &mut o, keys);
@@ -273,11 +302,40 @@ fn to_v2_2(cfg: &Value) -> Result<Value, ConvertError> {
             passwd.insert(list.into(), conv.into());
         }
     }
-    if !passwd.is_empty() {
-        out.insert("passwd".into(), passwd.into());
-    }
+    Ok(passwd)
+}
 
-    // storage
+/// The `storage` section: files, directories and links (empty when there
+/// are none).
+fn storage_v2_2(cfg: &Value) -> Result<Map<String, Value>, ConvertError> {
+    let files = files_v2_2(cfg)?;
+    let dirs: Vec<Value> = items(cfg, "/storage/directories")
+        .map(|d| node_v2_2(d, &["mode"]))
+        .collect();
+    let links: Vec<Value> = items(cfg, "/storage/links")
+        .map(|l| node_v2_2(l, &["target", "hard"]))
+        .collect();
+    let mut storage = Map::new();
+    for (k, v) in [("files", files), ("directories", dirs), ("links", links)] {
+        if !v.is_empty() {
+            storage.insert(k.into(), v.into());
+        }
+    }
+    Ok(storage)
+}
+
+/// A directory or link: [`node_base`], `keys`, and `overwrite` explicit.
+fn node_v2_2(n: &Value, keys: &[&str]) -> Value {
+    let mut o = node_base(n);
+    copy_keys(n, &mut o, keys);
+    let ow = n.get("overwrite").and_then(Value::as_bool).unwrap_or(false);
+    o.insert("overwrite".into(), ow.into());
+    Value::Object(o)
+}
+
+/// The spec 2.2 file entries: one for the contents (if any) and one per
+/// append resource.
+fn files_v2_2(cfg: &Value) -> Result<Vec<Value>, ConvertError> {
     let mut files = Vec::new();
     for f in items(cfg, "/storage/files") {
         let mut base = node_base(f);
@@ -302,51 +360,26 @@ fn to_v2_2(cfg: &Value) -> Result<Value, ConvertError> {
             files.push(Value::Object(o));
         }
     }
-    let mut dirs = Vec::new();
-    for d in items(cfg, "/storage/directories") {
-        let mut o = node_base(d);
-        copy_keys(d, &mut o, &["mode"]);
-        let ow = d.get("overwrite").and_then(Value::as_bool).unwrap_or(false);
-        o.insert("overwrite".into(), ow.into());
-        dirs.push(Value::Object(o));
-    }
-    let mut links = Vec::new();
-    for l in items(cfg, "/storage/links") {
-        let mut o = node_base(l);
-        copy_keys(l, &mut o, &["target", "hard"]);
-        let ow = l.get("overwrite").and_then(Value::as_bool).unwrap_or(false);
-        o.insert("overwrite".into(), ow.into());
-        links.push(Value::Object(o));
-    }
-    let mut storage = Map::new();
-    for (k, v) in [("files", files), ("directories", dirs), ("links", links)] {
-        if !v.is_empty() {
-            storage.insert(k.into(), v.into());
-        }
-    }
-    if !storage.is_empty() {
-        out.insert("storage".into(), storage.into());
-    }
+    Ok(files)
+}
 
-    // systemd
-    let mut units = Vec::new();
-    for u in items(cfg, "/systemd/units") {
-        let mut o = Map::new();
-        copy_keys(u, &mut o, &["name", "enabled", "mask", "contents"]);
-        let dropins: Vec<Value> = items(u, "/dropins")
-            .map(|d| {
-                let mut o = Map::new();
-                copy_keys(d, &mut o, &["name", "contents"]);
-                Value::Object(o)
-            })
-            .collect();
-        if !dropins.is_empty() {
-            o.insert("dropins".into(), dropins.into());
-        }
-        units.push(Value::Object(o));
-    }
-    if !units.is_empty() {
-        out.insert("systemd".into(), json!({"units": units}));
-    }
-    Ok(Value::Object(out))
+/// The spec 2.2 units (`name`, `enabled`, `mask`, `contents`, `dropins`).
+fn units_v2_2(cfg: &Value) -> Vec<Value> {
+    items(cfg, "/systemd/units")
+        .map(|u| {
+            let mut o = Map::new();
+            copy_keys(u, &mut o, &["name", "enabled", "mask", "contents"]);
+            let dropins: Vec<Value> = items(u, "/dropins")
+                .map(|d| {
+                    let mut o = Map::new();
+                    copy_keys(d, &mut o, &["name", "contents"]);
+                    Value::Object(o)
+                })
+                .collect();
+            if !dropins.is_empty() {
+                o.insert("dropins".into(), dropins.into());
+            }
+            Value::Object(o)
+        })
+        .collect()
 }

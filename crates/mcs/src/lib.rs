@@ -4,9 +4,9 @@
 //! pool by the machine-config-operator's rules ([`render_pool`]), appends
 //! the bootstrap-mode files ([`served_config`]) and serves
 //! `/config/<pool>` in the Ignition spec the request's Accept header names
-//! ([`negotiate`], [`convert`]) over HTTPS ([`serve_tls`], port 22623) and
-//! plain HTTP ([`serve_plain`], port 22624). Spec: installer.md §6,
-//! infra-tools.md F.
+//! ([`negotiate`], [`convert`]) through [`serve`] over HTTPS
+//! ([`Transport::Tls`], port 22623) and plain HTTP ([`Transport::Plain`],
+//! port 22624). Spec: installer.md §6, infra-tools.md F.
 //!
 //! Differences from the real bootstrap-mode server: every pool found
 //! (always `master` and `worker`) is served, not only `master`/`arbiter`;
@@ -31,10 +31,7 @@ pub use render::{
     MC_API_VERSION, ROLE_LABEL, internal_version, is_machine_config, merge_config, pool_of,
     render_pool,
 };
-pub use server::{
-    FetchObserver, bind, router, serve_plain, serve_plain_with, serve_tls, serve_tls_with,
-    tls_config,
-};
+pub use server::{FetchObserver, Transport, bind, router, serve, serve_tls, tls_config};
 pub use state::{
     BOOTSTRAP_MANIFEST_DIRS, BootstrapInputs, KUBE_APISERVER_CA_PATH, KUBECONFIG_KUBELET_PATH,
     MCS_CERT_PATH, MCS_KEY_PATH, McsState, RenderedPool, escape_data_url, served_config,

@@ -70,104 +70,11 @@ const NON_DEFAULT_KERNELS: [&str; 2] = ["realtime", "64k-pages"];
 /// [`McsError::MachineConfig`] when a `spec.config` is not an Ignition
 /// 3.0.0–3.5.0 config, or for `kernel-devel` with a non-default kernel.
 pub fn render_pool(pool: &str, machine_configs: &[Value]) -> Result<Value, McsError> {
-    let mut mcs: Vec<&Value> = machine_configs.iter().collect();
-    // Stable: worker-labelled configs first (custom pools inherit the worker
-    // configs and override them), each group by name.
-    mcs.sort_by(|a, b| {
-        let wa = pool_of(a) != Some("worker");
-        let wb = pool_of(b) != Some("worker");
-        (wa, name_of(a)).cmp(&(wb, name_of(b)))
-    });
-
-    let mut config = Map::new();
-    config.insert("ignition".into(), json!({"version": internal_version()}));
-    let mut kargs: Vec<Value> = Vec::new();
-    let mut extensions: Vec<Value> = Vec::new();
-    let mut fips = false;
-    let mut kernel_type = String::new();
-    let mut os_image = String::new();
-    let mut ext_image = String::new();
-
-    for mc in mcs {
-        let name = name_of(mc).to_string();
-        let spec = mc.get("spec").cloned().unwrap_or(Value::Null);
-        match spec.get("config") {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(child)) => {
-                let version = child
-                    .get("ignition")
-                    .and_then(|i| i.get("version"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                if !is_mergeable_version(version) {
-                    return Err(McsError::MachineConfig {
-                        name,
-                        reason: format!(
-                            "spec.config declares Ignition version {version:?}; only 3.0.0 to {} are supported",
-                            internal_version()
-                        ),
-                    });
-                }
-                merge_config(&mut config, child);
-            }
-            Some(_) => {
-                return Err(McsError::MachineConfig {
-                    name,
-                    reason: "spec.config is not an object".into(),
-                });
-            }
-        }
-        if let Some(Value::Array(k)) = spec.get("kernelArguments") {
-            kargs.extend(k.iter().cloned());
-        }
-        if let Some(Value::Array(e)) = spec.get("extensions") {
-            extensions.extend(e.iter().cloned());
-        }
-        fips |= spec.get("fips").and_then(Value::as_bool).unwrap_or(false);
-        if let Some(k) = spec.get("kernelType").and_then(Value::as_str)
-            && NON_DEFAULT_KERNELS.contains(&k)
-        {
-            kernel_type = k.to_string();
-        }
-        let last = |key: &str, slot: &mut String| {
-            if let Some(s) = spec.get(key).and_then(Value::as_str)
-                && !s.is_empty()
-            {
-                *slot = s.to_string();
-            }
-        };
-        last("osImageURL", &mut os_image);
-        last("baseOSExtensionsContainerImage", &mut ext_image);
+    let mut merged = Merged::new();
+    for mc in merge_order(machine_configs) {
+        merged.add(mc)?;
     }
-    if kernel_type.is_empty() {
-        kernel_type = "default".into();
-    }
-    if kernel_type != "default" && extensions.iter().any(|e| e == "kernel-devel") {
-        return Err(McsError::MachineConfig {
-            name: format!("rendered-{pool}"),
-            reason: format!(
-                "installing kernel-devel extension is not supported with kernelType: {kernel_type}"
-            ),
-        });
-    }
-    // Always the internal version, whatever the inputs declared.
-    if let Some(Value::Object(ign)) = config.get_mut("ignition") {
-        ign.insert("version".into(), internal_version().into());
-    }
-    default_overwrite(&mut config);
-
-    let mut spec = Map::new();
-    spec.insert("osImageURL".into(), os_image.into());
-    if !ext_image.is_empty() {
-        spec.insert("baseOSExtensionsContainerImage".into(), ext_image.into());
-    }
-    spec.insert("config".into(), Value::Object(config));
-    spec.insert("kernelArguments".into(), Value::Array(kargs));
-    spec.insert("extensions".into(), Value::Array(extensions));
-    spec.insert("fips".into(), fips.into());
-    spec.insert("kernelType".into(), kernel_type.into());
-    let spec = Value::Object(spec);
-
+    let spec = merged.into_spec(pool)?;
     let digest = Sha256::digest(okd_types::gojson::to_string(&spec).as_bytes());
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     let name = format!("rendered-{pool}-{}", &hex[..32]);
@@ -177,6 +84,150 @@ pub fn render_pool(pool: &str, machine_configs: &[Value]) -> Result<Value, McsEr
         "metadata": {"name": name},
         "spec": spec,
     }))
+}
+
+/// `machine_configs` in merge order. Stable: worker-labelled configs first
+/// (custom pools inherit the worker configs and override them), each group
+/// by name.
+fn merge_order(machine_configs: &[Value]) -> Vec<&Value> {
+    let mut mcs: Vec<&Value> = machine_configs.iter().collect();
+    mcs.sort_by(|a, b| {
+        let wa = pool_of(a) != Some("worker");
+        let wb = pool_of(b) != Some("worker");
+        (wa, name_of(a)).cmp(&(wb, name_of(b)))
+    });
+    mcs
+}
+
+/// The spec of a rendered MachineConfig while its inputs are merged in
+/// (the rules are listed on [`render_pool`]).
+struct Merged {
+    config: Map<String, Value>,
+    kargs: Vec<Value>,
+    extensions: Vec<Value>,
+    fips: bool,
+    /// The last non-default kernel type, empty for none.
+    kernel_type: String,
+    os_image: String,
+    ext_image: String,
+}
+
+impl Merged {
+    /// Nothing merged yet: an empty config of spec [`internal_version`].
+    fn new() -> Self {
+        let mut config = Map::new();
+        config.insert("ignition".into(), json!({"version": internal_version()}));
+        Merged {
+            config,
+            kargs: Vec::new(),
+            extensions: Vec::new(),
+            fips: false,
+            kernel_type: String::new(),
+            os_image: String::new(),
+            ext_image: String::new(),
+        }
+    }
+
+    /// Merges the next MachineConfig `mc` over what is merged so far.
+    fn add(&mut self, mc: &Value) -> Result<(), McsError> {
+        let spec = mc.get("spec").cloned().unwrap_or(Value::Null);
+        self.add_config(name_of(mc), spec.get("config"))?;
+        if let Some(Value::Array(k)) = spec.get("kernelArguments") {
+            self.kargs.extend(k.iter().cloned());
+        }
+        if let Some(Value::Array(e)) = spec.get("extensions") {
+            self.extensions.extend(e.iter().cloned());
+        }
+        self.fips |= spec.get("fips").and_then(Value::as_bool).unwrap_or(false);
+        if let Some(k) = spec.get("kernelType").and_then(Value::as_str)
+            && NON_DEFAULT_KERNELS.contains(&k)
+        {
+            self.kernel_type = k.to_string();
+        }
+        let last = |key: &str, slot: &mut String| {
+            if let Some(s) = spec.get(key).and_then(Value::as_str)
+                && !s.is_empty()
+            {
+                *slot = s.to_string();
+            }
+        };
+        last("osImageURL", &mut self.os_image);
+        last("baseOSExtensionsContainerImage", &mut self.ext_image);
+        Ok(())
+    }
+
+    /// Merges `spec.config` of the MachineConfig `name`, if it has one.
+    fn add_config(&mut self, name: &str, config: Option<&Value>) -> Result<(), McsError> {
+        match config {
+            None | Some(Value::Null) => Ok(()),
+            Some(Value::Object(child)) => {
+                let version = child
+                    .get("ignition")
+                    .and_then(|i| i.get("version"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                if !is_mergeable_version(version) {
+                    return Err(McsError::MachineConfig {
+                        name: name.to_string(),
+                        reason: format!(
+                            "spec.config declares Ignition version {version:?}; only 3.0.0 to {} are supported",
+                            internal_version()
+                        ),
+                    });
+                }
+                merge_config(&mut self.config, child);
+                Ok(())
+            }
+            Some(_) => Err(McsError::MachineConfig {
+                name: name.to_string(),
+                reason: "spec.config is not an object".into(),
+            }),
+        }
+    }
+
+    /// The rendered spec of pool `pool`; refuses `kernel-devel` with a
+    /// non-default kernel.
+    fn into_spec(self, pool: &str) -> Result<Value, McsError> {
+        let Merged {
+            mut config,
+            kargs,
+            extensions,
+            fips,
+            kernel_type,
+            os_image,
+            ext_image,
+        } = self;
+        let kernel_type = if kernel_type.is_empty() {
+            "default".to_string()
+        } else {
+            kernel_type
+        };
+        if kernel_type != "default" && extensions.iter().any(|e| e == "kernel-devel") {
+            return Err(McsError::MachineConfig {
+                name: format!("rendered-{pool}"),
+                reason: format!(
+                    "installing kernel-devel extension is not supported with kernelType: {kernel_type}"
+                ),
+            });
+        }
+        // Always the internal version, whatever the inputs declared.
+        if let Some(Value::Object(ign)) = config.get_mut("ignition") {
+            ign.insert("version".into(), internal_version().into());
+        }
+        default_overwrite(&mut config);
+
+        let mut spec = Map::new();
+        spec.insert("osImageURL".into(), os_image.into());
+        if !ext_image.is_empty() {
+            spec.insert("baseOSExtensionsContainerImage".into(), ext_image.into());
+        }
+        spec.insert("config".into(), Value::Object(config));
+        spec.insert("kernelArguments".into(), Value::Array(kargs));
+        spec.insert("extensions".into(), Value::Array(extensions));
+        spec.insert("fips".into(), fips.into());
+        spec.insert("kernelType".into(), kernel_type.into());
+        Ok(Value::Object(spec))
+    }
 }
 
 /// `3.0.0` … `3.<MAX>.0`: what the MCO's `ParseCompatibleVersion` accepts.

@@ -43,7 +43,7 @@ struct AppState {
 /// Every config request is logged at info level as
 /// `Pool "<p>" requested by address:"<ip:port>" User-Agent:"<ua>" Accept-Header: "<accept>"`
 /// and reported to `observer`. Needs the peer address as
-/// `ConnectInfo<SocketAddr>` (as [`serve_tls`] and [`serve_plain`] give it,
+/// `ConnectInfo<SocketAddr>` (as [`serve`] gives it,
 /// through [`okd_listen::serve_router`]).
 pub fn router(state: Arc<McsState>, observer: Option<Arc<dyn FetchObserver>>) -> Router {
     Router::new()
@@ -218,90 +218,57 @@ pub fn tls_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<rustls::ServerConfi
     Ok(cfg)
 }
 
-/// Serves [`router`] over HTTPS on `listener` (the real MCS's 22623) with
-/// the state's TLS pair ([`tls_config`]) and the default
-/// [`okd_listen::Limits`] until `shutdown` completes, then drains
-/// connections for at most 5 s.
+/// How the machine-config server speaks on a listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// HTTPS with the state's TLS pair ([`tls_config`]); the real MCS's
+    /// port 22623.
+    Tls,
+    /// Plain HTTP; the real MCS's port 22624.
+    Plain,
+}
+
+/// Serves [`router`] on `listener` over `transport` with connection
+/// `limits` (caps, idle timeout, and `header_read` for the TLS handshake and
+/// each request head, [`okd_listen::serve_router`]) until `shutdown`
+/// completes, then drains connections for at most 5 s.
 ///
 /// # Errors
 /// [`McsError::Tls`] for a bad TLS pair, [`McsError::Serve`] when the
 /// listener cannot be used.
+pub async fn serve(
+    listener: std::net::TcpListener,
+    state: Arc<McsState>,
+    observer: Option<Arc<dyn FetchObserver>>,
+    transport: Transport,
+    limits: okd_listen::Limits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), McsError> {
+    let tls = match transport {
+        Transport::Tls => Some(Arc::new(tls_config(
+            &state.inputs().tls_cert_pem,
+            &state.inputs().tls_key_pem,
+        )?)),
+        Transport::Plain => None,
+    };
+    let listener = okd_listen::Listener::from_std(listener, limits).map_err(serve_err)?;
+    okd_listen::serve_router(listener, router(state, observer), tls, shutdown).await;
+    Ok(())
+}
+
+/// [`serve`] over [`Transport::Tls`] with the default
+/// [`okd_listen::Limits`].
+///
+/// # Errors
+/// As [`serve`].
 pub async fn serve_tls(
     listener: std::net::TcpListener,
     state: Arc<McsState>,
     observer: Option<Arc<dyn FetchObserver>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), McsError> {
-    serve_tls_with(
-        listener,
-        state,
-        observer,
-        okd_listen::Limits::default(),
-        shutdown,
-    )
-    .await
-}
-
-/// [`serve_tls`] with other connection limits: caps, idle timeout, and
-/// `header_read` for the TLS handshake and each request head
-/// ([`okd_listen::serve_router`]).
-///
-/// # Errors
-/// As [`serve_tls`].
-pub async fn serve_tls_with(
-    listener: std::net::TcpListener,
-    state: Arc<McsState>,
-    observer: Option<Arc<dyn FetchObserver>>,
-    limits: okd_listen::Limits,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), McsError> {
-    let cfg = tls_config(&state.inputs().tls_cert_pem, &state.inputs().tls_key_pem)?;
-    let listener = okd_listen::Listener::from_std(listener, limits).map_err(serve_err)?;
-    okd_listen::serve_router(
-        listener,
-        router(state, observer),
-        Some(Arc::new(cfg)),
-        shutdown,
-    )
-    .await;
-    Ok(())
-}
-
-/// Serves [`router`] over plain HTTP on `listener` (the real MCS's 22624)
-/// with the default [`okd_listen::Limits`] until `shutdown` completes.
-///
-/// # Errors
-/// [`McsError::Serve`] when the listener cannot be used.
-pub async fn serve_plain(
-    listener: std::net::TcpListener,
-    state: Arc<McsState>,
-    observer: Option<Arc<dyn FetchObserver>>,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), McsError> {
-    serve_plain_with(
-        listener,
-        state,
-        observer,
-        okd_listen::Limits::default(),
-        shutdown,
-    )
-    .await
-}
-
-/// [`serve_plain`] with other connection limits.
-///
-/// # Errors
-/// As [`serve_plain`].
-pub async fn serve_plain_with(
-    listener: std::net::TcpListener,
-    state: Arc<McsState>,
-    observer: Option<Arc<dyn FetchObserver>>,
-    limits: okd_listen::Limits,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), McsError> {
-    let listener = okd_listen::Listener::from_std(listener, limits).map_err(serve_err)?;
-    okd_listen::serve_router(listener, router(state, observer), None, shutdown).await;
-    Ok(())
+    let limits = okd_listen::Limits::default();
+    serve(listener, state, observer, Transport::Tls, limits, shutdown).await
 }
 
 fn serve_err(e: std::io::Error) -> McsError {

@@ -295,6 +295,24 @@ fn print_sources(
     Ok(())
 }
 
+/// [`release::read_release`] with the progress lines every command that
+/// reads a release from a registry logs.
+async fn read_release_logged(
+    src: &Endpoint,
+    from: &Reference,
+    arch: &str,
+) -> Result<Release, OciError> {
+    info!("Reading release {from}");
+    let rel = release::read_release(src, from, arch).await?;
+    info!(
+        "Release {} ({}) lists {} component images",
+        rel.version,
+        rel.digest,
+        rel.components.len()
+    );
+    Ok(rel)
+}
+
 /// `mirror release`: reads the release at `from`, copies it and its
 /// components to `target`, prints the sources block on `stdout` (with
 /// `dry_run`: prints the mapping, copies nothing).
@@ -315,14 +333,7 @@ pub fn release(
     let regs = registries(dir, connect)?;
     let src = Endpoint::Registry(regs);
     runtime()?.block_on(async {
-        info!("Reading release {from}");
-        let rel = release::read_release(&src, &from, &connect.arch).await?;
-        info!(
-            "Release {} ({}) lists {} component images",
-            rel.version,
-            rel.digest,
-            rel.components.len()
-        );
+        let rel = read_release_logged(&src, &from, &connect.arch).await?;
         let jobs = release::jobs(&rel, &tgt)?;
         if dry_run {
             return write!(stdout, "{}", release::mapping(&rel, &jobs))
@@ -350,14 +361,7 @@ pub fn to_disk(
     let src = Endpoint::Registry(registries(dir, connect)?);
     let layout = Arc::new(Layout::open(archive, true)?);
     runtime()?.block_on(async {
-        info!("Reading release {from}");
-        let rel = release::read_release(&src, &from, &connect.arch).await?;
-        info!(
-            "Release {} ({}) lists {} component images",
-            rel.version,
-            rel.digest,
-            rel.components.len()
-        );
+        let rel = read_release_logged(&src, &from, &connect.arch).await?;
         // In the archive, tags are the ref names; repositories do not matter.
         let tgt = Target {
             to: Repo::parse("archive.local/release").expect("static"),

@@ -80,31 +80,24 @@ impl Lab {
         let err = okd_ok(
             &assets,
             &[
-                "mirror",
-                "registry",
-                "init",
-                "--hostname",
-                "localhost",
-                "--address",
-                "127.0.0.1",
-                "--port",
-                &port,
-                "--username",
-                "okd",
-                "--password-file",
-                pw.to_str().unwrap(),
-                "--start",
-                "--registry-program",
-                registry.to_str().unwrap(),
-            ],
+                &registry_init("localhost", "127.0.0.1")[..],
+                &[
+                    "--port",
+                    &port,
+                    "--username",
+                    "okd",
+                    "--password-file",
+                    pw.to_str().unwrap(),
+                    "--start",
+                    "--registry-program",
+                    registry.to_str().unwrap(),
+                ],
+            ]
+            .concat(),
         );
         let reg = assets.join("mirror-registry");
         let b_log = reg.join("registry.log");
-        let pid: u32 = std::fs::read_to_string(reg.join("registry.pid"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let pid = registry_pid(&reg);
         let b = PidGuard(pid);
         assert!(
             err.contains(&format!(
@@ -292,6 +285,65 @@ pub fn text(o: &Output) -> (String, String) {
         String::from_utf8_lossy(&o.stdout).into_owned(),
         String::from_utf8_lossy(&o.stderr).into_owned(),
     )
+}
+
+/// Asserts that the run `out` failed with exit code 1 and that its stderr
+/// contains `message`; returns stderr.
+pub fn assert_fails_with(out: &Output, message: &str) -> String {
+    let (_, stderr) = text(out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(message), "no {message:?} in: {stderr}");
+    stderr
+}
+
+/// Asserts that a mirror run was refused with `message` before any login:
+/// exit code 1, the message on stderr, and `tokens` saw no request.
+pub fn assert_refused_before_login(out: &Output, message: &str, tokens: &TokenService) {
+    assert_fails_with(out, message);
+    assert_eq!(
+        tokens.requests.lock().unwrap().len(),
+        0,
+        "no request to a refused realm"
+    );
+}
+
+/// The leading arguments of `mirror registry init --hostname <hostname>
+/// --address <address>`.
+pub fn registry_init<'a>(hostname: &'a str, address: &'a str) -> Vec<&'a str> {
+    vec![
+        "mirror",
+        "registry",
+        "init",
+        "--hostname",
+        hostname,
+        "--address",
+        address,
+    ]
+}
+
+/// The PID in `<reg>/registry.pid` (written by `mirror registry start`).
+pub fn registry_pid(reg: &Path) -> u32 {
+    std::fs::read_to_string(reg.join("registry.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Starts a plain-HTTP `docker-registry` (`registry`) on 127.0.0.1:`port`
+/// with its config, log and storage under `dir` (`a.yml`, `a.log`, `data`);
+/// returns its guard and `127.0.0.1:<port>`.
+pub fn start_plain_registry(registry: &Path, dir: &Path, port: u16) -> (ChildGuard, String) {
+    std::fs::write(
+        dir.join("a.yml"),
+        format!(
+            "version: 0.1\nlog: {{level: info}}\nstorage:\n  filesystem: {{rootdirectory: {}}}\nhttp:\n  addr: 127.0.0.1:{port}\n",
+            dir.join("data").display()
+        ),
+    )
+    .unwrap();
+    let guard = start_docker_registry(registry, &dir.join("a.yml"), &dir.join("a.log"), port);
+    (guard, format!("127.0.0.1:{port}"))
 }
 
 /// A token service for the registry's `auth: token` (Docker registry token

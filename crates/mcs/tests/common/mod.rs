@@ -339,7 +339,7 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts [`okd_mcs::serve_tls`] (or `serve_plain`) on 127.0.0.1:0.
+    /// Starts [`okd_mcs::serve`] over TLS (or plain HTTP) on 127.0.0.1:0.
     pub fn start(state: McsState, observer: Option<Arc<dyn FetchObserver>>, tls: bool) -> Server {
         Server::start_with(state, observer, tls, okd_listen::Limits::default())
     }
@@ -359,15 +359,14 @@ impl Server {
             let _ = rx.await;
         };
         let state = Arc::new(state);
-        let task = if tls {
-            tokio::spawn(okd_mcs::serve_tls_with(
-                listener, state, observer, limits, shutdown,
-            ))
+        let transport = if tls {
+            okd_mcs::Transport::Tls
         } else {
-            tokio::spawn(okd_mcs::serve_plain_with(
-                listener, state, observer, limits, shutdown,
-            ))
+            okd_mcs::Transport::Plain
         };
+        let task = tokio::spawn(okd_mcs::serve(
+            listener, state, observer, transport, limits, shutdown,
+        ));
         Server {
             addr,
             stop: Some(tx),

@@ -530,6 +530,26 @@ impl Registries {
         Ok((s, resp))
     }
 
+    /// Sends the built request `req` (`method` `url`) once, waiting for the
+    /// answer's head at most the read timeout; a request that cannot be
+    /// sent is [`Self::unreachable`].
+    async fn send_once(
+        &self,
+        s: &Session,
+        method: &dyn std::fmt::Display,
+        url: &Url,
+        req: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, OciError> {
+        idle(
+            self.opts.read_timeout,
+            &s.registry,
+            || format!("{method} {url}"),
+            req.send(),
+        )
+        .await?
+        .map_err(|e| Self::unreachable(s, url, &e))
+    }
+
     /// Sends a request with no body (or a small one), authorizing it and
     /// retrying once with a fresh token after a 401; waits for the answer
     /// at most the read timeout.
@@ -554,14 +574,7 @@ impl Registries {
             if let Some(b) = &body {
                 req = req.body(b.clone());
             }
-            let resp = idle(
-                self.opts.read_timeout,
-                &s.registry,
-                || format!("{method} {url}"),
-                req.send(),
-            )
-            .await?
-            .map_err(|e| Self::unreachable(s, &url, &e))?;
+            let resp = self.send_once(s, &method, &url, req).await?;
             if resp.status() == StatusCode::UNAUTHORIZED
                 && !fresh
                 && matches!(s.challenge, Some(Challenge::Bearer { .. }))

@@ -352,14 +352,7 @@ impl Registries {
         if let Some(a) = auth {
             req = req.header(header::AUTHORIZATION, a);
         }
-        let resp = idle(
-            self.opts.read_timeout,
-            &s.registry,
-            || format!("PUT {url}"),
-            req.send(),
-        )
-        .await?
-        .map_err(|e| Self::unreachable(s, &url, &e))?;
+        let resp = self.send_once(s, &"PUT", &url, req).await?;
         if resp.status() != StatusCode::CREATED {
             return Err(self.fail(s, format!("PUT (close) {what}"), resp).await);
         }
