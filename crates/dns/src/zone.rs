@@ -221,129 +221,161 @@ pub(crate) fn zones_with_serial(
     etcd: bool,
     serial: u32,
 ) -> Result<Vec<Zone>, DnsError> {
-    let d = inv
-        .cluster_domain
-        .trim_end_matches('.')
-        .to_ascii_lowercase();
-    let fq = |rel: &str| format!("{}.{d}.", rel.trim_end_matches('.').to_ascii_lowercase());
-    let (refresh, retry, expire) = SOA_TIMERS;
-    let head = |origin: &str| {
+    let n = Names {
+        domain: inv
+            .cluster_domain
+            .trim_end_matches('.')
+            .to_ascii_lowercase(),
+        serial,
+    };
+    let mut zones = vec![forward_zone(inv, etcd, &n)];
+    zones.extend(reverse_zones(inv, &n));
+    for z in &zones {
+        check_zone_names(z)?;
+    }
+    Ok(zones)
+}
+
+/// The cluster domain (lower case, no trailing dot) and the SOA serial.
+struct Names {
+    domain: String,
+    serial: u32,
+}
+
+impl Names {
+    /// `rel.<domain>.`, lower case.
+    fn fq(&self, rel: &str) -> String {
+        format!(
+            "{}.{}.",
+            rel.trim_end_matches('.').to_ascii_lowercase(),
+            self.domain
+        )
+    }
+
+    /// The SOA and NS records at `origin`.
+    fn apex(&self, origin: &str) -> Vec<ZoneRecord> {
+        let d = &self.domain;
+        let (refresh, retry, expire) = SOA_TIMERS;
         vec![
-            ZoneRecord {
-                name: origin.to_string(),
-                ttl: TTL_SECS,
-                data: RecordData::Soa {
+            rec(
+                origin.to_string(),
+                RecordData::Soa {
                     mname: format!("ns1.{d}."),
                     rname: format!("hostmaster.{d}."),
-                    serial,
+                    serial: self.serial,
                     refresh,
                     retry,
                     expire,
                     minimum: TTL_SECS,
                 },
-            },
-            ZoneRecord {
-                name: origin.to_string(),
-                ttl: TTL_SECS,
-                data: RecordData::Ns(format!("ns1.{d}.")),
-            },
+            ),
+            rec(origin.to_string(), RecordData::Ns(format!("ns1.{d}."))),
         ]
-    };
-    let rec = |name: String, data: RecordData| ZoneRecord {
+    }
+}
+
+/// A record with the zone TTL.
+fn rec(name: String, data: RecordData) -> ZoneRecord {
+    ZoneRecord {
         name,
         ttl: TTL_SECS,
         data,
-    };
+    }
+}
 
+/// The cluster domain's zone.
+fn forward_zone(inv: &Inventory, etcd: bool, n: &Names) -> Zone {
     // Name → address records, in the order of okd_bastion's forward_records.
     let mut addrs: Vec<(String, IpAddr)> =
         vec![("api".into(), inv.api), ("api-int".into(), inv.api)];
-    for n in &inv.nodes {
-        addrs.push((n.hostname.clone(), n.address));
+    for node in &inv.nodes {
+        addrs.push((node.hostname.clone(), node.address));
     }
-    if etcd {
-        for n in &inv.nodes {
-            if let Some(e) = &n.etcd_name {
-                addrs.push((e.clone(), n.address));
-            }
+    let etcd_nodes = || inv.nodes.iter().filter(move |_| etcd);
+    for node in etcd_nodes() {
+        if let Some(e) = &node.etcd_name {
+            addrs.push((e.clone(), node.address));
         }
     }
     for (name, ip) in &inv.extra_records {
         addrs.push((name.trim_end_matches('.').to_string(), *ip));
     }
 
-    let origin = format!("{d}.");
-    let mut fwd = head(&origin);
-    if !addrs.iter().any(|(n, _)| n.eq_ignore_ascii_case("ns1")) {
-        fwd.push(rec(fq("ns1"), RecordData::address(inv.listen)));
+    let origin = format!("{}.", n.domain);
+    let mut fwd = n.apex(&origin);
+    if !addrs.iter().any(|(a, _)| a.eq_ignore_ascii_case("ns1")) {
+        fwd.push(rec(n.fq("ns1"), RecordData::address(inv.listen)));
     }
     for (name, ip) in &addrs {
-        fwd.push(rec(fq(name), RecordData::address(*ip)));
+        fwd.push(rec(n.fq(name), RecordData::address(*ip)));
     }
-    fwd.push(rec(fq("apps"), RecordData::address(inv.ingress)));
-    fwd.push(rec(fq("*.apps"), RecordData::address(inv.ingress)));
-    if etcd {
-        for n in &inv.nodes {
-            if let Some(e) = &n.etcd_name {
-                fwd.push(rec(
-                    fq("_etcd-server-ssl._tcp"),
-                    RecordData::Srv {
-                        priority: 0,
-                        weight: 10,
-                        port: 2380,
-                        target: fq(e),
-                    },
-                ));
-            }
+    fwd.push(rec(n.fq("apps"), RecordData::address(inv.ingress)));
+    fwd.push(rec(n.fq("*.apps"), RecordData::address(inv.ingress)));
+    for node in etcd_nodes() {
+        if let Some(e) = &node.etcd_name {
+            fwd.push(rec(
+                n.fq("_etcd-server-ssl._tcp"),
+                RecordData::Srv {
+                    priority: 0,
+                    weight: 10,
+                    port: 2380,
+                    target: n.fq(e),
+                },
+            ));
         }
     }
-    let mut zones = vec![Zone {
+    Zone {
         origin,
         records: dedup(fwd),
-    }];
+    }
+}
 
-    // Address → names, as okd_bastion's ptr_records.
+/// The reverse zones: address → names, as okd_bastion's ptr_records.
+fn reverse_zones(inv: &Inventory, n: &Names) -> Vec<Zone> {
     let mut ptrs: BTreeMap<IpAddr, Vec<String>> = BTreeMap::new();
-    for n in &inv.nodes {
-        ptrs.entry(n.address).or_default().push(format!(
+    for node in &inv.nodes {
+        ptrs.entry(node.address).or_default().push(format!(
             "{}.",
-            n.fqdn.trim_end_matches('.').to_ascii_lowercase()
+            node.fqdn.trim_end_matches('.').to_ascii_lowercase()
         ));
     }
     if inv.by_address(inv.api).is_none() {
         let e = ptrs.entry(inv.api).or_default();
-        e.push(fq("api"));
-        e.push(fq("api-int"));
+        e.push(n.fq("api"));
+        e.push(n.fq("api-int"));
     }
     let mut rev: BTreeMap<String, Vec<ZoneRecord>> = BTreeMap::new();
     for (ip, names) in ptrs {
         let (zone, label) = reverse_zone(ip);
         let zone = format!("{zone}.");
-        let records = rev.entry(zone.clone()).or_insert_with(|| head(&zone));
+        let records = rev.entry(zone.clone()).or_insert_with(|| n.apex(&zone));
         for name in names {
             records.push(rec(format!("{label}.{zone}"), RecordData::Ptr(name)));
         }
     }
-    zones.extend(rev.into_iter().map(|(origin, records)| Zone {
-        origin,
-        records: dedup(records),
-    }));
+    rev.into_iter()
+        .map(|(origin, records)| Zone {
+            origin,
+            records: dedup(records),
+        })
+        .collect()
+}
 
-    for z in &zones {
-        for r in &z.records {
-            check_name(&r.name)?;
-            match &r.data {
-                RecordData::Ns(n) | RecordData::Ptr(n) => check_name(n)?,
-                RecordData::Srv { target, .. } => check_name(target)?,
-                RecordData::Soa { mname, rname, .. } => {
-                    check_name(mname)?;
-                    check_name(rname)?;
-                }
-                RecordData::A(_) | RecordData::Aaaa(_) => {}
+/// Every owner and target name of `z` is a valid domain name.
+fn check_zone_names(z: &Zone) -> Result<(), DnsError> {
+    for r in &z.records {
+        check_name(&r.name)?;
+        match &r.data {
+            RecordData::Ns(n) | RecordData::Ptr(n) => check_name(n)?,
+            RecordData::Srv { target, .. } => check_name(target)?,
+            RecordData::Soa { mname, rname, .. } => {
+                check_name(mname)?;
+                check_name(rname)?;
             }
+            RecordData::A(_) | RecordData::Aaaa(_) => {}
         }
     }
-    Ok(zones)
+    Ok(())
 }
 
 /// Drops repeated records (RFC 2181 §5: an RRset holds no duplicates),

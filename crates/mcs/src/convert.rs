@@ -200,6 +200,23 @@ fn to_v2_2(cfg: &Value) -> Result<Value, ConvertError> {
         return Err(err(t, "ignition.proxy has no spec 2.2 form"));
     }
 
+    let mut out = Map::new();
+    out.insert("ignition".into(), v2_2_ignition(cfg)?.into());
+    if let Some(p) = v2_2_passwd(cfg)? {
+        out.insert("passwd".into(), p);
+    }
+    if let Some(st) = v2_2_storage(cfg)? {
+        out.insert("storage".into(), st);
+    }
+    if let Some(sd) = v2_2_systemd(cfg) {
+        out.insert("systemd".into(), sd);
+    }
+    Ok(Value::Object(out))
+}
+
+/// The spec 2.2 `ignition` section: config merge/replace as append/replace,
+/// CAs, timeouts, version.
+fn v2_2_ignition(cfg: &Value) -> Result<Map<String, Value>, ConvertError> {
     let mut ign = Map::new();
     let mut conf = Map::new();
     let merge: Vec<Value> = items(cfg, "/ignition/config/merge")
@@ -232,12 +249,14 @@ fn to_v2_2(cfg: &Value) -> Result<Value, ConvertError> {
     {
         ign.insert("timeouts".into(), tm.clone());
     }
-    ign.insert("version".into(), t.as_str().into());
+    ign.insert("version".into(), SpecVersion::V2_2.as_str().into());
 
-    let mut out = Map::new();
-    out.insert("ignition".into(), ign.into());
+    Ok(ign)
+}
 
-    // passwd
+/// The spec 2.2 `passwd` section (`None` when empty).
+fn v2_2_passwd(cfg: &Value) -> Result<Option<Value>, ConvertError> {
+    let t = SpecVersion::V2_2;
     let mut passwd = Map::new();
     for (list, keys) in [
         (
@@ -273,11 +292,12 @@ fn to_v2_2(cfg: &Value) -> Result<Value, ConvertError> {
             passwd.insert(list.into(), conv.into());
         }
     }
-    if !passwd.is_empty() {
-        out.insert("passwd".into(), passwd.into());
-    }
+    Ok((!passwd.is_empty()).then(|| passwd.into()))
+}
 
-    // storage
+/// The spec 2.2 `storage` section: files (each append its own entry),
+/// directories, links (`None` when empty).
+fn v2_2_storage(cfg: &Value) -> Result<Option<Value>, ConvertError> {
     let mut files = Vec::new();
     for f in items(cfg, "/storage/files") {
         let mut base = node_base(f);
@@ -324,11 +344,11 @@ fn to_v2_2(cfg: &Value) -> Result<Value, ConvertError> {
             storage.insert(k.into(), v.into());
         }
     }
-    if !storage.is_empty() {
-        out.insert("storage".into(), storage.into());
-    }
+    Ok((!storage.is_empty()).then(|| storage.into()))
+}
 
-    // systemd
+/// The spec 2.2 `systemd` section (`None` when empty).
+fn v2_2_systemd(cfg: &Value) -> Option<Value> {
     let mut units = Vec::new();
     for u in items(cfg, "/systemd/units") {
         let mut o = Map::new();
@@ -345,8 +365,5 @@ fn to_v2_2(cfg: &Value) -> Result<Value, ConvertError> {
         }
         units.push(Value::Object(o));
     }
-    if !units.is_empty() {
-        out.insert("systemd".into(), json!({"units": units}));
-    }
-    Ok(Value::Object(out))
+    (!units.is_empty()).then(|| json!({"units": units}))
 }

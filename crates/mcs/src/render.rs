@@ -89,34 +89,8 @@ pub fn render_pool(pool: &str, machine_configs: &[Value]) -> Result<Value, McsEr
     let mut ext_image = String::new();
 
     for mc in mcs {
-        let name = name_of(mc).to_string();
         let spec = mc.get("spec").cloned().unwrap_or(Value::Null);
-        match spec.get("config") {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(child)) => {
-                let version = child
-                    .get("ignition")
-                    .and_then(|i| i.get("version"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                if !is_mergeable_version(version) {
-                    return Err(McsError::MachineConfig {
-                        name,
-                        reason: format!(
-                            "spec.config declares Ignition version {version:?}; only 3.0.0 to {} are supported",
-                            internal_version()
-                        ),
-                    });
-                }
-                merge_config(&mut config, child);
-            }
-            Some(_) => {
-                return Err(McsError::MachineConfig {
-                    name,
-                    reason: "spec.config is not an object".into(),
-                });
-            }
-        }
+        merge_spec_config(&mut config, name_of(mc), &spec)?;
         if let Some(Value::Array(k)) = spec.get("kernelArguments") {
             kargs.extend(k.iter().cloned());
         }
@@ -166,17 +140,55 @@ pub fn render_pool(pool: &str, machine_configs: &[Value]) -> Result<Value, McsEr
     spec.insert("extensions".into(), Value::Array(extensions));
     spec.insert("fips".into(), fips.into());
     spec.insert("kernelType".into(), kernel_type.into());
-    let spec = Value::Object(spec);
+    Ok(rendered(pool, Value::Object(spec)))
+}
 
+/// Merges the Ignition config of MachineConfig `name`'s `spec` into
+/// `config` (nothing when it has none).
+fn merge_spec_config(
+    config: &mut Map<String, Value>,
+    name: &str,
+    spec: &Value,
+) -> Result<(), McsError> {
+    match spec.get("config") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::Object(child)) => {
+            let version = child
+                .get("ignition")
+                .and_then(|i| i.get("version"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if !is_mergeable_version(version) {
+                return Err(McsError::MachineConfig {
+                    name: name.to_string(),
+                    reason: format!(
+                        "spec.config declares Ignition version {version:?}; only 3.0.0 to {} are supported",
+                        internal_version()
+                    ),
+                });
+            }
+            merge_config(config, child);
+            Ok(())
+        }
+        Some(_) => Err(McsError::MachineConfig {
+            name: name.to_string(),
+            reason: "spec.config is not an object".into(),
+        }),
+    }
+}
+
+/// The rendered MachineConfig of `pool` with `spec`, named
+/// `rendered-<pool>-<first 32 hex digits of the SHA-256 of the spec's Go JSON>`.
+fn rendered(pool: &str, spec: Value) -> Value {
     let digest = Sha256::digest(okd_types::gojson::to_string(&spec).as_bytes());
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     let name = format!("rendered-{pool}-{}", &hex[..32]);
-    Ok(json!({
+    json!({
         "apiVersion": MC_API_VERSION,
         "kind": "MachineConfig",
         "metadata": {"name": name},
         "spec": spec,
-    }))
+    })
 }
 
 /// `3.0.0` … `3.<MAX>.0`: what the MCO's `ParseCompatibleVersion` accepts.
