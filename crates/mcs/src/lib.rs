@@ -5,7 +5,9 @@
 //! the bootstrap-mode files ([`served_config`]) and serves
 //! `/config/<pool>` in the Ignition spec the request's Accept header names
 //! ([`negotiate`], [`convert`]) over HTTPS ([`serve_tls`], port 22623) and
-//! plain HTTP ([`serve_plain`], port 22624). Spec: installer.md §6,
+//! plain HTTP ([`serve_plain`], port 22624), with the connection limits of
+//! [`okd_listen`] (caps per listener and client address, TLS-handshake,
+//! request-head and idle timeouts; `serve_*_with` take others). Spec: installer.md §6,
 //! infra-tools.md F.
 //!
 //! Differences from the real bootstrap-mode server: every pool found
@@ -89,11 +91,12 @@ pub enum McsError {
         /// Why.
         reason: String,
     },
-    /// The server stopped with an error.
-    #[error("machine-config server failed: {reason}")]
+    /// The listener cannot be used by the server (e.g. registering it
+    /// with the tokio runtime failed).
+    #[error("machine-config server cannot use its listener")]
     Serve {
-        /// Why.
-        reason: String,
+        /// The I/O error.
+        source: std::io::Error,
     },
 }
 

@@ -304,8 +304,6 @@ pub async fn serve_plain_with(
     Ok(())
 }
 
-fn serve_err(e: std::io::Error) -> McsError {
-    McsError::Serve {
-        reason: e.to_string(),
-    }
+fn serve_err(source: std::io::Error) -> McsError {
+    McsError::Serve { source }
 }
