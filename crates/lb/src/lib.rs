@@ -4,7 +4,13 @@
 //!
 //! * [`frontends_for`] turns an [`okd_hosts::Inventory`] into the four
 //!   frontends of the guides: `api` (6443), `machine-config` (22623),
-//!   `ingress-http` (80) and `ingress-https` (443).
+//!   `ingress-http` (80) and `ingress-https` (443). Which hosts sit behind
+//!   which frontend is [`Service::members`], the rule the generated
+//!   `haproxy.cfg` follows too.
+//! * Every frontend accepts through an [`okd_listen::Listener`] with its
+//!   [`Frontend::limits`]: connection caps per frontend and per client
+//!   address, and an idle timeout ([`Service::limits`] for the guides'
+//!   frontends).
 //! * [`LoadBalancer::start`] binds every frontend, proxies TCP both ways,
 //!   health-checks every backend and counts connections and bytes.
 //! * [`LoadBalancer::remove_backend`] takes e.g. the bootstrap out of every
@@ -14,6 +20,10 @@
 //! Backends start UP (as in HAProxy) and go DOWN after `fall` consecutive
 //! failed checks, UP again after `rise` consecutive good ones; each change is
 //! logged with `tracing`.
+//!
+//! Modules: `config` (frontends, checks), `membership` (the rule),
+//! `proxy` (accept and copy), `health` (checks), `metrics` (stats,
+//! Prometheus).
 
 mod config;
 mod health;

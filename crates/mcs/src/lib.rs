@@ -6,7 +6,9 @@
 //! `/config/<pool>` in the Ignition spec the request's Accept header names
 //! ([`negotiate`], [`convert`]) through [`serve`] over HTTPS
 //! ([`Transport::Tls`], port 22623) and plain HTTP ([`Transport::Plain`],
-//! port 22624). Spec: installer.md §6, infra-tools.md F.
+//! port 22624), with the connection limits of [`okd_listen`] (caps per
+//! listener and client address, TLS-handshake, request-head and idle
+//! timeouts). Spec: installer.md §6, infra-tools.md F.
 //!
 //! Differences from the real bootstrap-mode server: every pool found
 //! (always `master` and `worker`) is served, not only `master`/`arbiter`;
@@ -86,11 +88,12 @@ pub enum McsError {
         /// Why.
         reason: String,
     },
-    /// The server stopped with an error.
-    #[error("machine-config server failed: {reason}")]
+    /// The listener cannot be used by the server (e.g. registering it
+    /// with the tokio runtime failed).
+    #[error("machine-config server cannot use its listener")]
     Serve {
-        /// Why.
-        reason: String,
+        /// The I/O error.
+        source: std::io::Error,
     },
 }
 

@@ -271,8 +271,6 @@ pub async fn serve_tls(
     serve(listener, state, observer, Transport::Tls, limits, shutdown).await
 }
 
-fn serve_err(e: std::io::Error) -> McsError {
-    McsError::Serve {
-        reason: e.to_string(),
-    }
+fn serve_err(source: std::io::Error) -> McsError {
+    McsError::Serve { source }
 }
