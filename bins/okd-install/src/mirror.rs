@@ -248,15 +248,21 @@ pub fn run(dir: &Path, cmd: &MirrorCmd, target: ReleaseTarget) -> anyhow::Result
     match cmd {
         MirrorCmd::Registry(RegistryCmd::Init(a)) => okd_mirror_registry::commands::init(
             &okd_mirror_registry::commands::Init {
-                dir: dir.to_path_buf(),
-                output_dir: a.output_dir.clone(),
-                hostnames: a.hostnames.clone(),
-                addresses: a.addresses.clone(),
-                port: a.port,
-                username: a.username.clone(),
+                setup: okd_mirror_registry::registry::InitOptions {
+                    dir: dir.to_path_buf(),
+                    output_dir: a.output_dir.clone(),
+                    hostnames: a.hostnames.clone(),
+                    addresses: a.addresses.clone(),
+                    port: a.port,
+                    username: a.username.clone(),
+                    password: None,
+                    load_options: okd_installconfig::LoadOptions {
+                        target,
+                        host_fips: false,
+                    },
+                },
                 password_file: a.password_file.clone(),
                 start: a.start.then(|| a.program.clone()),
-                target,
             },
             &mut stdout,
         )?,

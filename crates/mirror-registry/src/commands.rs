@@ -2,34 +2,23 @@
 //! messages of each command (the binary only parses the options).
 
 use std::io::Write;
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use tracing::{info, warn};
 
 use crate::{MirrorError, daemon, registry};
 
-/// Options of `mirror registry init`.
+/// Options of `mirror registry init`: what to set up, plus where the
+/// password comes from and whether to start the registry.
 #[derive(Debug, Clone)]
 pub struct Init {
-    /// The asset directory (holds install-config.yaml).
-    pub dir: PathBuf,
-    /// Where the registry files go (default `<dir>/mirror-registry`).
-    pub output_dir: Option<PathBuf>,
-    /// DNS names of the registry.
-    pub hostnames: Vec<String>,
-    /// IP addresses of the registry.
-    pub addresses: Vec<IpAddr>,
-    /// Listen port.
-    pub port: u16,
-    /// The registry user.
-    pub username: String,
+    /// What to set up (`password` and `load_options.host_fips` are filled in
+    /// by [`init`] from `password_file` and the host).
+    pub setup: registry::InitOptions,
     /// File whose first line is the password (default: generated).
     pub password_file: Option<PathBuf>,
     /// Start the registry afterwards with this program.
     pub start: Option<PathBuf>,
-    /// The release the install-config is validated for.
-    pub target: okd_types::release::ReleaseTarget,
 }
 
 fn read_password(path: &Path) -> Result<String, MirrorError> {
@@ -44,21 +33,12 @@ fn read_password(path: &Path) -> Result<String, MirrorError> {
 /// # Errors
 /// Those of [`registry::init`] and [`start`]; writing to `stdout`.
 pub fn init(c: &Init, stdout: &mut dyn Write) -> Result<(), MirrorError> {
-    let password = c.password_file.as_deref().map(read_password).transpose()?;
-    let opts = registry::InitOptions {
-        dir: c.dir.clone(),
-        output_dir: c.output_dir.clone(),
-        hostnames: c.hostnames.clone(),
-        addresses: c.addresses.clone(),
-        port: c.port,
-        username: c.username.clone(),
-        password,
-        load_options: okd_installconfig::LoadOptions {
-            target: c.target,
-            host_fips: std::fs::read_to_string("/proc/sys/crypto/fips_enabled")
-                .is_ok_and(|s| s.trim() == "1"),
-        },
-    };
+    let mut opts = c.setup.clone();
+    if let Some(p) = c.password_file.as_deref() {
+        opts.password = Some(read_password(p)?);
+    }
+    opts.load_options.host_fips =
+        std::fs::read_to_string("/proc/sys/crypto/fips_enabled").is_ok_and(|s| s.trim() == "1");
     let out = registry::init(&opts)?;
     for w in &out.warnings {
         warn!("{w}");
@@ -71,7 +51,7 @@ pub fn init(c: &Init, stdout: &mut dyn Write) -> Result<(), MirrorError> {
     );
     info!(
         "Start it with: okd-install mirror registry start --dir {} (or docker-registry serve {})",
-        c.dir.display(),
+        c.setup.dir.display(),
         out.config.display()
     );
     info!(
@@ -86,7 +66,7 @@ pub fn init(c: &Init, stdout: &mut dyn Write) -> Result<(), MirrorError> {
         ),
         None => info!(
             "No install-config.yaml in {}: pull secret with the login is {}, CA is {}",
-            c.dir.display(),
+            c.setup.dir.display(),
             out.pull_secret.display(),
             out.ca_cert.display()
         ),
@@ -102,7 +82,7 @@ pub fn init(c: &Init, stdout: &mut dyn Write) -> Result<(), MirrorError> {
         .map_err(|e| MirrorError::io("writing", Path::new("<stdout>"), e))?;
     }
     if let Some(program) = &c.start {
-        start(&c.dir, Some(&out.output_dir), program)?;
+        start(&c.setup.dir, Some(&out.output_dir), program)?;
     }
     Ok(())
 }
