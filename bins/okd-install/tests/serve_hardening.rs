@@ -285,7 +285,7 @@ fn slow_client_flood_leaves_the_other_hosts_served() {
     let serve_log = d.path().join("serve.log");
     let bastion = lab.bastion.ns.clone();
     let dir = d.path().to_string_lossy().into_owned();
-    lab.spawn(
+    let serve_pid = lab.spawn(
         &bastion,
         "prlimit",
         &[
@@ -339,6 +339,13 @@ fn slow_client_flood_leaves_the_other_hosts_served() {
         ok,
         "Ignition failed during the flood:\n{log}\nserve log:\n{}",
         std::fs::read_to_string(&serve_log).unwrap_or_default()
+    );
+    // prlimit execs serve, so its PID is serve's.
+    let flooded = rss_kib(serve_pid);
+    eprintln!("serve RSS while 2 800 slow connections are held: {flooded} KiB");
+    assert!(
+        flooded > 0 && flooded < 100 * 1024,
+        "RSS under the slow-client flood {flooded} KiB"
     );
     let worker = lab.nodes[1].ns.clone();
     let (code, _) = curl_in(
