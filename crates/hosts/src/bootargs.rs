@@ -9,9 +9,20 @@
 //! would split it into other arguments or lines, and a `:` in a host name or
 //! NIC would shift the `ip=` fields; an interface name also follows the
 //! kernel's rule (`dev_valid_name` in Linux `net/core/dev.c`: 1 to 15
-//! octets, not `.` or `..`, no `/`, `:` or whitespace).
+//! octets, not `.` or `..`, no `/`, `:` or whitespace). The short host name
+//! is also a DNS owner name, so it must be a host name label (RFC 1123).
 
 use crate::{AGENT_CONFIG_FILE, BASTION_CONFIG_FILE, HostsError, Node, OsImages, Role, invalid};
+
+/// A host name label (RFC 1123 §2.1, RFC 952): what the DNS zones, the
+/// `ip=` argument and the node itself use as its short name.
+fn host_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
 
 fn breaks_args(s: &str) -> bool {
     s.chars().any(|c| c.is_whitespace() || c.is_control())
@@ -32,12 +43,12 @@ pub(crate) fn check(nodes: &[Node], images: &OsImages) -> Result<(), HostsError>
         } else {
             (AGENT_CONFIG_FILE, format!("hosts[{}]", k - offset))
         };
-        if n.hostname.is_empty() || breaks_args(&n.hostname) || n.hostname.contains(':') {
+        if !host_label(&n.hostname) {
             return Err(invalid(
                 file,
                 format!("{at}.hostname"),
                 format!(
-                    "{:?} must be a non-empty host name without whitespace, control characters or ':'",
+                    "{:?} must start with a host name label of 1 to 63 ASCII letters, digits or '-', not starting or ending with '-' (RFC 1123 §2.1)",
                     n.hostname
                 ),
             ));

@@ -255,8 +255,9 @@ fn ipv4_prefix_length_33_is_rejected_at_load() {
 /// Regression inputs of the okd-bastion kernel-argument target: a line
 /// break or space in the bootstrap NIC, a host name, an install disk or an
 /// image name was copied into the `ip=` and `coreos.inst.*` kernel
-/// arguments (splitting the PXE command line); each is now refused at load
-/// naming its file and field.
+/// arguments (splitting the PXE command line); and of the okd-dns zones
+/// target: a non-ASCII host name (U+0224) became a zone owner that is not
+/// lower case. Each is now refused at load naming its file and field.
 #[test]
 fn kernel_argument_values_with_whitespace_are_rejected_at_load() {
     let agent = example(AGENT_CONFIG_FILE);
@@ -270,6 +271,12 @@ fn kernel_argument_values_with_whitespace_are_rejected_at_load() {
         ),
         (
             agent.replace("hostname: worker1", "hostname: \"worker1 rd.break\""),
+            bastion.clone(),
+            AGENT_CONFIG_FILE,
+            "hosts[1].hostname",
+        ),
+        (
+            agent.replace("hostname: worker1", "hostname: \"\u{224}\""),
             bastion.clone(),
             AGENT_CONFIG_FILE,
             "hosts[1].hostname",
