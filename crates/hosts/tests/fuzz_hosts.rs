@@ -158,14 +158,6 @@ fn check(agent: &[u8], bastion: &[u8], tally: &fuzz::Tally) -> Result<(), TestCa
             inv.by_address(n.address).map(|x| &x.hostname),
             Some(&n.hostname)
         );
-        // nmstate prefix lengths over 32 (IPv4) are rejected at load by the
-        // range check of h/valid (issue #10 item 7); until that lands they
-        // reach `netmask`, which then overflows: skip them here, see the
-        // ignored regression test below.
-        if matches!(n.address, IpAddr::V4(_)) && n.prefix > 32 {
-            tally.hit("known: ipv4 prefix > 32");
-            continue;
-        }
         let mask = n.netmask();
         prop_assert!(!mask.is_empty());
     }
@@ -227,10 +219,8 @@ fn fuzz_normalize_mac() {
 
 /// Regression input of the hosts target: an IPv4 nmstate address with
 /// `prefix-length: 33` resolved, and computing its netmask panicked with an
-/// arithmetic overflow. The range check at load belongs to h/valid (issue
-/// #10 item 7); un-ignore this test when it is merged.
+/// arithmetic overflow. It is now refused at load (issue #10 item 7).
 #[test]
-#[ignore = "nmstate prefix-length range check lands with h/valid (issue #10 item 7)"]
 fn ipv4_prefix_length_33_is_rejected_at_load() {
     let agent = example(AGENT_CONFIG_FILE).replacen("prefix-length: 24", "prefix-length: 33", 1);
     let bastion = example(BASTION_CONFIG_FILE);
