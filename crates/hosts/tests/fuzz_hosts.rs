@@ -11,7 +11,6 @@
 //!
 //! CI runs a few hundred cases; `OKD_FUZZ_CASES=<n>` runs more (README).
 
-use std::net::IpAddr;
 use std::path::Path;
 
 use okd_hosts::{
