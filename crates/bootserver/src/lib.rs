@@ -43,10 +43,10 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{ConnectInfo, Path as UrlPath, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -54,10 +54,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use okd_hosts::{Inventory, Node, Role, normalize_mac};
 use sha2::{Digest, Sha256};
-use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use tokio::net::TcpListener;
 
 use okd_bastion::pxe;
+
+mod files;
+
+use files::send_file;
+pub use files::{RangeReq, http_date, parse_range};
 
 /// Size of one chunk of a streamed file body, in bytes.
 const CHUNK_BYTES: usize = 64 * 1024;
@@ -506,192 +510,6 @@ async fn is_file(p: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// What the `Range` header asks for, given the file size.
-#[derive(Debug, PartialEq, Eq)]
-pub enum RangeReq {
-    /// Serve the whole file (no header, several ranges, or bad syntax).
-    Full,
-    /// Serve bytes `start..=end`.
-    Part(u64, u64),
-    /// 416.
-    Unsatisfiable,
-}
-
-/// Reads a `Range` header (RFC 9110 §14.2) for a file of `len` octets:
-/// one `bytes=` range (`a-b`, `a-`, `-suffix`) gives the inclusive octet
-/// range clamped to the file, a range starting at or past the end (or an
-/// empty suffix) is unsatisfiable, and anything else (no header, several
-/// ranges, another unit, bad syntax) serves the whole file. Public for the
-/// fuzz target (`tests/fuzz_range.rs`).
-pub fn parse_range(h: Option<&HeaderValue>, len: u64) -> RangeReq {
-    let Some(v) = h.and_then(|v| v.to_str().ok()) else {
-        return RangeReq::Full;
-    };
-    let v = v.trim();
-    let Some((unit, spec)) = v.split_once('=') else {
-        return RangeReq::Full;
-    };
-    if !unit.trim().eq_ignore_ascii_case("bytes") || spec.contains(',') {
-        return RangeReq::Full;
-    }
-    let Some((a, b)) = spec.trim().split_once('-') else {
-        return RangeReq::Full;
-    };
-    let (a, b) = (a.trim(), b.trim());
-    let num = |s: &str| -> Option<u64> {
-        (!s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()))
-            .then(|| s.parse().ok())
-            .flatten()
-    };
-    match (a.is_empty(), b.is_empty()) {
-        (true, true) => RangeReq::Full,
-        (true, false) => match num(b) {
-            None => RangeReq::Full,
-            Some(0) => RangeReq::Unsatisfiable,
-            Some(_) if len == 0 => RangeReq::Unsatisfiable,
-            Some(n) => RangeReq::Part(len.saturating_sub(n), len - 1),
-        },
-        (false, true) => match num(a) {
-            None => RangeReq::Full,
-            Some(s) if s >= len => RangeReq::Unsatisfiable,
-            Some(s) => RangeReq::Part(s, len - 1),
-        },
-        (false, false) => match (num(a), num(b)) {
-            (Some(s), Some(e)) if s <= e => {
-                if s >= len {
-                    RangeReq::Unsatisfiable
-                } else {
-                    RangeReq::Part(s, e.min(len - 1))
-                }
-            }
-            _ => RangeReq::Full,
-        },
-    }
-}
-
-/// Streams `path` (or the asked range of it) without reading it whole.
-async fn send_file(path: &Path, headers: &HeaderMap, head: bool, content_type: &str) -> Response {
-    let mut file = match tokio::fs::File::open(path).await {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return not_found(),
-        Err(e) => {
-            tracing::error!(file = %path.display(), error = %e, "cannot open file");
-            return (StatusCode::INTERNAL_SERVER_ERROR, "cannot read file\n").into_response();
-        }
-    };
-    let meta = match file.metadata().await {
-        Ok(m) if m.is_file() => m,
-        _ => return not_found(),
-    };
-    let len = meta.len();
-    let mut resp = Response::new(Body::empty());
-    let h = resp.headers_mut();
-    h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-    if let Ok(ct) = HeaderValue::from_str(content_type) {
-        h.insert(header::CONTENT_TYPE, ct);
-    }
-    if let Some(lm) = meta
-        .modified()
-        .ok()
-        .and_then(|t| HeaderValue::from_str(&http_date(t)).ok())
-    {
-        h.insert(header::LAST_MODIFIED, lm);
-    }
-    let (start, count) = match parse_range(headers.get(header::RANGE), len) {
-        RangeReq::Full => (0, len),
-        RangeReq::Part(s, e) => {
-            *resp.status_mut() = StatusCode::PARTIAL_CONTENT;
-            if let Ok(v) = HeaderValue::from_str(&format!("bytes {s}-{e}/{len}")) {
-                resp.headers_mut().insert(header::CONTENT_RANGE, v);
-            }
-            (s, e - s + 1)
-        }
-        RangeReq::Unsatisfiable => {
-            *resp.status_mut() = StatusCode::RANGE_NOT_SATISFIABLE;
-            if let Ok(v) = HeaderValue::from_str(&format!("bytes */{len}")) {
-                resp.headers_mut().insert(header::CONTENT_RANGE, v);
-            }
-            resp.headers_mut()
-                .insert(header::CONTENT_LENGTH, HeaderValue::from(0u64));
-            return resp;
-        }
-    };
-    resp.headers_mut()
-        .insert(header::CONTENT_LENGTH, HeaderValue::from(count));
-    if head || count == 0 {
-        return resp;
-    }
-    if start > 0
-        && let Err(e) = file.seek(io::SeekFrom::Start(start)).await
-    {
-        tracing::error!(file = %path.display(), error = %e, "cannot seek");
-        return (StatusCode::INTERNAL_SERVER_ERROR, "cannot read file\n").into_response();
-    }
-    let stream = futures_util::stream::unfold((file, count), |(mut f, left)| async move {
-        if left == 0 {
-            return None;
-        }
-        let want = usize::try_from(left)
-            .unwrap_or(CHUNK_BYTES)
-            .min(CHUNK_BYTES);
-        let mut buf = vec![0u8; want];
-        match f.read(&mut buf).await {
-            Ok(0) => Some((
-                Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "file shrank while being served",
-                )),
-                (f, 0),
-            )),
-            Ok(n) => {
-                buf.truncate(n);
-                Some((Ok(Bytes::from(buf)), (f, left - n as u64)))
-            }
-            Err(e) => Some((Err(e), (f, 0))),
-        }
-    });
-    *resp.body_mut() = Body::from_stream(stream);
-    resp
-}
-
-/// IMF-fixdate (RFC 9110 §5.6.7) of `t`, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
-pub fn http_date(t: SystemTime) -> String {
-    let secs = match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => d.as_secs() as i64,
-        Err(e) => -(e.duration().as_secs() as i64),
-    };
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    const WD: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-    const MON: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    format!(
-        "{}, {:02} {} {:04} {:02}:{:02}:{:02} GMT",
-        WD[(days + 4).rem_euclid(7) as usize],
-        d,
-        MON[(m - 1) as usize],
-        y,
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
-}
-
-/// Gregorian (year, month 1–12, day 1–31) of a day count since 1970-01-01.
-pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
 /// Finds the node of a MAC given in a request, or the error response:
 /// 400 for a malformed MAC, 404 plus a warn line naming it for an unknown one.
 #[allow(clippy::result_large_err)]
@@ -776,6 +594,8 @@ async fn pxelinux_file(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::files::civil_from_days;
+    use std::time::UNIX_EPOCH;
 
     #[test]
     fn ranges() {

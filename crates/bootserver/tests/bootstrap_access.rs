@@ -9,7 +9,7 @@ mod common;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use okd_bootserver::{HttpState, bind, router, serve};
 
@@ -18,25 +18,6 @@ const BOOTSTRAP: &str = "127.0.0.2";
 /// Another host of the install network.
 const OTHER: &str = "127.0.0.3";
 const SECRET: &[u8] = br#"{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/opt/openshift/tls/root-ca.key"}]}}"#;
-
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
 
 /// A server on 127.0.0.1 for an asset directory with bootstrap.ign, on its
 /// own runtime thread; dropped with the runtime.
@@ -112,7 +93,7 @@ fn bootstrap_ign_only_to_the_bootstrap_host_until_removed() {
     let Some(curl_bin) = okd_test_utils::tool("curl", &[], Some("curl")) else {
         return;
     };
-    let logs = Logs::default();
+    let logs = common::Logs::default();
     let sub = tracing_subscriber::fmt()
         .with_writer({
             let l = logs.clone();

@@ -42,19 +42,6 @@ impl HttpObserver for Recorder {
     }
 }
 
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 struct Server {
     addr: SocketAddr,
     _dir: tempfile::TempDir,
@@ -340,7 +327,7 @@ async fn ignition_files_and_traversal() {
 
 #[tokio::test]
 async fn pxe_scripts_per_mac() {
-    let logs = Logs::default();
+    let logs = common::Logs::default();
     let sub = tracing_subscriber::fmt()
         .with_writer({
             let l = logs.clone();
@@ -421,7 +408,7 @@ async fn pxe_scripts_per_mac() {
         400
     );
     srv.stop().await;
-    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let text = logs.text();
     assert!(
         text.contains(
             "no host with MAC aa:bb:cc:dd:ee:ff in agent-config.yaml/bastion-config.yaml"
