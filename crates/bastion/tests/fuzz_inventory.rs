@@ -11,13 +11,12 @@
 //!
 //! CI runs a few hundred cases; `OKD_FUZZ_CASES=<n>` runs more (README).
 
-use std::path::Path;
-
 use okd_bastion::{bastion_configs, kernel_args, pxe_kernel_args};
 use okd_hosts::{
     AGENT_CONFIG_FILE, BASTION_CONFIG_FILE, Inventory, parse_agent_config, parse_bastion_config,
 };
 use okd_test_utils::fuzz;
+use okd_test_utils::single_master_example as example;
 use proptest::prelude::*;
 
 const FIELDS: &[&str] = &[
@@ -45,13 +44,6 @@ const FIELDS: &[&str] = &[
     "directory",
     "kernel",
 ];
-
-fn example(name: &str) -> String {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/baremetal-single-master")
-        .join(name);
-    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
 
 #[test]
 fn fuzz_bastion_files_and_kernel_args() {

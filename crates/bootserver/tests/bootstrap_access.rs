@@ -94,13 +94,7 @@ fn bootstrap_ign_only_to_the_bootstrap_host_until_removed() {
         return;
     };
     let logs = common::Logs::default();
-    let sub = tracing_subscriber::fmt()
-        .with_writer({
-            let l = logs.clone();
-            move || l.clone()
-        })
-        .with_ansi(false)
-        .finish();
+    let sub = logs.subscriber();
     // The server's runtime threads log through the global subscriber (only this test sets it).
     tracing::subscriber::set_global_default(sub).unwrap();
     let srv = start(None);

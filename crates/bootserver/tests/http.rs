@@ -328,13 +328,7 @@ async fn ignition_files_and_traversal() {
 #[tokio::test]
 async fn pxe_scripts_per_mac() {
     let logs = common::Logs::default();
-    let sub = tracing_subscriber::fmt()
-        .with_writer({
-            let l = logs.clone();
-            move || l.clone()
-        })
-        .with_ansi(false)
-        .finish();
+    let sub = logs.subscriber();
     let _guard = tracing::subscriber::set_default(sub);
 
     let srv = Server::start().await;

@@ -13,7 +13,6 @@
 //! CI runs a few hundred cases; `OKD_FUZZ_CASES=<n>` runs more (README).
 
 use std::net::UdpSocket;
-use std::path::Path;
 use std::time::Duration;
 
 use okd_dns::{DnsError, DnsServer, RecordData, zone_records};
@@ -21,6 +20,7 @@ use okd_hosts::{
     AGENT_CONFIG_FILE, BASTION_CONFIG_FILE, Inventory, parse_agent_config, parse_bastion_config,
 };
 use okd_test_utils::fuzz;
+use okd_test_utils::single_master_example as example;
 use proptest::prelude::*;
 
 const FIELDS: &[&str] = &[
@@ -38,13 +38,6 @@ const FIELDS: &[&str] = &[
     "*",
     "a.b",
 ];
-
-fn example(name: &str) -> String {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/baremetal-single-master")
-        .join(name);
-    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
 
 /// A wire-form SOA query for `origin` with ID 7.
 fn soa_query(origin: &str) -> Vec<u8> {

@@ -11,13 +11,12 @@
 //!
 //! CI runs a few hundred cases; `OKD_FUZZ_CASES=<n>` runs more (README).
 
-use std::path::Path;
-
 use okd_hosts::{
     AGENT_CONFIG_FILE, BASTION_CONFIG_FILE, HostsError, Inventory, normalize_mac,
     parse_agent_config, parse_bastion_config,
 };
 use okd_test_utils::fuzz;
+use okd_test_utils::single_master_example as example;
 use proptest::prelude::*;
 
 const FIELDS: &[&str] = &[
@@ -98,13 +97,6 @@ hosts:
           - destination: ::/0
             next-hop-address: fd00:120::101
 ";
-
-fn example(name: &str) -> String {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/baremetal-single-master")
-        .join(name);
-    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
 
 /// Checks what the module documentation promises of one pair of files.
 fn check(agent: &[u8], bastion: &[u8], tally: &fuzz::Tally) -> Result<(), TestCaseError> {

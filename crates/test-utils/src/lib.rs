@@ -50,6 +50,16 @@ impl Drop for ChildGuard {
     }
 }
 
+/// The text of `name` in the repository's `examples/baremetal-single-master`
+/// (the single-master example's install-config, agent-config or
+/// bastion-config); panics naming the path when it cannot be read.
+pub fn single_master_example(name: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/baremetal-single-master")
+        .join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
 /// A TCP port free on 127.0.0.1 right now.
 pub fn free_tcp_port() -> u16 {
     std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))

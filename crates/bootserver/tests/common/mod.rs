@@ -28,6 +28,15 @@ impl std::io::Write for Logs {
 }
 
 impl Logs {
+    /// A plain-text `tracing` subscriber writing into this sink.
+    pub fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync + 'static {
+        let l = self.clone();
+        tracing_subscriber::fmt()
+            .with_writer(move || l.clone())
+            .with_ansi(false)
+            .finish()
+    }
+
     /// Everything written so far, as text.
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
