@@ -65,6 +65,21 @@ enum Cmd {
     /// Disconnected installs: set up a mirror registry.
     #[command(subcommand)]
     Mirror(mirror::MirrorCmd),
+    /// Approve the CSRs of joining nodes, checking each node's identity:
+    /// client CSRs only for nodes of agent-config.yaml/bastion-config.yaml
+    /// (or --node-name-pattern), serving CSRs only from the node itself for
+    /// its own names and addresses. Others stay pending, with a reason.
+    ApproveCsr {
+        /// Keep watching and approve as CSRs arrive (until SIGINT/SIGTERM).
+        #[arg(long)]
+        watch: bool,
+        /// Kubeconfig to use [default: <dir>/auth/kubeconfig].
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// Also accept node names matching this glob (`worker-*`); repeatable.
+        #[arg(long = "node-name-pattern")]
+        node_name_patterns: Vec<String>,
+    },
     /// Print the asset graph of a target in Graphviz DOT.
     Graph {
         /// Target: install-config, manifests, ignition-configs, single-node-ignition-config.
@@ -229,6 +244,23 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
                 okd_serve::control_request(&cli.dir, "remove-bootstrap").map_err(fail)
             }
         },
+        Cmd::ApproveCsr {
+            watch,
+            kubeconfig,
+            node_name_patterns,
+        } => {
+            let opts = okd_approve_csr::Options {
+                dir: cli.dir.clone(),
+                kubeconfig: kubeconfig.clone(),
+                node_name_patterns: node_name_patterns.clone(),
+                watch: *watch,
+            };
+            runtime()
+                .map_err(fail)?
+                .block_on(okd_approve_csr::run(&opts))
+                .map(|_| ())
+                .map_err(|e| fail(anyhow::Error::new(e)))
+        }
         Cmd::Mirror(m) => {
             let ctx = release_context(&cli).map_err(fail)?;
             mirror::run(&cli.dir, m, ctx.target).map_err(|e| {
@@ -283,6 +315,14 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
             Ok(())
         }
     }
+}
+
+/// A runtime for the commands that talk to the cluster.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
 }
 
 fn main() -> ExitCode {

@@ -39,6 +39,38 @@ pub fn tool(name: &str, paths: &[&str], package: Option<&str>) -> Option<PathBuf
     None
 }
 
+/// Finds program `name` of the control-plane kit (`tests/kube`: `etcd`,
+/// `kube-apiserver`, `kube-controller-manager`, `kube-scheduler`,
+/// `kubelet`): in `$OKD_KUBE_BIN` (set by `.ci/run`), else where
+/// `tests/kube/build.sh --path` says it was built. When it is missing:
+/// panics if `OKD_REQUIRE_TOOLS=1`, else prints a `SKIPPING` line and
+/// returns `None`.
+pub fn kube_tool(name: &str) -> Option<PathBuf> {
+    let dir = match std::env::var_os("OKD_KUBE_BIN") {
+        Some(d) => Some(PathBuf::from(d)),
+        None => {
+            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/kube/build.sh");
+            Command::new("bash")
+                .arg(&script)
+                .arg("--path")
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        }
+    };
+    if let Some(p) = dir.map(|d| d.join(name)).filter(|p| p.is_file()) {
+        return Some(p);
+    }
+    let why =
+        format!("{name} of the control-plane kit is not built (run bash tests/kube/build.sh)");
+    if std::env::var("OKD_REQUIRE_TOOLS").as_deref() == Ok("1") {
+        panic!("required program: {why}");
+    }
+    eprintln!("SKIPPING part of this test: {why}");
+    None
+}
+
 /// A child process killed (by PID) and reaped when dropped, also when the
 /// test fails.
 pub struct ChildGuard(pub std::process::Child);

@@ -2,6 +2,7 @@
 //! copy of an example, find the real programs, decode Ignition configs.
 #![allow(dead_code)]
 
+pub mod kube;
 pub mod netns;
 pub mod serve;
 

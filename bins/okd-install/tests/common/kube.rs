@@ -1,0 +1,591 @@
+//! A real control plane for the cluster tests: etcd, kube-apiserver and
+//! kube-controller-manager of the kit (`tests/kube`), started in a network
+//! namespace of the test's own with exactly the certificates, keys and
+//! kubeconfigs that okd-install's `bootstrap.ign` carries, laid down by the
+//! real Ignition.
+//!
+//! Flags follow the bootstrap control plane that bootkube starts:
+//! `bindata/bootkube/config/bootstrap-config-overrides.yaml` of
+//! openshift/cluster-kube-apiserver-operator (serving certificates chosen
+//! by SNI, client CA, aggregator, kubelet client, service-account keys) and
+//! of openshift/cluster-kube-controller-manager-operator (kubelet-signer
+//! signs node certificates, the loopback kubeconfig). etcd's certificates
+//! are made here, as cluster-etcd-operator's `render` makes them on a real
+//! bootstrap node (installer.md §4.7).
+//!
+//! The namespace's `/etc/netns/<ns>/hosts` maps `api.<domain>` and
+//! `api-int.<domain>` to the namespace's address, so every kubeconfig is
+//! used unchanged by programs run with `ip netns exec`. Drop kills every
+//! process (by PID) and removes the namespaces and their files, also when
+//! the test fails.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use super::serve::IGNITION;
+use super::*;
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+/// Which control-plane programs to start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum With {
+    /// etcd + kube-apiserver.
+    ApiServer,
+    /// etcd + kube-apiserver + kube-controller-manager.
+    ControllerManager,
+}
+
+/// A running control plane in namespace `ns`.
+pub struct ControlPlane {
+    /// Namespace name.
+    pub ns: String,
+    /// The namespace's address (`api`, `api-int` resolve to it).
+    pub addr: String,
+    /// `<metadata.name>.<baseDomain>`.
+    pub domain: String,
+    /// The asset directory (`auth/kubeconfig` for `api.<domain>`).
+    pub dir: PathBuf,
+    /// The root Ignition wrote `bootstrap.ign` into.
+    pub root: PathBuf,
+    /// Scratch space (logs, etcd data).
+    pub scratch: PathBuf,
+    bin: PathBuf,
+    children: Vec<(String, Child)>,
+    extra_ns: Vec<String>,
+    /// Third octet of this plane's 10.91.x.0/24 network.
+    pub net: u32,
+}
+
+/// `ip netns exec ns program`.
+pub fn in_ns(ns: &str, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns]).arg(program);
+    c
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("run ip");
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Applies a full Ignition config (not a pointer) with the real Ignition
+/// into `scratch/root`, as on a first boot; returns the root.
+pub fn apply_ignition(config: &Path, scratch: &Path) -> PathBuf {
+    let (root, run, stub) = ignition_root(scratch);
+    let cache = run.join("ignition.json");
+    let fetch = Command::new(IGNITION)
+        .args(["-platform=file", "-stage=fetch", "-log-to-stdout"])
+        .arg(format!("-config-cache={}", cache.display()))
+        .arg(format!("-state-file={}", run.join("state").display()))
+        .arg(format!("-neednet={}", run.join("neednet").display()))
+        .env("IGNITION_CONFIG_FILE", config)
+        .output()
+        .unwrap();
+    assert!(
+        fetch.status.success(),
+        "ignition fetch: {}",
+        String::from_utf8_lossy(&fetch.stdout)
+    );
+    let path = format!(
+        "{}:{}",
+        stub.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let files = Command::new(IGNITION)
+        .args(["-platform=file", "-stage=files", "-log-to-stdout"])
+        .arg(format!("-root={}", root.display()))
+        .arg(format!("-config-cache={}", cache.display()))
+        .arg(format!("-state-file={}", run.join("state").display()))
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(
+        files.status.success(),
+        "ignition files: {}",
+        String::from_utf8_lossy(&files.stdout)
+    );
+    root
+}
+
+/// The programs a test needs, or `None` (the test skips; under
+/// `OKD_REQUIRE_TOOLS=1` a missing one panics).
+pub fn kit(with: With) -> Option<PathBuf> {
+    let mut need = vec!["etcd", "kube-apiserver"];
+    if with == With::ControllerManager {
+        need.push("kube-controller-manager");
+    }
+    let mut dir = None;
+    for n in need {
+        dir = Some(okd_test_utils::kube_tool(n)?.parent()?.to_path_buf());
+    }
+    tool("ignition", &[IGNITION])?;
+    tool("kubectl", &[])?;
+    tool("openssl", &[])?;
+    if !super::netns::available() {
+        return None;
+    }
+    dir
+}
+
+impl ControlPlane {
+    /// Starts a control plane for asset directory `dir` (after `create
+    /// ignition-configs`). `None` when the kit or a tool is missing.
+    pub fn start(dir: &Path, scratch: &Path, with: With) -> Option<ControlPlane> {
+        let bin = kit(with)?;
+        let root = apply_ignition(&dir.join("bootstrap.ign"), &scratch.join("ign"));
+        let meta: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("metadata.json")).unwrap()).unwrap();
+        let name = meta["clusterName"].as_str().unwrap().to_string();
+        let kubeconfig = std::fs::read_to_string(dir.join("auth/kubeconfig")).unwrap();
+        let domain = kubeconfig
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("server: https://api."))
+            .map(|s| s.trim_end_matches(":6443").to_string())
+            .unwrap_or_else(|| format!("{name}.example"));
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let net = (std::process::id() % 200) + n;
+        let ns = format!("okdk{}-{n}", std::process::id());
+        let addr = format!("10.91.{}.1", net % 250);
+        let mut cp = ControlPlane {
+            ns: ns.clone(),
+            addr: addr.clone(),
+            domain: domain.clone(),
+            dir: dir.to_path_buf(),
+            root,
+            scratch: scratch.to_path_buf(),
+            bin,
+            children: Vec::new(),
+            extra_ns: Vec::new(),
+            net: net % 250,
+        };
+        ip(&["netns", "add", &ns]);
+        ip(&["-n", &ns, "link", "set", "lo", "up"]);
+        ip(&["-n", &ns, "link", "add", "br0", "type", "bridge"]);
+        ip(&[
+            "-n",
+            &ns,
+            "addr",
+            "add",
+            &format!("{addr}/24"),
+            "dev",
+            "br0",
+        ]);
+        ip(&["-n", &ns, "link", "set", "br0", "up"]);
+        ip(&["-n", &ns, "route", "add", "default", "dev", "br0"]);
+        cp.write_hosts(&ns);
+        cp.etcd_certs();
+        cp.start_etcd();
+        cp.start_apiserver();
+        cp.wait_ready();
+        cp.bootstrap_rbac();
+        if with == With::ControllerManager {
+            cp.start_controller_manager();
+        }
+        Some(cp)
+    }
+
+    fn write_hosts(&self, ns: &str) {
+        let etc = PathBuf::from("/etc/netns").join(ns);
+        std::fs::create_dir_all(&etc).unwrap();
+        std::fs::write(
+            etc.join("hosts"),
+            format!(
+                "127.0.0.1 localhost\n::1 localhost\n{} api.{d} api-int.{d}\n",
+                self.addr,
+                d = self.domain
+            ),
+        )
+        .unwrap();
+        std::fs::write(etc.join("resolv.conf"), "nameserver 127.0.0.1\n").unwrap();
+    }
+
+    /// `/opt/openshift/tls/<name>` in the Ignition root.
+    pub fn tls(&self, name: &str) -> PathBuf {
+        self.root.join("opt/openshift/tls").join(name)
+    }
+
+    /// `/opt/openshift/auth/<name>` in the Ignition root (`kubeconfig`,
+    /// `kubeconfig-kubelet`, `kubeconfig-loopback`).
+    pub fn auth(&self, name: &str) -> PathBuf {
+        self.root.join("opt/openshift/auth").join(name)
+    }
+
+    /// The etcd CA, server and client certificates that
+    /// cluster-etcd-operator's render would make (openssl).
+    fn etcd_certs(&self) {
+        let d = self.scratch.join("etcd-tls");
+        std::fs::create_dir_all(&d).unwrap();
+        let sh = r#"set -e
+openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 1 -subj "/OU=openshift/CN=etcd-signer"
+openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj "/CN=system:etcd-server:etcd-bootstrap"
+printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n' > server.ext
+openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 1 -extfile server.ext
+openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj "/O=etcd/CN=etcd"
+printf 'extendedKeyUsage=clientAuth\n' > client.ext
+openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out client.crt -days 1 -extfile client.ext
+"#;
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(sh)
+            .current_dir(&d)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "etcd certs: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn etcd_tls(&self, f: &str) -> String {
+        self.scratch.join("etcd-tls").join(f).display().to_string()
+    }
+
+    /// Starts `program` in the namespace with `args`; output to
+    /// `scratch/<label>.log`. Killed by PID on drop.
+    pub fn spawn(&mut self, label: &str, program: &Path, args: &[String]) {
+        let log = std::fs::File::create(self.scratch.join(format!("{label}.log"))).unwrap();
+        let child = in_ns(&self.ns, program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.children.push((label.to_string(), child));
+    }
+
+    /// Kills the process started as `label` (by PID) and waits for it.
+    pub fn kill(&mut self, label: &str) {
+        if let Some(i) = self.children.iter().position(|(l, _)| l == label) {
+            let (_, mut c) = self.children.remove(i);
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// The log of `label`.
+    pub fn log(&self, label: &str) -> String {
+        std::fs::read_to_string(self.scratch.join(format!("{label}.log"))).unwrap_or_default()
+    }
+
+    fn start_etcd(&mut self) {
+        let data = self.scratch.join("etcd-data");
+        let args = vec![
+            "--name=etcd-bootstrap".to_string(),
+            format!("--data-dir={}", data.display()),
+            "--listen-client-urls=https://127.0.0.1:2379".into(),
+            "--advertise-client-urls=https://127.0.0.1:2379".into(),
+            "--listen-peer-urls=http://127.0.0.1:2380".into(),
+            "--initial-advertise-peer-urls=http://127.0.0.1:2380".into(),
+            "--initial-cluster=etcd-bootstrap=http://127.0.0.1:2380".into(),
+            format!("--cert-file={}", self.etcd_tls("server.crt")),
+            format!("--key-file={}", self.etcd_tls("server.key")),
+            format!("--trusted-ca-file={}", self.etcd_tls("ca.crt")),
+            "--client-cert-auth".into(),
+            "--log-level=warn".into(),
+        ];
+        let etcd = self.bin.join("etcd");
+        self.spawn("etcd", &etcd, &args);
+    }
+
+    /// The kube-apiserver flags of the bootstrap control plane.
+    pub fn apiserver_args(&self) -> Vec<String> {
+        let t = |f: &str| self.tls(f).display().to_string();
+        let pair = |base: &str| {
+            format!(
+                "{},{}",
+                t(&format!("{base}.crt")),
+                t(&format!("{base}.key"))
+            )
+        };
+        vec![
+            "--secure-port=6443".into(),
+            "--bind-address=0.0.0.0".into(),
+            format!("--advertise-address={}", self.addr),
+            "--etcd-servers=https://localhost:2379".into(),
+            format!("--etcd-cafile={}", self.etcd_tls("ca.crt")),
+            format!("--etcd-certfile={}", self.etcd_tls("client.crt")),
+            format!("--etcd-keyfile={}", self.etcd_tls("client.key")),
+            format!(
+                "--client-ca-file={}",
+                t("kube-apiserver-complete-client-ca-bundle.crt")
+            ),
+            format!(
+                "--tls-cert-file={}",
+                t("kube-apiserver-service-network-server.crt")
+            ),
+            format!(
+                "--tls-private-key-file={}",
+                t("kube-apiserver-service-network-server.key")
+            ),
+            format!(
+                "--tls-sni-cert-key={}:kubernetes,kubernetes.default,kubernetes.default.svc,kubernetes.default.svc.cluster.local",
+                pair("kube-apiserver-service-network-server")
+            ),
+            format!(
+                "--tls-sni-cert-key={}:localhost,127.0.0.1,::1",
+                pair("kube-apiserver-localhost-server")
+            ),
+            format!("--tls-sni-cert-key={}", pair("kube-apiserver-lb-server")),
+            format!(
+                "--tls-sni-cert-key={}",
+                pair("kube-apiserver-internal-lb-server")
+            ),
+            format!(
+                "--kubelet-certificate-authority={}",
+                t("kubelet-client-ca-bundle.crt")
+            ),
+            format!(
+                "--kubelet-client-certificate={}",
+                t("kube-apiserver-to-kubelet-client.crt")
+            ),
+            format!(
+                "--kubelet-client-key={}",
+                t("kube-apiserver-to-kubelet-client.key")
+            ),
+            format!("--proxy-client-cert-file={}", t("apiserver-proxy.crt")),
+            format!("--proxy-client-key-file={}", t("apiserver-proxy.key")),
+            format!(
+                "--requestheader-client-ca-file={}",
+                t("aggregator-signer.crt")
+            ),
+            "--requestheader-username-headers=X-Remote-User".into(),
+            "--requestheader-group-headers=X-Remote-Group".into(),
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-".into(),
+            format!("--service-account-key-file={}", t("service-account.pub")),
+            format!(
+                "--service-account-signing-key-file={}",
+                t("service-account.key")
+            ),
+            "--service-account-issuer=https://kubernetes.default.svc".into(),
+            "--service-cluster-ip-range=172.30.0.0/16".into(),
+            "--authorization-mode=Node,RBAC".into(),
+            "--enable-admission-plugins=NodeRestriction".into(),
+            "--profiling=false".into(),
+        ]
+    }
+
+    /// Starts kube-apiserver with [`Self::apiserver_args`].
+    pub fn start_apiserver(&mut self) {
+        let args = self.apiserver_args();
+        let prog = self.bin.join("kube-apiserver");
+        self.spawn("kube-apiserver", &prog, &args);
+    }
+
+    /// Waits (bounded, 90 s) until `/readyz` answers through the admin
+    /// kubeconfig of the asset directory.
+    pub fn wait_ready(&self) {
+        let start = Instant::now();
+        loop {
+            let out = self.kubectl(
+                &self.dir.join("auth/kubeconfig"),
+                &["get", "--raw", "/readyz"],
+            );
+            if out.status.success() {
+                return;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(90),
+                "kube-apiserver did not become ready: {}\n{}",
+                String::from_utf8_lossy(&out.stderr),
+                tail(&self.log("kube-apiserver"), 30)
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
+    /// What MCO's bootstrap manifests grant the kubelet's bootstrap identity
+    /// (openshift/machine-config-operator
+    /// `manifests/machineconfigserver/csr-bootstrap-role-binding.yaml`,
+    /// `csr-renewal-role-binding.yaml`), applied as the admin.
+    fn bootstrap_rbac(&self) {
+        let yaml = "apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: system-bootstrap-node-bootstrapper
+subjects:
+- kind: ServiceAccount
+  name: node-bootstrapper
+  namespace: openshift-machine-config-operator
+roleRef:
+  kind: ClusterRole
+  name: system:node-bootstrapper
+  apiGroup: rbac.authorization.k8s.io
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: system-bootstrap-node-renewal
+subjects:
+- kind: Group
+  name: system:nodes
+  apiGroup: rbac.authorization.k8s.io
+roleRef:
+  kind: ClusterRole
+  name: system:certificates.k8s.io:certificatesigningrequests:selfnodeclient
+  apiGroup: rbac.authorization.k8s.io
+";
+        self.apply_yaml(yaml);
+    }
+
+    /// `kubectl apply -f -` of `yaml` as the admin (bounded retries while
+    /// the API settles).
+    pub fn apply_yaml(&self, yaml: &str) {
+        let f = self.scratch.join(format!(
+            "apply-{}.yaml",
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::write(&f, yaml).unwrap();
+        let kc = self.dir.join("auth/kubeconfig");
+        let mut last = String::new();
+        for _ in 0..20 {
+            let out = self.kubectl(&kc, &["apply", "-f", f.to_str().unwrap()]);
+            if out.status.success() {
+                return;
+            }
+            last = String::from_utf8_lossy(&out.stderr).into_owned();
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        panic!("kubectl apply failed: {last}");
+    }
+
+    /// Starts kube-controller-manager with the bootstrap flags.
+    pub fn start_controller_manager(&mut self) {
+        let t = |f: &str| self.tls(f).display().to_string();
+        let kc = self.auth("kubeconfig-loopback").display().to_string();
+        let args = vec![
+            format!("--kubeconfig={kc}"),
+            format!("--authentication-kubeconfig={kc}"),
+            format!("--authorization-kubeconfig={kc}"),
+            "--secure-port=10257".into(),
+            format!(
+                "--root-ca-file={}",
+                t("kube-apiserver-complete-server-ca-bundle.crt")
+            ),
+            format!(
+                "--service-account-private-key-file={}",
+                t("service-account.key")
+            ),
+            format!("--cluster-signing-cert-file={}", t("kubelet-signer.crt")),
+            format!("--cluster-signing-key-file={}", t("kubelet-signer.key")),
+            "--cluster-cidr=10.128.0.0/14".into(),
+            "--service-cluster-ip-range=172.30.0.0/16".into(),
+            "--leader-elect=false".into(),
+            "--use-service-account-credentials=true".into(),
+            "--controllers=*,-nodeipam".into(),
+        ];
+        let prog = self.bin.join("kube-controller-manager");
+        self.spawn("kube-controller-manager", &prog, &args);
+    }
+
+    /// `kubectl --kubeconfig kc args…` inside the namespace.
+    pub fn kubectl(&self, kc: &Path, args: &[&str]) -> Output {
+        in_ns(&self.ns, "kubectl")
+            .arg("--kubeconfig")
+            .arg(kc)
+            .arg("--request-timeout=10s")
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// `kubectl` as the admin; asserts success and returns stdout.
+    pub fn admin(&self, args: &[&str]) -> String {
+        let out = self.kubectl(&self.dir.join("auth/kubeconfig"), args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `okd-install args… --dir <dir>` inside the namespace.
+    pub fn okd(&self, args: &[&str]) -> Command {
+        let mut c = in_ns(&self.ns, env!("CARGO_BIN_EXE_okd-install"));
+        c.args(args).arg("--dir").arg(&self.dir);
+        c
+    }
+
+    /// A node namespace `name` joined to the control plane's bridge with
+    /// address `10.91.<net>.<host>`, resolving `api`/`api-int` like the
+    /// control plane. Removed on drop.
+    pub fn add_node(&mut self, name: &str, host: u8) -> (String, String) {
+        let ns = format!("{}-{name}", self.ns);
+        let addr = format!("10.91.{}.{host}", self.net);
+        let veth = format!("vk{}{}", self.net, host);
+        ip(&["netns", "add", &ns]);
+        ip(&[
+            "link", "add", &veth, "netns", &self.ns, "type", "veth", "peer", "name", "eth0",
+            "netns", &ns,
+        ]);
+        ip(&["-n", &self.ns, "link", "set", &veth, "master", "br0", "up"]);
+        ip(&[
+            "-n",
+            &ns,
+            "addr",
+            "add",
+            &format!("{addr}/24"),
+            "dev",
+            "eth0",
+        ]);
+        ip(&["-n", &ns, "link", "set", "eth0", "up"]);
+        ip(&["-n", &ns, "link", "set", "lo", "up"]);
+        ip(&["-n", &ns, "route", "add", "default", "via", &self.addr]);
+        self.write_hosts(&ns);
+        self.extra_ns.push(ns.clone());
+        (ns, addr)
+    }
+
+    /// Starts `program` inside another namespace of this plane.
+    pub fn spawn_in(&mut self, ns: &str, label: &str, program: &Path, args: &[String]) {
+        let log = std::fs::File::create(self.scratch.join(format!("{label}.log"))).unwrap();
+        let child = in_ns(ns, program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.children.push((label.to_string(), child));
+    }
+
+    /// The kit's directory of programs.
+    pub fn bin(&self) -> &Path {
+        &self.bin
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        for (_, c) in self.children.iter_mut().rev() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for ns in self.extra_ns.iter().chain(std::iter::once(&self.ns)) {
+            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+            let _ = std::fs::remove_dir_all(PathBuf::from("/etc/netns").join(ns));
+        }
+    }
+}
+
+/// The last `n` lines of `s`.
+pub fn tail(s: &str, n: usize) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// An asset directory with the single-master example's install-config,
+/// agent-config and bastion-config, after `create ignition-configs`.
+pub fn cluster_dir() -> tempfile::TempDir {
+    super::serve::served_dir()
+}

@@ -1,0 +1,377 @@
+//! `okd-install approve-csr`: approves the CSRs of nodes joining a
+//! user-provisioned cluster — and only those.
+//!
+//! openshift-install's bootstrap node runs `approve-csr.sh`, which approves
+//! every pending CSR while bootstrapping (installer.md §8, upstream
+//! `data/data/bootstrap/files/usr/local/bin/approve-csr.sh`); after that UPI
+//! users approve by hand (openshift/installer#3711). Both approve a forged
+//! node as readily as a real one. Here each CSR must pass the identity
+//! rules of [`rules`]: a client CSR for a node name okd-install knows (from
+//! agent-config.yaml/bastion-config.yaml, or an explicit
+//! `--node-name-pattern`) filed by the node-bootstrapper identity; a serving
+//! CSR filed by that node itself naming only its own host names and
+//! addresses. Anything else stays pending, with a log line and a Warning
+//! event on the CSR that names the rule.
+
+pub mod rules;
+
+use std::collections::{BTreeMap, HashSet};
+use std::net::IpAddr;
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+use k8s_openapi::api::core::v1::{Event, Node, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use okd_cluster::{Cluster, ClusterError};
+use tracing::{debug, info, warn};
+
+pub use rules::{CsrKind, CsrView, Identities, KnownNode, Refusal, Verdict};
+
+/// The event source and approval reason okd-install writes.
+pub const COMPONENT: &str = "okd-install-approve-csr";
+
+/// What one pass did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// Approved CSRs: (name, kind, node).
+    pub approved: Vec<(String, CsrKind, String)>,
+    /// Refused CSRs: (name, rule reason).
+    pub refused: Vec<(String, &'static str)>,
+    /// Pending CSRs seen.
+    pub pending: usize,
+}
+
+/// Whether a CSR has neither an Approved nor a Denied/Failed condition.
+pub fn is_pending(csr: &CertificateSigningRequest) -> bool {
+    csr.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_none_or(|c| {
+            !c.iter()
+                .any(|c| matches!(c.type_.as_str(), "Approved" | "Denied" | "Failed"))
+        })
+}
+
+/// The approver: a cluster client, the identities, and what was already
+/// reported (so a refused CSR is logged and evented once).
+pub struct Approver {
+    cluster: Cluster,
+    ids: Identities,
+    reported: HashSet<String>,
+}
+
+impl Approver {
+    /// An approver for `cluster` with `ids`.
+    pub fn new(cluster: Cluster, ids: Identities) -> Approver {
+        Approver {
+            cluster,
+            ids,
+            reported: HashSet::new(),
+        }
+    }
+
+    fn csrs(&self) -> Api<CertificateSigningRequest> {
+        Api::all(self.cluster.client())
+    }
+
+    /// Lists the CSRs once and decides every pending one.
+    ///
+    /// # Errors
+    /// [`ClusterError`] when the list fails; a failed approval is logged
+    /// and the CSR stays pending.
+    pub async fn pass(&mut self) -> Result<Summary, ClusterError> {
+        let list = self
+            .csrs()
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| {
+                self.cluster
+                    .api_error("/apis/certificates.k8s.io/v1/certificatesigningrequests", e)
+            })?;
+        let mut summary = Summary::default();
+        for csr in &list.items {
+            self.handle(csr, &mut summary).await;
+        }
+        Ok(summary)
+    }
+
+    /// Decides one CSR (if pending) and acts on it.
+    pub async fn handle(&mut self, csr: &CertificateSigningRequest, summary: &mut Summary) {
+        if !is_pending(csr) {
+            return;
+        }
+        summary.pending += 1;
+        let view = CsrView::of(csr);
+        // A pattern-matched node's addresses come from its Node object.
+        let mut node_addresses: BTreeMap<String, Vec<IpAddr>> = BTreeMap::new();
+        if view.signer == rules::SERVING_SIGNER
+            && let Some(node) = view.username.strip_prefix("system:node:")
+            && self.ids.known(node).is_none()
+            && self.ids.matches_pattern(node)
+        {
+            match node_addresses_of(&self.cluster, node).await {
+                Ok(a) => {
+                    node_addresses.insert(node.to_string(), a);
+                }
+                Err(e) => debug!("reading node {node}: {e}"),
+            }
+        }
+        let mut lookup = |name: &str| -> Result<Vec<IpAddr>, String> {
+            node_addresses.get(name).cloned().ok_or_else(|| {
+                format!("node {name} has not registered yet, or its addresses are not readable")
+            })
+        };
+        let verdict = rules::decide(&view, &self.ids, &mut lookup);
+        match verdict {
+            Verdict::Approve { kind, node } => match self.approve(&view, kind, &node).await {
+                Ok(()) => {
+                    info!(
+                        "Approved {kind} CSR {} for node {node} (requested by {})",
+                        view.name, view.username
+                    );
+                    summary.approved.push((view.name.clone(), kind, node));
+                }
+                Err(e) => warn!("Approving CSR {}: {e}", view.name),
+            },
+            Verdict::Refuse(r) => {
+                summary.refused.push((view.name.clone(), r.reason()));
+                let uid = csr
+                    .metadata
+                    .uid
+                    .clone()
+                    .unwrap_or_else(|| view.name.clone());
+                if self.reported.insert(uid) {
+                    warn!(
+                        "Not approving CSR {} (signer {}, requested by {}): {r}",
+                        view.name, view.signer, view.username
+                    );
+                    if let Err(e) = self.event(csr, &r).await {
+                        warn!("Recording an event on CSR {}: {e}", view.name);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn approve(&self, view: &CsrView, kind: CsrKind, node: &str) -> Result<(), ClusterError> {
+        let now = Time(k8s_openapi::jiff::Timestamp::now());
+        let patch = serde_json::json!({
+            "status": {"conditions": [{
+                "type": "Approved",
+                "status": "True",
+                "reason": "OKDInstallApproved",
+                "message": format!("{kind} certificate for node {node}: identity checked by {COMPONENT}"),
+                "lastUpdateTime": now,
+            }]}
+        });
+        self.csrs()
+            .patch_approval(&view.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map(|_| ())
+            .map_err(|e| {
+                self.cluster.api_error(
+                    &format!(
+                        "/apis/certificates.k8s.io/v1/certificatesigningrequests/{}/approval",
+                        view.name
+                    ),
+                    e,
+                )
+            })
+    }
+
+    async fn event(
+        &self,
+        csr: &CertificateSigningRequest,
+        r: &Refusal,
+    ) -> Result<(), ClusterError> {
+        let name = csr.metadata.name.clone().unwrap_or_default();
+        let now = Time(k8s_openapi::jiff::Timestamp::now());
+        let ev = Event {
+            metadata: ObjectMeta {
+                generate_name: Some(format!("{name}.")),
+                namespace: Some("default".into()),
+                ..Default::default()
+            },
+            involved_object: ObjectReference {
+                api_version: Some("certificates.k8s.io/v1".into()),
+                kind: Some("CertificateSigningRequest".into()),
+                name: Some(name),
+                uid: csr.metadata.uid.clone(),
+                ..Default::default()
+            },
+            reason: Some(r.reason().into()),
+            message: Some(format!("Not approved by {COMPONENT}: {r}")),
+            type_: Some("Warning".into()),
+            source: Some(k8s_openapi::api::core::v1::EventSource {
+                component: Some(COMPONENT.into()),
+                host: None,
+            }),
+            first_timestamp: Some(now.clone()),
+            last_timestamp: Some(now),
+            count: Some(1),
+            ..Default::default()
+        };
+        Api::<Event>::namespaced(self.cluster.client(), "default")
+            .create(&PostParams::default(), &ev)
+            .await
+            .map(|_| ())
+            .map_err(|e| {
+                self.cluster
+                    .api_error("/api/v1/namespaces/default/events", e)
+            })
+    }
+
+    /// Watches CSRs and decides each pending one as it appears, until
+    /// `stop` resolves. The watch re-lists after a disconnect (an API
+    /// restart) with backoff; while the API is unreachable nothing is
+    /// approved.
+    ///
+    /// # Errors
+    /// Never returns an error for API trouble (it logs and retries); the
+    /// `Result` is for future fatal conditions.
+    pub async fn watch(
+        &mut self,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> Result<(), ClusterError> {
+        use kube::runtime::WatchStreamExt as _;
+        use kube::runtime::watcher::{self, Event as WEvent};
+        let stream = watcher::watcher(self.csrs(), watcher::Config::default()).default_backoff();
+        let mut stream = std::pin::pin!(stream);
+        let mut stop = std::pin::pin!(stop);
+        info!(
+            "Watching CSRs at {} ({} known nodes)",
+            self.cluster.server(),
+            self.ids.node_count()
+        );
+        let mut summary = Summary::default();
+        loop {
+            let next = tokio::select! {
+                _ = &mut stop => return Ok(()),
+                n = stream.next() => n,
+            };
+            match next {
+                None => return Ok(()),
+                Some(Ok(WEvent::Apply(csr) | WEvent::InitApply(csr))) => {
+                    self.handle(&csr, &mut summary).await;
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => {
+                    warn!(
+                        "Watching CSRs at {}: {e}; retrying (nothing is approved meanwhile)",
+                        self.cluster.server()
+                    );
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    }
+}
+
+/// The InternalIP/ExternalIP addresses of Node `name`.
+async fn node_addresses_of(cluster: &Cluster, name: &str) -> Result<Vec<IpAddr>, ClusterError> {
+    let node = Api::<Node>::all(cluster.client())
+        .get(name)
+        .await
+        .map_err(|e| cluster.api_error(&format!("/api/v1/nodes/{name}"), e))?;
+    Ok(node
+        .status
+        .and_then(|s| s.addresses)
+        .unwrap_or_default()
+        .iter()
+        .filter(|a| a.type_ == "InternalIP" || a.type_ == "ExternalIP")
+        .filter_map(|a| a.address.parse().ok())
+        .collect())
+}
+
+/// What `okd-install approve-csr` was asked to do.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The asset directory (install-config in the state file, the inventory).
+    pub dir: std::path::PathBuf,
+    /// The kubeconfig; default `<dir>/auth/kubeconfig`.
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// Extra node names allowed, as glob patterns.
+    pub node_name_patterns: Vec<String>,
+    /// Keep watching instead of one pass.
+    pub watch: bool,
+}
+
+/// Why approve-csr could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ApproveError {
+    /// The install could not be read.
+    #[error(transparent)]
+    Install(#[from] okd_cluster::install::InstallError),
+    /// The inventory could not be read.
+    #[error(transparent)]
+    Hosts(#[from] okd_hosts::HostsError),
+    /// A bad `--node-name-pattern`.
+    #[error(transparent)]
+    Pattern(#[from] rules::PatternError),
+    /// No node is known, so nothing could ever be checked.
+    #[error(
+        "no node is known in {}: add agent-config.yaml/bastion-config.yaml or --node-name-pattern \
+         (approve-csr approves only nodes whose identity it can check)"
+    , dir.display())]
+    NoIdentities {
+        /// The asset directory.
+        dir: std::path::PathBuf,
+    },
+    /// The cluster could not be reached or refused.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+}
+
+/// Runs `approve-csr`: one pass, or a watch until SIGINT/SIGTERM.
+///
+/// # Errors
+/// [`ApproveError`]: the install, the inventory, the patterns, or the API
+/// (checked with `GET /version` before anything else, so a wrong CA or an
+/// expired certificate is reported at once, naming the endpoint).
+pub async fn run(opts: &Options) -> Result<Summary, ApproveError> {
+    let install = okd_cluster::install::Install::load(&opts.dir)?;
+    let mut ids = match install.inventory()? {
+        Some(inv) => Identities::from_inventory(&inv),
+        None => Identities::default(),
+    };
+    ids = ids.with_patterns(&opts.node_name_patterns)?;
+    if ids.is_empty() {
+        return Err(ApproveError::NoIdentities {
+            dir: opts.dir.clone(),
+        });
+    }
+    let kubeconfig = opts
+        .kubeconfig
+        .clone()
+        .unwrap_or_else(|| install.admin_kubeconfig());
+    let cluster = Cluster::from_kubeconfig(&kubeconfig).await?;
+    cluster.expect_cluster(&install.domain())?;
+    let version = cluster.version().await?;
+    debug!("API {version} at {}", cluster.server());
+    let mut approver = Approver::new(cluster, ids);
+    if opts.watch {
+        approver.watch(shutdown_signal()).await?;
+        return Ok(Summary::default());
+    }
+    let s = approver.pass().await?;
+    info!(
+        "{} pending CSRs: {} approved, {} left pending",
+        s.pending,
+        s.approved.len(),
+        s.refused.len()
+    );
+    Ok(s)
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

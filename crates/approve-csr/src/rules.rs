@@ -1,0 +1,454 @@
+//! The identity rules: which node CSRs may be approved.
+//!
+//! Facts followed: the kubelet's TLS bootstrap (Kubernetes docs, "TLS
+//! bootstrapping"; `k8s.io/kubernetes/pkg/kubelet/certificate/bootstrap`)
+//! files a client CSR for signer `kubernetes.io/kube-apiserver-client-kubelet`
+//! with subject `CN=system:node:<name>, O=system:nodes`, no SANs, usages
+//! `digital signature` + `client auth` (plus `key encipherment` from
+//! kubelets before 1.27 or with RSA keys), as the bootstrap identity — on
+//! OpenShift the MCO's `node-bootstrapper` service account
+//! (installer.md §4.2, `kubelet-client`). Once it has its client
+//! certificate it files a serving CSR for signer
+//! `kubernetes.io/kubelet-serving` as `system:node:<name>` with its host
+//! names and addresses as SANs and `server auth` usage.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::net::IpAddr;
+
+use x509_parser::certification_request::X509CertificationRequest;
+use x509_parser::extensions::{GeneralName, ParsedExtension};
+use x509_parser::prelude::FromDer;
+
+/// The identity of the kubelet bootstrap kubeconfig (`auth/kubeconfig-kubelet`).
+pub const NODE_BOOTSTRAPPER: &str =
+    "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper";
+/// Signer of kubelet client certificates.
+pub const CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
+/// Signer of kubelet serving certificates.
+pub const SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";
+/// The group of every node.
+pub const NODES_GROUP: &str = "system:nodes";
+
+/// A node okd-install knows: its names (host name, FQDN) and addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownNode {
+    /// Names a kubelet may register as (lower case).
+    pub names: Vec<String>,
+    /// Addresses it may put in a serving certificate.
+    pub addresses: Vec<IpAddr>,
+}
+
+/// The nodes whose CSRs may be approved: those of the inventory, plus any
+/// node name matching an explicit pattern (`--node-name-pattern`).
+#[derive(Debug, Clone, Default)]
+pub struct Identities {
+    nodes: Vec<KnownNode>,
+    patterns: Vec<glob::Pattern>,
+}
+
+/// A `--node-name-pattern` that is not a valid glob.
+#[derive(Debug, thiserror::Error)]
+#[error("--node-name-pattern {pattern:?}: not a valid glob pattern")]
+pub struct PatternError {
+    /// The pattern as given.
+    pub pattern: String,
+    /// The glob parser's error.
+    #[source]
+    pub source: glob::PatternError,
+}
+
+impl Identities {
+    /// The control-plane and compute hosts of `inv` (not the bootstrap,
+    /// which never joins as a node).
+    pub fn from_inventory(inv: &okd_hosts::Inventory) -> Identities {
+        let nodes = inv
+            .nodes
+            .iter()
+            .filter(|n| n.role != okd_hosts::Role::Bootstrap)
+            .map(|n| KnownNode {
+                names: dedup([n.hostname.to_lowercase(), n.fqdn.to_lowercase()]),
+                addresses: vec![n.address],
+            })
+            .collect();
+        Identities {
+            nodes,
+            patterns: Vec::new(),
+        }
+    }
+
+    /// Adds known nodes.
+    pub fn with_nodes(mut self, nodes: impl IntoIterator<Item = KnownNode>) -> Identities {
+        self.nodes.extend(nodes);
+        self
+    }
+
+    /// Adds glob patterns (`*`, `?`, `[...]`) that node names may match.
+    ///
+    /// # Errors
+    /// [`PatternError`] for a pattern that does not parse.
+    pub fn with_patterns(mut self, patterns: &[String]) -> Result<Identities, PatternError> {
+        for p in patterns {
+            let g = glob::Pattern::new(p).map_err(|source| PatternError {
+                pattern: p.clone(),
+                source,
+            })?;
+            self.patterns.push(g);
+        }
+        Ok(self)
+    }
+
+    /// Whether any node or pattern is configured at all.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty() && self.patterns.is_empty()
+    }
+
+    /// The inventory entry naming `name`.
+    pub fn known(&self, name: &str) -> Option<&KnownNode> {
+        let name = name.to_lowercase();
+        self.nodes.iter().find(|n| n.names.contains(&name))
+    }
+
+    /// Whether `name` matches a `--node-name-pattern`.
+    pub fn matches_pattern(&self, name: &str) -> bool {
+        self.patterns.iter().any(|p| p.matches(name))
+    }
+
+    /// Number of inventory nodes.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+}
+
+fn dedup<const N: usize>(names: [String; N]) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for n in names {
+        if !n.is_empty() && !v.contains(&n) {
+            v.push(n);
+        }
+    }
+    v
+}
+
+/// The fields of a CertificateSigningRequest the rules read.
+#[derive(Debug, Clone, Default)]
+pub struct CsrView {
+    /// `metadata.name`.
+    pub name: String,
+    /// `spec.signerName`.
+    pub signer: String,
+    /// `spec.username`: who filed it, as the API server authenticated them.
+    pub username: String,
+    /// `spec.groups`.
+    pub groups: Vec<String>,
+    /// `spec.usages`.
+    pub usages: Vec<String>,
+    /// `spec.request`: the PKCS#10 request, PEM.
+    pub request: Vec<u8>,
+}
+
+impl CsrView {
+    /// Reads the fields of an API object.
+    pub fn of(csr: &k8s_openapi::api::certificates::v1::CertificateSigningRequest) -> CsrView {
+        CsrView {
+            name: csr.metadata.name.clone().unwrap_or_default(),
+            signer: csr.spec.signer_name.clone(),
+            username: csr.spec.username.clone().unwrap_or_default(),
+            groups: csr.spec.groups.clone().unwrap_or_default(),
+            usages: csr.spec.usages.clone().unwrap_or_default(),
+            request: csr.spec.request.0.clone(),
+        }
+    }
+}
+
+/// What kind of node certificate a CSR asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CsrKind {
+    /// The kubelet's client certificate (first join).
+    Client,
+    /// The kubelet's serving certificate.
+    Serving,
+}
+
+impl fmt::Display for CsrKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CsrKind::Client => "client",
+            CsrKind::Serving => "serving",
+        })
+    }
+}
+
+/// Why a CSR is left pending. Each names the rule it broke.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// Not a node signer.
+    Signer(String),
+    /// Filed by someone else than the rule's requester.
+    Requester {
+        /// Who must file it.
+        expected: String,
+        /// Who did.
+        got: String,
+    },
+    /// `spec.request` is not a PKCS#10 request in PEM.
+    Request(String),
+    /// The subject is not exactly `CN=system:node:<name>, O=system:nodes`.
+    Subject(String),
+    /// The node name is neither in the inventory nor matched by a pattern.
+    UnknownNode(String),
+    /// The usages are not exactly those the kubelet asks for.
+    Usages(Vec<String>),
+    /// A client CSR carries SANs.
+    ClientSans,
+    /// A serving CSR names something the node does not own.
+    San(String),
+    /// The node's addresses could not be learned, so the SANs cannot be checked.
+    NoAddresses(String),
+}
+
+impl Refusal {
+    /// A short CamelCase reason for the Kubernetes event.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Refusal::Signer(_) => "UnknownSigner",
+            Refusal::Requester { .. } => "WrongRequester",
+            Refusal::Request(_) => "BadRequest",
+            Refusal::Subject(_) => "BadSubject",
+            Refusal::UnknownNode(_) => "UnknownNode",
+            Refusal::Usages(_) => "BadUsages",
+            Refusal::ClientSans => "ClientSANs",
+            Refusal::San(_) => "SANNotOwned",
+            Refusal::NoAddresses(_) => "NodeAddressesUnknown",
+        }
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::Signer(s) => write!(
+                f,
+                "signer {s:?} is not a node signer ({CLIENT_SIGNER} or {SERVING_SIGNER})"
+            ),
+            Refusal::Requester { expected, got } => {
+                write!(
+                    f,
+                    "requested by {got:?}, but only {expected:?} may request it"
+                )
+            }
+            Refusal::Request(e) => write!(f, "spec.request is not a PEM certificate request: {e}"),
+            Refusal::Subject(s) => write!(
+                f,
+                "subject {s:?} is not exactly CN=system:node:<name>, O=system:nodes"
+            ),
+            Refusal::UnknownNode(n) => write!(
+                f,
+                "node {n:?} is not in agent-config.yaml/bastion-config.yaml and matches no --node-name-pattern"
+            ),
+            Refusal::Usages(u) => write!(f, "usages {u:?} are not exactly what a kubelet requests"),
+            Refusal::ClientSans => {
+                f.write_str("a kubelet client certificate request carries no SANs, this one does")
+            }
+            Refusal::San(s) => write!(
+                f,
+                "SAN {s} is neither the node's host name nor one of its addresses"
+            ),
+            Refusal::NoAddresses(e) => write!(
+                f,
+                "the node's addresses are unknown, so its SANs cannot be checked: {e}"
+            ),
+        }
+    }
+}
+
+/// The decision on one CSR.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Approve: a certificate of `kind` for node `node`.
+    Approve {
+        /// Client or serving.
+        kind: CsrKind,
+        /// The node name from the subject.
+        node: String,
+    },
+    /// Leave pending.
+    Refuse(Refusal),
+}
+
+const CLIENT_USAGES: [&[&str]; 2] = [
+    &["client auth", "digital signature"],
+    &["client auth", "digital signature", "key encipherment"],
+];
+const SERVING_USAGES: [&[&str]; 2] = [
+    &["digital signature", "server auth"],
+    &["digital signature", "key encipherment", "server auth"],
+];
+
+/// The parsed request: subject parts and SANs.
+struct Parsed {
+    cns: Vec<String>,
+    orgs: Vec<String>,
+    other_attrs: usize,
+    dns: Vec<String>,
+    ips: Vec<IpAddr>,
+    other_sans: Vec<String>,
+}
+
+fn parse(pem: &[u8]) -> Result<Parsed, String> {
+    let (_, pem) = x509_parser::pem::parse_x509_pem(pem).map_err(|e| e.to_string())?;
+    if pem.label != "CERTIFICATE REQUEST" && pem.label != "NEW CERTIFICATE REQUEST" {
+        return Err(format!("PEM block is {:?}", pem.label));
+    }
+    let (_, req) = X509CertificationRequest::from_der(&pem.contents).map_err(|e| e.to_string())?;
+    let info = &req.certification_request_info;
+    let mut p = Parsed {
+        cns: Vec::new(),
+        orgs: Vec::new(),
+        other_attrs: 0,
+        dns: Vec::new(),
+        ips: Vec::new(),
+        other_sans: Vec::new(),
+    };
+    for attr in info.subject.iter_attributes() {
+        let v = attr.as_str().map_err(|e| e.to_string())?.to_string();
+        let oid = attr.attr_type();
+        if *oid == x509_parser::oid_registry::OID_X509_COMMON_NAME {
+            p.cns.push(v);
+        } else if *oid == x509_parser::oid_registry::OID_X509_ORGANIZATION_NAME {
+            p.orgs.push(v);
+        } else {
+            p.other_attrs += 1;
+        }
+    }
+    for ext in req.requested_extensions().into_iter().flatten() {
+        match ext {
+            ParsedExtension::SubjectAlternativeName(san) => {
+                for n in &san.general_names {
+                    match n {
+                        GeneralName::DNSName(d) => p.dns.push(d.to_string()),
+                        GeneralName::IPAddress(b) => match b.len() {
+                            4 => p
+                                .ips
+                                .push(IpAddr::from(<[u8; 4]>::try_from(*b).unwrap_or_default())),
+                            16 => p
+                                .ips
+                                .push(IpAddr::from(<[u8; 16]>::try_from(*b).unwrap_or_default())),
+                            _ => p.other_sans.push(format!("IP of {} bytes", b.len())),
+                        },
+                        other => p.other_sans.push(format!("{other}")),
+                    }
+                }
+            }
+            ParsedExtension::UnsupportedExtension { .. } | ParsedExtension::ParseError { .. } => {}
+            _ => {}
+        }
+    }
+    Ok(p)
+}
+
+/// The node name from a subject that is exactly `CN=system:node:<name>,
+/// O=system:nodes`.
+fn node_name(p: &Parsed) -> Result<String, Refusal> {
+    let shown = format!("CN={:?}, O={:?}", p.cns, p.orgs);
+    let name = match (p.cns.as_slice(), p.orgs.as_slice(), p.other_attrs) {
+        ([cn], [o], 0) if o == NODES_GROUP => cn.strip_prefix("system:node:"),
+        _ => None,
+    };
+    match name {
+        Some(n) if !n.is_empty() => Ok(n.to_string()),
+        _ => Err(Refusal::Subject(shown)),
+    }
+}
+
+fn usages_ok(got: &[String], allowed: &[&[&str]]) -> bool {
+    let set: BTreeSet<&str> = got.iter().map(String::as_str).collect();
+    set.len() == got.len()
+        && allowed
+            .iter()
+            .any(|a| a.len() == set.len() && a.iter().all(|u| set.contains(u)))
+}
+
+/// Decides one CSR. `addresses_of` gives the addresses of a node matched
+/// only by a pattern (read from its Node object by the caller); it is asked
+/// only for serving CSRs of such nodes.
+pub fn decide(
+    csr: &CsrView,
+    ids: &Identities,
+    addresses_of: &mut dyn FnMut(&str) -> Result<Vec<IpAddr>, String>,
+) -> Verdict {
+    match decide_inner(csr, ids, addresses_of) {
+        Ok(v) => v,
+        Err(r) => Verdict::Refuse(r),
+    }
+}
+
+fn decide_inner(
+    csr: &CsrView,
+    ids: &Identities,
+    addresses_of: &mut dyn FnMut(&str) -> Result<Vec<IpAddr>, String>,
+) -> Result<Verdict, Refusal> {
+    let kind = match csr.signer.as_str() {
+        CLIENT_SIGNER => CsrKind::Client,
+        SERVING_SIGNER => CsrKind::Serving,
+        other => return Err(Refusal::Signer(other.to_string())),
+    };
+    if kind == CsrKind::Client && csr.username != NODE_BOOTSTRAPPER {
+        return Err(Refusal::Requester {
+            expected: NODE_BOOTSTRAPPER.to_string(),
+            got: csr.username.clone(),
+        });
+    }
+    let parsed = parse(&csr.request).map_err(Refusal::Request)?;
+    let node = node_name(&parsed)?;
+    if kind == CsrKind::Serving {
+        let expected = format!("system:node:{node}");
+        if csr.username != expected || !csr.groups.iter().any(|g| g == NODES_GROUP) {
+            return Err(Refusal::Requester {
+                expected: format!("{expected} (group {NODES_GROUP})"),
+                got: csr.username.clone(),
+            });
+        }
+    }
+    let known = ids.known(&node);
+    if known.is_none() && !ids.matches_pattern(&node) {
+        return Err(Refusal::UnknownNode(node));
+    }
+    let allowed: &[&[&str]] = match kind {
+        CsrKind::Client => &CLIENT_USAGES,
+        CsrKind::Serving => &SERVING_USAGES,
+    };
+    if !usages_ok(&csr.usages, allowed) {
+        return Err(Refusal::Usages(csr.usages.clone()));
+    }
+    if let Some(s) = parsed.other_sans.first() {
+        return Err(Refusal::San(s.clone()));
+    }
+    match kind {
+        CsrKind::Client => {
+            if !parsed.dns.is_empty() || !parsed.ips.is_empty() {
+                return Err(Refusal::ClientSans);
+            }
+        }
+        CsrKind::Serving => {
+            let (names, addresses) = match known {
+                Some(k) => (k.names.clone(), k.addresses.clone()),
+                None => (
+                    vec![node.to_lowercase()],
+                    addresses_of(&node).map_err(Refusal::NoAddresses)?,
+                ),
+            };
+            if let Some(d) = parsed
+                .dns
+                .iter()
+                .find(|d| !names.contains(&d.to_lowercase()))
+            {
+                return Err(Refusal::San(format!("DNS:{d}")));
+            }
+            if let Some(ip) = parsed.ips.iter().find(|ip| !addresses.contains(ip)) {
+                return Err(Refusal::San(format!("IP:{ip}")));
+            }
+        }
+    }
+    Ok(Verdict::Approve { kind, node })
+}
