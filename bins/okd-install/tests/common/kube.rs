@@ -56,9 +56,12 @@ pub struct ControlPlane {
     bin: PathBuf,
     children: Vec<(String, Child)>,
     extra_ns: Vec<String>,
-    /// Third octet of this plane's 10.91.x.0/24 network.
-    pub net: u32,
 }
+
+/// The example's machine network: the control plane takes the address of
+/// the bastion (`apiAddress` of bastion-config.yaml), nodes their inventory
+/// addresses. It exists only inside the test's namespaces.
+pub const NET: &str = "192.168.120";
 
 /// `ip netns exec ns program`.
 pub fn in_ns(ns: &str, program: impl AsRef<std::ffi::OsStr>) -> Command {
@@ -151,9 +154,8 @@ impl ControlPlane {
             .map(|s| s.trim_end_matches(":6443").to_string())
             .unwrap_or_else(|| format!("{name}.example"));
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
-        let net = (std::process::id() % 200) + n;
         let ns = format!("okdk{}-{n}", std::process::id());
-        let addr = format!("10.91.{}.1", net % 250);
+        let addr = format!("{NET}.101");
         let mut cp = ControlPlane {
             ns: ns.clone(),
             addr: addr.clone(),
@@ -164,7 +166,6 @@ impl ControlPlane {
             bin,
             children: Vec::new(),
             extra_ns: Vec::new(),
-            net: net % 250,
         };
         ip(&["netns", "add", &ns]);
         ip(&["-n", &ns, "link", "set", "lo", "up"]);
@@ -517,12 +518,12 @@ roleRef:
     }
 
     /// A node namespace `name` joined to the control plane's bridge with
-    /// address `10.91.<net>.<host>`, resolving `api`/`api-int` like the
+    /// address `192.168.120.<host>`, resolving `api`/`api-int` like the
     /// control plane. Removed on drop.
     pub fn add_node(&mut self, name: &str, host: u8) -> (String, String) {
         let ns = format!("{}-{name}", self.ns);
-        let addr = format!("10.91.{}.{host}", self.net);
-        let veth = format!("vk{}{}", self.net, host);
+        let addr = format!("{NET}.{host}");
+        let veth = format!("vk{host}");
         ip(&["netns", "add", &ns]);
         ip(&[
             "link", "add", &veth, "netns", &self.ns, "type", "veth", "peer", "name", "eth0",

@@ -1,0 +1,432 @@
+//! `okd-install approve-csr` against the real control plane of the kit and
+//! the real kubelet's TLS bootstrap (issue #11 item 3).
+//!
+//! A kubelet in the master's network namespace starts with the bootstrap
+//! kubeconfig from our Ignition (`/opt/openshift/auth/kubeconfig-kubelet`,
+//! the node-bootstrapper identity) and files its client CSR;
+//! `approve-csr --watch` approves it; kube-controller-manager signs it with
+//! kubelet-signer; the kubelet writes its client certificate. This machine
+//! has no container runtime, so the kubelet stops right after that (it
+//! cannot reach CRI) and its Node does not register: the test checks the
+//! kubelet's log says so. The serving CSR is then filed with the kubelet's
+//! own new client certificate, as the kubelet would once running. Forged
+//! CSRs are filed beside it and must all stay pending with a Warning event
+//! naming the rule.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use common::kube::{ControlPlane, NET, With, tail};
+
+/// A PKCS#10 request (ECDSA P-256) for `subject` with optional SANs.
+fn csr_pem(dir: &Path, label: &str, subject: &str, sans: Option<&str>) -> Vec<u8> {
+    let key = dir.join(format!("{label}.key"));
+    let out = dir.join(format!("{label}.csr"));
+    let mut c = Command::new("openssl");
+    c.args([
+        "req",
+        "-new",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ])
+    .arg("-keyout")
+    .arg(&key)
+    .arg("-out")
+    .arg(&out)
+    .args(["-subj", subject]);
+    if let Some(s) = sans {
+        c.args(["-addext", &format!("subjectAltName={s}")]);
+    }
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{o:?}");
+    std::fs::read(out).unwrap()
+}
+
+/// Files a CSR object as the user of kubeconfig `kc`.
+fn file_csr(cp: &ControlPlane, kc: &Path, name: &str, pem: &[u8], signer: &str, usages: &[&str]) {
+    let obj = serde_json::json!({
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": {"name": name},
+        "spec": {
+            "request": base64::engine::general_purpose::STANDARD.encode(pem),
+            "signerName": signer,
+            "usages": usages,
+        }
+    });
+    let f = cp.scratch.join(format!("{name}.json"));
+    std::fs::write(&f, obj.to_string()).unwrap();
+    let out = cp.kubectl(kc, &["create", "-f", f.to_str().unwrap()]);
+    assert!(out.status.success(), "filing {name}: {out:?}");
+}
+
+/// `Approved`, `Pending` (no condition) or other, per CSR name.
+fn condition(cp: &ControlPlane, name: &str) -> String {
+    let c = cp.admin(&[
+        "get",
+        "csr",
+        name,
+        "-o",
+        "jsonpath={.status.conditions[*].type}",
+    ]);
+    if c.is_empty() { "Pending".into() } else { c }
+}
+
+fn wait_until(what: &str, secs: u64, mut f: impl FnMut() -> bool, ctx: impl Fn() -> String) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < Duration::from_secs(secs),
+            "timed out after {secs} s waiting for {what}\n{}",
+            ctx()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+const CLIENT: &str = "kubernetes.io/kube-apiserver-client-kubelet";
+const SERVING: &str = "kubernetes.io/kubelet-serving";
+
+#[test]
+fn real_kubelet_bootstrap_is_approved_and_forgeries_are_not() {
+    let dir = common::kube::cluster_dir();
+    let scratch = tempfile::tempdir().unwrap();
+    let Some(mut cp) = ControlPlane::start(dir.path(), scratch.path(), With::ControllerManager)
+    else {
+        return;
+    };
+    let Some(kubelet) = okd_test_utils::kube_tool("kubelet") else {
+        return;
+    };
+    let (master_ns, master_ip) = cp.add_node("master", 103);
+    assert_eq!(master_ip, format!("{NET}.103"));
+
+    // approve-csr --watch, as the bastion would run it, in the control
+    // plane's namespace with the admin kubeconfig of the asset directory.
+    let watch_log = scratch.path().join("approve-csr.log");
+    let mut watch = okd_test_utils::ChildGuard(
+        cp.okd(&["approve-csr", "--watch"])
+            .stdout(std::fs::File::create(&watch_log).unwrap())
+            .stderr(std::fs::File::create(scratch.path().join("approve-csr.err")).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let watch_text =
+        || std::fs::read_to_string(scratch.path().join("approve-csr.err")).unwrap_or_default();
+    wait_until(
+        "approve-csr to watch",
+        30,
+        || watch_text().contains("Watching CSRs"),
+        watch_text,
+    );
+
+    // The real kubelet's TLS bootstrap with our Ignition's kubeconfig.
+    // rotateCertificates is off (OpenShift turns it on) because with it on
+    // the kubelet bootstraps in the background and, with no container
+    // runtime here, exits before filing its CSR; off, it bootstraps first.
+    let kroot = scratch.path().join("kubelet");
+    let cert_dir = kroot.join("pki");
+    std::fs::create_dir_all(&cert_dir).unwrap();
+    let config = kroot.join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+authentication:
+  anonymous: {{enabled: false}}
+  x509: {{clientCAFile: {ca}}}
+serverTLSBootstrap: true
+rotateCertificates: false
+failSwapOn: false
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+containerRuntimeEndpoint: unix://{sock}
+",
+            ca = cp.tls("kube-apiserver-to-kubelet-ca-bundle.crt").display(),
+            sock = kroot.join("no-runtime.sock").display()
+        ),
+    )
+    .unwrap();
+    let args = vec![
+        format!("--config={}", config.display()),
+        format!(
+            "--bootstrap-kubeconfig={}",
+            cp.auth("kubeconfig-kubelet").display()
+        ),
+        format!("--kubeconfig={}", kroot.join("kubeconfig").display()),
+        format!("--cert-dir={}", cert_dir.display()),
+        format!("--root-dir={}", kroot.join("root").display()),
+        "--hostname-override=master".into(),
+        format!("--node-ip={master_ip}"),
+        "--v=2".into(),
+    ];
+    cp.spawn_in(&master_ns, "kubelet", &kubelet, &args);
+    let client_pem = cert_dir.join("kubelet-client-current.pem");
+    wait_until(
+        "the kubelet's client certificate",
+        90,
+        || client_pem.exists(),
+        || {
+            format!(
+                "kubelet:\n{}\napprove-csr:\n{}\nkcm:\n{}",
+                cp.log("kubelet")
+                    .lines()
+                    .filter(|l| !l.contains("flags.go"))
+                    .take(60)
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                watch_text(),
+                tail(&cp.log("kube-controller-manager"), 10)
+            )
+        },
+    );
+    let text = watch_text();
+    assert!(
+        text.contains("Approved client CSR") && text.contains("for node master"),
+        "{text}"
+    );
+    // Signed by kubelet-signer for system:node:master.
+    let out = Command::new("openssl")
+        .args(["x509", "-noout", "-subject", "-issuer", "-in"])
+        .arg(&client_pem)
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        s.contains("CN = system:node:master") && s.contains("CN = kubelet-signer"),
+        "{s}"
+    );
+
+    // Where this machine stops the kubelet: no container runtime.
+    wait_until(
+        "the kubelet to report the missing runtime",
+        60,
+        || {
+            let l = cp.log("kubelet");
+            l.contains("no-runtime.sock") && (l.contains("CRI") || l.contains("runtime"))
+        },
+        || tail(&cp.log("kubelet"), 30),
+    );
+    eprintln!(
+        "NOTE: the kubelet stopped after its client certificate: this machine has no container runtime, so its Node does not register"
+    );
+
+    // The node's own serving CSR, filed with the kubelet's new client
+    // certificate, for its name and its inventory address.
+    let node_kc = scratch.path().join("node-kubeconfig");
+    std::fs::write(
+        &node_kc,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://api-int.{}:6443\n    certificate-authority: {}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\nusers:\n- name: u\n  user:\n    client-certificate: {p}\n    client-key: {p}\n",
+            cp.domain,
+            cp.tls("kube-apiserver-complete-server-ca-bundle.crt").display(),
+            p = client_pem.display()
+        ),
+    )
+    .unwrap();
+    let bootstrapper = cp.auth("kubeconfig-kubelet");
+    let node_subj = "/O=system:nodes/CN=system:node:master";
+    let d = scratch.path();
+    let serving = csr_pem(
+        d,
+        "serving",
+        node_subj,
+        Some(&format!("DNS:master,IP:{master_ip}")),
+    );
+    file_csr(
+        &cp,
+        &node_kc,
+        "serving-master",
+        &serving,
+        SERVING,
+        &["digital signature", "server auth"],
+    );
+
+    // The forgeries, each breaking one rule.
+    let forged: Vec<(&str, &str)> = vec![
+        ("forged-unknown-name", "UnknownNode"),
+        ("forged-client-san", "ClientSANs"),
+        ("forged-serving-extra-san", "SANNotOwned"),
+        ("forged-wrong-signer", "UnknownSigner"),
+        ("forged-wrong-requester", "WrongRequester"),
+        ("forged-other-address", "SANNotOwned"),
+        ("forged-extra-usages", "BadUsages"),
+        ("forged-serving-by-bootstrapper", "WrongRequester"),
+    ];
+    let p = csr_pem(d, "f1", "/O=system:nodes/CN=system:node:evil", None);
+    file_csr(
+        &cp,
+        &bootstrapper,
+        forged[0].0,
+        &p,
+        CLIENT,
+        &["digital signature", "client auth"],
+    );
+    let p = csr_pem(d, "f2", node_subj, Some("DNS:master"));
+    file_csr(
+        &cp,
+        &bootstrapper,
+        forged[1].0,
+        &p,
+        CLIENT,
+        &["digital signature", "client auth"],
+    );
+    let p = csr_pem(
+        d,
+        "f3",
+        node_subj,
+        Some(&format!("DNS:master,DNS:api.{},IP:{master_ip}", cp.domain)),
+    );
+    file_csr(
+        &cp,
+        &node_kc,
+        forged[2].0,
+        &p,
+        SERVING,
+        &["digital signature", "server auth"],
+    );
+    let p = csr_pem(d, "f4", node_subj, None);
+    file_csr(
+        &cp,
+        &bootstrapper,
+        forged[3].0,
+        &p,
+        "kubernetes.io/kube-apiserver-client",
+        &["digital signature", "client auth"],
+    );
+    // Another identity allowed to file CSRs (a service account bound to
+    // system:node-bootstrapper). The admin would not do: kube-controller-
+    // manager's own approver approves node client CSRs of anyone allowed
+    // the `nodeclient` subresource, as system:masters is.
+    cp.admin(&["create", "serviceaccount", "impostor", "-n", "default"]);
+    cp.admin(&[
+        "create",
+        "clusterrolebinding",
+        "impostor-csr",
+        "--clusterrole=system:node-bootstrapper",
+        "--serviceaccount=default:impostor",
+    ]);
+    let token = cp.admin(&["create", "token", "impostor", "-n", "default"]);
+    let impostor = scratch.path().join("impostor-kubeconfig");
+    std::fs::write(
+        &impostor,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://api.{}:6443\n    certificate-authority: {}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: {}\n",
+            cp.domain,
+            cp.tls("kube-apiserver-complete-server-ca-bundle.crt").display(),
+            token.trim()
+        ),
+    )
+    .unwrap();
+    let p = csr_pem(d, "f5", node_subj, None);
+    file_csr(
+        &cp,
+        &impostor,
+        forged[4].0,
+        &p,
+        CLIENT,
+        &["digital signature", "client auth"],
+    );
+    let p = csr_pem(
+        d,
+        "f6",
+        node_subj,
+        Some(&format!("DNS:master,IP:{NET}.104")),
+    );
+    file_csr(
+        &cp,
+        &node_kc,
+        forged[5].0,
+        &p,
+        SERVING,
+        &["digital signature", "server auth"],
+    );
+    let p = csr_pem(d, "f7", node_subj, None);
+    file_csr(
+        &cp,
+        &bootstrapper,
+        forged[6].0,
+        &p,
+        CLIENT,
+        &["digital signature", "client auth", "server auth"],
+    );
+    let p = csr_pem(
+        d,
+        "f8",
+        node_subj,
+        Some(&format!("DNS:master,IP:{master_ip}")),
+    );
+    file_csr(
+        &cp,
+        &bootstrapper,
+        forged[7].0,
+        &p,
+        SERVING,
+        &["digital signature", "server auth"],
+    );
+
+    wait_until(
+        "the serving CSR to be approved and issued",
+        60,
+        || {
+            !cp.admin(&[
+                "get",
+                "csr",
+                "serving-master",
+                "-o",
+                "jsonpath={.status.certificate}",
+            ])
+            .is_empty()
+        },
+        watch_text,
+    );
+    // Every forgery has been looked at (its event exists) and stays pending.
+    wait_until(
+        "a refusal event for every forged CSR",
+        30,
+        || {
+            let ev = cp.admin(&[
+                "get",
+                "events",
+                "-n",
+                "default",
+                "-o",
+                "jsonpath={range .items[*]}{.involvedObject.name}={.reason}{\"\\n\"}{end}",
+            ]);
+            forged.iter().all(|(n, _)| ev.contains(&format!("{n}=")))
+        },
+        watch_text,
+    );
+    let ev = cp.admin(&[
+        "get",
+        "events",
+        "-n",
+        "default",
+        "-o",
+        "jsonpath={range .items[*]}{.involvedObject.name}={.reason}{\"\\n\"}{end}",
+    ]);
+    for (name, reason) in &forged {
+        assert_eq!(condition(&cp, name), "Pending", "{name} was acted on");
+        assert!(
+            ev.contains(&format!("{name}={reason}")),
+            "{name}: expected {reason} in\n{ev}"
+        );
+    }
+    let text = watch_text();
+    for (name, _) in &forged {
+        assert!(
+            text.contains(&format!("Not approving CSR {name} ")),
+            "no log line for {name}:\n{text}"
+        );
+    }
+    assert_eq!(condition(&cp, "serving-master"), "Approved");
+    let _ = watch.0.kill();
+}
