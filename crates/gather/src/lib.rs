@@ -5,8 +5,9 @@
 //! 1. Log in to `<user>@<bootstrap>:22` (user `core`) over SSH with the
 //!    `--key` files plus the installer's bootstrap SSH key from
 //!    `.openshift_install_state.json` (written to a 0600 temporary file and
-//!    removed when the run ends), held in a private ssh-agent that is
-//!    forwarded, so the bootstrap host can log in to the masters ([`ssh`]).
+//!    removed when the run ends), held in a private ssh-agent of the system
+//!    OpenSSH client that is forwarded, so the bootstrap host can log in to
+//!    the masters.
 //! 2. Run `/usr/local/bin/installer-gather.sh --id <YYYYmmddHHMMSS>
 //!    <masters…>` there (through `sudo -n` unless the user is root); the
 //!    script is the one bootstrap.ign installs (crate okd-bootstrap-files).
