@@ -3,6 +3,7 @@
 //! `main` parses arguments, sets up logging, runs the command and maps errors to
 //! openshift-install's exit codes (3 for install-config errors, 1 otherwise).
 
+mod gather;
 mod interactive;
 mod logging;
 mod mirror;
@@ -80,6 +81,12 @@ enum Cmd {
         #[arg(long = "node-name-pattern")]
         node_name_patterns: Vec<String>,
     },
+    /// Gather debugging data for a given installation failure.
+    #[command(subcommand)]
+    Gather(gather::GatherCmd),
+    /// Destroy part of an OpenShift cluster.
+    #[command(subcommand)]
+    Destroy(gather::DestroyCmd),
     /// Print the asset graph of a target in Graphviz DOT.
     Graph {
         /// Target: install-config, manifests, ignition-configs, single-node-ignition-config.
@@ -261,6 +268,8 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
                 .map(|_| ())
                 .map_err(|e| fail(anyhow::Error::new(e)))
         }
+        Cmd::Gather(g) => gather::run_gather(&cli.dir, g).map_err(fail),
+        Cmd::Destroy(d) => gather::run_destroy(&cli.dir, d).map_err(fail),
         Cmd::Mirror(m) => {
             let ctx = release_context(&cli).map_err(fail)?;
             mirror::run(&cli.dir, m, ctx.target).map_err(|e| {
@@ -334,7 +343,8 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let log_dir = matches!(cli.cmd, Cmd::Create(_)).then(|| cli.dir.clone());
+    let log_dir = matches!(cli.cmd, Cmd::Create(_) | Cmd::Gather(_) | Cmd::Destroy(_))
+        .then(|| cli.dir.clone());
     if let Err(e) = logging::init(level, log_dir.as_deref()) {
         eprintln!(
             "level=fatal msg=setting up logging in {}: {e:#}",

@@ -704,3 +704,77 @@ fn install_to_disk_uses_the_installation_disk() {
         "coreos-installer install -n -i /opt/openshift/master.ign \"${INSTALLATION_DISK}\""
     ));
 }
+
+/// bootstrap-cluster-gather.sh leaves a note saying why it gathered no API
+/// objects: no client on PATH; a kubeconfig that is missing; an API (real
+/// kubectl, a closed port on 127.0.0.1) that does not answer.
+#[test]
+fn cluster_gather_writes_a_note_when_it_cannot_reach_the_api() {
+    let dir = tmpdir("cluster-gather");
+    let bin = install_bin(&dir, &data(false, false, true));
+    let script = bin.join("bootstrap-cluster-gather.sh");
+    let run = |out: &Path, path: &str, kubeconfig: &Path| {
+        let o = Command::new("/bin/bash")
+            .arg(&script)
+            .arg(out)
+            .env("PATH", path)
+            .env("GATHER_KUBECONFIG", kubeconfig)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read_to_string(out.join("resources/not-gathered.txt")).unwrap_or_default()
+    };
+    // No oc, no kubectl: only the basic tools on PATH.
+    let tools = dir.join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    for t in ["mkdir", "cat", "rm", "tail", "tr", "gzip", "grep", "mktemp"] {
+        if let Some(p) = ["/usr/bin", "/bin"]
+            .iter()
+            .map(|d| Path::new(d).join(t))
+            .find(|p| p.exists())
+        {
+            std::os::unix::fs::symlink(p, tools.join(t)).unwrap();
+        }
+    }
+    let note = run(
+        &dir.join("a"),
+        tools.to_str().unwrap(),
+        &dir.join("kubeconfig"),
+    );
+    assert!(note.contains("neither oc nor kubectl"), "{note}");
+
+    let Some(kubectl) =
+        okd_test_utils::tool("kubectl", &["/usr/bin/kubectl"], Some("kubernetes-client"))
+    else {
+        return;
+    };
+    std::os::unix::fs::symlink(&kubectl, tools.join("kubectl")).unwrap();
+    let note = run(&dir.join("b"), tools.to_str().unwrap(), &dir.join("absent"));
+    assert!(note.contains("no kubeconfig at"), "{note}");
+
+    let port = okd_test_utils::free_tcp_port();
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{port}\n    insecure-skip-tls-verify: true\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: t\n"
+        ),
+    )
+    .unwrap();
+    let start = std::time::Instant::now();
+    let note = run(&dir.join("c"), tools.to_str().unwrap(), &kubeconfig);
+    assert!(
+        note.contains(&format!(
+            "the API at https://127.0.0.1:{port} did not answer"
+        )),
+        "{note}"
+    );
+    assert!(note.contains("kubectl with"), "{note}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(30));
+    let objects: Vec<_> = std::fs::read_dir(dir.join("c/resources"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(objects, ["not-gathered.txt"], "nothing else is left");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -146,6 +146,39 @@ pub fn write_atomic(path: &Path, data: &[u8], mode: u32) -> Result<(), FsError> 
         .map_err(io("syncing directory", dir))
 }
 
+/// [`write_atomic`] for data that does not fit in memory or arrives as a
+/// stream: `fill` writes the content into the temporary file (created 0600 in
+/// `path`'s directory, named [`TEMP_PREFIX`]`*`); when it returns `Ok`, the
+/// file gets exactly `mode`, is fsynced and renamed over `path`, and the
+/// directory is fsynced. When `fill` fails, the temporary file is removed,
+/// `path` is left as it was, and `fill`'s error is returned.
+///
+/// # Errors
+/// `fill`'s error, or an [`FsError::Io`] (converted into `E`) naming the
+/// step and the path.
+pub fn write_atomic_with<E, F>(path: &Path, mode: u32, fill: F) -> Result<(), E>
+where
+    E: From<FsError>,
+    F: FnOnce(&mut File) -> Result<(), E>,
+{
+    let dir = parent_of(path);
+    create_dir_all(dir, DIR_MODE)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .tempfile_in(dir)
+        .map_err(io("creating a temporary file in", dir))?;
+    fill(tmp.as_file_mut())?;
+    tmp.as_file_mut().flush().map_err(io("writing", path))?;
+    set_mode(tmp.as_file(), mode, path)?;
+    tmp.as_file().sync_all().map_err(io("syncing", path))?;
+    tmp.persist(path)
+        .map_err(|e| io("renaming into place", path)(e.error))?;
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io("syncing directory", dir))?;
+    Ok(())
+}
+
 /// Opens `path` for appending, creating it with exactly `mode` whatever the
 /// umask; an existing file whose mode differs is set to `mode` before the
 /// first write (so a log an older version created 0644 becomes 0640).

@@ -25,6 +25,52 @@ fn write_atomic_replaces_the_file_and_leaves_no_temporary_behind() {
     assert_eq!(names, vec!["file".to_string()]);
 }
 
+/// The streaming writer keeps the old file when the stream fails half-way
+/// (no partial file, no temporary left) and gives the exact mode on success.
+#[test]
+fn write_atomic_with_keeps_the_old_file_when_filling_fails() {
+    use std::io::Write as _;
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("bundle.tar.gz");
+    okd_fs::write_atomic(&p, b"old", 0o644).unwrap();
+    let e = okd_fs::write_atomic_with(&p, 0o600, |f| {
+        f.write_all(b"partial").map_err(|e| FsError::Io {
+            action: "writing",
+            path: p.clone(),
+            source: e,
+        })?;
+        Err(FsError::Io {
+            action: "reading the stream for",
+            path: p.clone(),
+            source: std::io::Error::other("connection lost"),
+        })
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("reading the stream"), "{e}");
+    assert_eq!(std::fs::read(&p).unwrap(), b"old");
+    assert_eq!(mode(&p), 0o644);
+    let names: Vec<String> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        vec!["bundle.tar.gz".to_string()],
+        "a temporary was left"
+    );
+
+    okd_fs::write_atomic_with(&p, 0o600, |f| {
+        f.write_all(b"new").map_err(|e| FsError::Io {
+            action: "writing",
+            path: p.clone(),
+            source: e,
+        })
+    })
+    .unwrap();
+    assert_eq!(std::fs::read(&p).unwrap(), b"new");
+    assert_eq!(mode(&p), 0o600);
+}
+
 #[test]
 fn write_atomic_names_the_path_when_the_directory_is_a_file() {
     let d = tempfile::tempdir().unwrap();

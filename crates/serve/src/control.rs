@@ -16,24 +16,59 @@ pub(crate) fn socket_path(dir: &Path) -> PathBuf {
     dir.join(SOCKET)
 }
 
-/// Sends one request and returns the reply (blocking; for the CLI).
-pub(crate) fn request(dir: &Path, what: &str) -> anyhow::Result<String> {
+/// Why a request to the control socket failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ControlError {
+    /// Nothing listens on the socket: no serve runs for this directory.
+    #[error("no `okd-install serve` is running for {} ({} not reachable)", dir.display(), socket.display())]
+    NotRunning {
+        /// The asset directory.
+        dir: PathBuf,
+        /// The socket path.
+        socket: PathBuf,
+        /// The connect error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The exchange broke off after connecting.
+    #[error("talking to `okd-install serve` through {}", socket.display())]
+    Io {
+        /// The socket path.
+        socket: PathBuf,
+        /// The reason.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The server answered `error: <text>`.
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// Sends one request and returns the reply (blocking; for the CLI). Waits
+/// at most 30 s for the reply.
+pub(crate) fn request(dir: &Path, what: &str) -> Result<String, ControlError> {
     use std::io::{Read as _, Write as _};
     let path = socket_path(dir);
-    let mut s = std::os::unix::net::UnixStream::connect(&path).with_context(|| {
-        format!(
-            "no `okd-install serve` is running for {} ({} not reachable)",
-            dir.display(),
-            path.display()
-        )
+    let mut s = std::os::unix::net::UnixStream::connect(&path).map_err(|source| {
+        ControlError::NotRunning {
+            dir: dir.to_path_buf(),
+            socket: path.clone(),
+            source,
+        }
     })?;
-    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
-    s.write_all(format!("{what}\n").as_bytes())?;
-    s.shutdown(std::net::Shutdown::Write)?;
+    let io = |source| ControlError::Io {
+        socket: path.clone(),
+        source,
+    };
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .map_err(io)?;
+    s.write_all(format!("{what}\n").as_bytes()).map_err(io)?;
+    s.shutdown(std::net::Shutdown::Write).map_err(io)?;
     let mut out = String::new();
-    s.read_to_string(&mut out)?;
+    s.read_to_string(&mut out).map_err(io)?;
     if let Some(err) = out.strip_prefix("error: ") {
-        anyhow::bail!("{}", err.trim_end());
+        return Err(ControlError::Refused(err.trim_end().to_string()));
     }
     Ok(out)
 }

@@ -146,6 +146,30 @@ pub fn control_request(dir: &Path, what: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+pub use control::ControlError;
+
+/// One request line (`status`, `remove-bootstrap`) to the running server of
+/// `dir` through its control socket; returns the reply text.
+///
+/// # Errors
+/// [`ControlError::NotRunning`] when no serve listens for `dir`,
+/// [`ControlError::Refused`] with the server's error text,
+/// [`ControlError::Io`] when the exchange breaks off.
+pub fn control_reply(dir: &Path, what: &str) -> Result<String, ControlError> {
+    control::request(dir, what)
+}
+
+/// The hosts `serve` would serve for `dir`: `agent-config.yaml` and
+/// `bastion-config.yaml` resolved with the cluster name and base domain of
+/// the state file (or install-config.yaml).
+///
+/// # Errors
+/// When the cluster cannot be named or the inventory does not load (the
+/// error names the file and field).
+pub fn inventory(dir: &Path) -> anyhow::Result<Inventory> {
+    load(dir).map(|(_, inv)| inv)
+}
+
 /// The services `serve` can run; `--services` picks a subset (default all).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Service {

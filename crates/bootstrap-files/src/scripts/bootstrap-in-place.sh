@@ -26,7 +26,7 @@ fetch_master_ignition() {
         sleep 5
     done
     echo "Gathering a bootstrap log bundle"
-    /usr/local/bin/installer-gather.sh --id bootstrap || true
+    TAR_FILE="${PWD}/log-bundle-bootstrap.tar.gz" /usr/local/bin/installer-gather.sh --id bootstrap || true
     echo "Building master.ign"
     podman run --quiet --rm --privileged --net=host \
         --volume "${PWD}:/assets:z" --volume /etc/kubernetes:/etc/kubernetes:z --volume /var/lib/etcd:/var/lib/etcd:z \

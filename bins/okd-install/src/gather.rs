@@ -1,0 +1,74 @@
+//! `okd-install gather bootstrap` and `okd-install destroy bootstrap`: the
+//! options, and one call each into `okd-gather` and `okd-destroy`.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+
+/// `okd-install gather`.
+#[derive(Subcommand, Debug)]
+pub enum GatherCmd {
+    /// Gather debugging data for a failing-to-bootstrap control plane: logs
+    /// in to the bootstrap host over SSH, runs installer-gather.sh there and
+    /// writes <dir>/log-bundle-<id>.tar.gz.
+    Bootstrap(BootstrapArgs),
+}
+
+/// Options of `gather bootstrap` (openshift-install's, plus `--ssh-user`).
+#[derive(Args, Debug)]
+pub struct BootstrapArgs {
+    /// Hostname or IP of the bootstrap host.
+    #[arg(long)]
+    bootstrap: Option<String>,
+    /// Hostnames or IPs of all control plane hosts (repeatable).
+    #[arg(long = "master")]
+    masters: Vec<String>,
+    /// Path to an SSH private key for authentication (repeatable). The
+    /// installer's bootstrap key from the state file is always added; with
+    /// no --key, your ssh-agent (SSH_AUTH_SOCK) or ~/.ssh/id_* keys are used too.
+    #[arg(long = "key")]
+    keys: Vec<PathBuf>,
+    /// Skip analysis of the gathered data.
+    #[arg(long = "skipAnalysis", alias = "skip-analysis")]
+    skip_analysis: bool,
+    /// The user to log in as on the bootstrap host and the masters.
+    #[arg(long = "ssh-user", default_value = "core")]
+    ssh_user: String,
+}
+
+/// `okd-install destroy`.
+#[derive(Subcommand, Debug)]
+pub enum DestroyCmd {
+    /// Takes the bootstrap out of okd-install serve's pools (platform none
+    /// and baremetal) and prints what to power off and remove.
+    Bootstrap,
+}
+
+/// Runs `gather ...`.
+pub fn run_gather(dir: &Path, cmd: &GatherCmd) -> anyhow::Result<()> {
+    match cmd {
+        GatherCmd::Bootstrap(a) => {
+            let opts = okd_gather::GatherOptions {
+                bootstrap: a.bootstrap.clone(),
+                masters: a.masters.clone(),
+                keys: a.keys.clone(),
+                skip_analysis: a.skip_analysis,
+                ssh_user: a.ssh_user.clone(),
+                ..okd_gather::GatherOptions::default()
+            };
+            okd_gather::gather_bootstrap(dir, &opts)?;
+            Ok(())
+        }
+    }
+}
+
+/// Runs `destroy ...`; the report goes to stdout.
+pub fn run_destroy(dir: &Path, cmd: &DestroyCmd) -> anyhow::Result<()> {
+    match cmd {
+        DestroyCmd::Bootstrap => {
+            let report = okd_destroy::destroy_bootstrap(dir)?;
+            print!("{}", report.text);
+            Ok(())
+        }
+    }
+}
