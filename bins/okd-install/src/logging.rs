@@ -159,7 +159,18 @@ pub(crate) fn init(level: Level, dir: Option<&Path>) -> anyhow::Result<()> {
         tty: std::io::stderr().is_terminal(),
         file,
     };
-    let subscriber = tracing_subscriber::registry().with(sink);
+    // The Kubernetes client stack logs each request (and each failed one at
+    // error level); okd-install reports those failures itself, by cause.
+    let quiet = tracing_subscriber::filter::Targets::new()
+        .with_default(Level::TRACE)
+        .with_target("kube_client", tracing_subscriber::filter::LevelFilter::OFF)
+        .with_target("kube_runtime", tracing_subscriber::filter::LevelFilter::OFF)
+        .with_target("tower", tracing_subscriber::filter::LevelFilter::OFF)
+        .with_target("hyper", tracing_subscriber::filter::LevelFilter::OFF)
+        .with_target("hyper_util", tracing_subscriber::filter::LevelFilter::OFF)
+        .with_target("h2", tracing_subscriber::filter::LevelFilter::OFF)
+        .with_target("rustls", tracing_subscriber::filter::LevelFilter::OFF);
+    let subscriber = tracing_subscriber::registry().with(sink.with_filter(quiet));
     tracing::subscriber::set_global_default(subscriber)?;
     Ok(())
 }

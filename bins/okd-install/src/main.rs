@@ -87,6 +87,9 @@ enum Cmd {
     /// Destroy part of an OpenShift cluster.
     #[command(subcommand)]
     Destroy(gather::DestroyCmd),
+    /// Wait for install-time events.
+    #[command(subcommand)]
+    WaitFor(WaitForCmd),
     /// Print the asset graph of a target in Graphviz DOT.
     Graph {
         /// Target: install-config, manifests, ignition-configs, single-node-ignition-config.
@@ -136,6 +139,23 @@ enum ServeCmd {
     Status,
     /// Remove the bootstrap from every load-balancer pool (after bootstrap-complete).
     RemoveBootstrap,
+}
+
+#[derive(Subcommand, Debug)]
+enum WaitForCmd {
+    /// Wait until cluster bootstrapping has completed.
+    BootstrapComplete(WaitForOpts),
+    /// Wait until the cluster is ready.
+    InstallComplete(WaitForOpts),
+}
+
+#[derive(clap::Args, Debug)]
+struct WaitForOpts {
+    /// Override limits, e.g. `api=5m,bootstrap=1h` (keys: api, bootstrap,
+    /// etcd, install, operators, stable, console, progress)
+    /// [env: OKD_WAIT_FOR_TIMEOUTS].
+    #[arg(long)]
+    timeouts: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -270,6 +290,29 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
         }
         Cmd::Gather(g) => gather::run_gather(&cli.dir, g).map_err(fail),
         Cmd::Destroy(d) => gather::run_destroy(&cli.dir, d).map_err(fail),
+        Cmd::WaitFor(w) => {
+            let (opts, install) = match w {
+                WaitForCmd::BootstrapComplete(o) => (o, false),
+                WaitForCmd::InstallComplete(o) => (o, true),
+            };
+            let opts = okd_wait_for::Options {
+                dir: cli.dir.clone(),
+                timeouts: opts
+                    .timeouts
+                    .clone()
+                    .or_else(|| std::env::var("OKD_WAIT_FOR_TIMEOUTS").ok()),
+            };
+            let rt = runtime().map_err(fail)?;
+            let result = if install {
+                rt.block_on(okd_wait_for::install_complete(&opts))
+            } else {
+                rt.block_on(okd_wait_for::bootstrap_complete(&opts))
+            };
+            result.map_err(|e| {
+                let code = e.exit_code();
+                (anyhow::Error::new(e), code)
+            })
+        }
         Cmd::Mirror(m) => {
             let ctx = release_context(&cli).map_err(fail)?;
             mirror::run(&cli.dir, m, ctx.target).map_err(|e| {
@@ -343,8 +386,11 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let log_dir = matches!(cli.cmd, Cmd::Create(_) | Cmd::Gather(_) | Cmd::Destroy(_))
-        .then(|| cli.dir.clone());
+    let log_dir = matches!(
+        cli.cmd,
+        Cmd::Create(_) | Cmd::Gather(_) | Cmd::Destroy(_) | Cmd::WaitFor(_)
+    )
+    .then(|| cli.dir.clone());
     if let Err(e) = logging::init(level, log_dir.as_deref()) {
         eprintln!(
             "level=fatal msg=setting up logging in {}: {e:#}",

@@ -1,0 +1,612 @@
+//! `okd-install wait-for bootstrap-complete` / `install-complete` against
+//! the real kube-apiserver of the kit (issue #11 item 4): the tests create
+//! what the cluster would (the `kube-system/bootstrap` ConfigMap, the Etcd
+//! `EtcdBootstrapMemberRemoved` condition, ClusterVersion and
+//! ClusterOperator status) and check openshift-install's messages and exit
+//! codes (installer.md §7), the timeouts (shortened with `--timeouts`), and
+//! that a wait survives an API server restart without a false success.
+//!
+//! The CustomResourceDefinitions here declare only the kinds, scopes and
+//! the status subresource of openshift/api's ClusterVersion,
+//! ClusterOperator (config.openshift.io/v1) and Etcd (operator.openshift.io/v1),
+//! with open schemas: the waits read `status.conditions` only.
+
+mod common;
+
+use std::io::Read as _;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::kube::{ControlPlane, With, in_ns, tail};
+
+const CRDS: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: clusterversions.config.openshift.io}
+spec:
+  group: config.openshift.io
+  scope: Cluster
+  names: {kind: ClusterVersion, plural: clusterversions, singular: clusterversion, listKind: ClusterVersionList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: clusteroperators.config.openshift.io}
+spec:
+  group: config.openshift.io
+  scope: Cluster
+  names: {kind: ClusterOperator, plural: clusteroperators, singular: clusteroperator, listKind: ClusterOperatorList, shortNames: [co]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: etcds.operator.openshift.io}
+spec:
+  group: operator.openshift.io
+  scope: Cluster
+  names: {kind: Etcd, plural: etcds, singular: etcd, listKind: EtcdList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: openshift-config-managed}
+";
+
+fn rfc3339(ago: Duration) -> String {
+    (time::OffsetDateTime::now_utc() - ago)
+        .replace_nanosecond(0)
+        .unwrap()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap()
+}
+
+/// Creates (or replaces) a cluster-scoped object and writes its status
+/// through the status subresource.
+fn put_status(cp: &ControlPlane, kind: &str, api: &str, name: &str, conditions: serde_json::Value) {
+    let obj = serde_json::json!({"apiVersion": api, "kind": kind, "metadata": {"name": name}, "spec": {}});
+    let f = cp.scratch.join(format!("{kind}-{name}.json"));
+    std::fs::write(&f, obj.to_string()).unwrap();
+    let kc = cp.dir.join("auth/kubeconfig");
+    let _ = cp.kubectl(&kc, &["create", "-f", f.to_str().unwrap()]);
+    let patch = serde_json::json!({"status": {"conditions": conditions}}).to_string();
+    let resource = format!("{}/{name}", kind.to_lowercase());
+    cp.admin(&[
+        "patch",
+        &resource,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &patch,
+    ]);
+}
+
+fn cond(t: &str, s: &str, reason: &str, msg: &str, ago: Duration) -> serde_json::Value {
+    serde_json::json!({"type": t, "status": s, "reason": reason, "message": msg, "lastTransitionTime": rfc3339(ago)})
+}
+
+/// Runs `okd-install wait-for <what>` in namespace `ns` to the end.
+fn wait_for(cp: &ControlPlane, ns: &str, what: &str, timeouts: &str) -> (i32, String) {
+    let out = in_ns(ns, env!("CARGO_BIN_EXE_okd-install"))
+        .args([
+            "wait-for",
+            what,
+            "--log-level",
+            "debug",
+            "--timeouts",
+            timeouts,
+            "--dir",
+        ])
+        .arg(&cp.dir)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Starts `okd-install wait-for <what>` in the background; its stderr goes
+/// to a file read by [`LogFile::text`].
+fn start_wait(
+    cp: &ControlPlane,
+    what: &str,
+    timeouts: &str,
+) -> (okd_test_utils::ChildGuard, std::path::PathBuf) {
+    let log = cp.scratch.join(format!("wait-{what}.log"));
+    let child: Child = cp
+        .okd(&[
+            "wait-for",
+            what,
+            "--log-level",
+            "debug",
+            "--timeouts",
+            timeouts,
+        ])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    (okd_test_utils::ChildGuard(child), log)
+}
+
+fn read(p: &std::path::Path) -> String {
+    let mut s = String::new();
+    if let Ok(mut f) = std::fs::File::open(p) {
+        let _ = f.read_to_string(&mut s);
+    }
+    s
+}
+
+fn wait_text(p: &std::path::Path, needle: &str, secs: u64) {
+    let start = Instant::now();
+    while !read(p).contains(needle) {
+        assert!(
+            start.elapsed() < Duration::from_secs(secs),
+            "no {needle:?} after {secs} s:\n{}",
+            read(p)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn bootstrap_complete_messages_timeouts_and_an_api_restart() {
+    let dir = common::kube::cluster_dir();
+    let scratch = tempfile::tempdir().unwrap();
+    let Some(mut cp) = ControlPlane::start(dir.path(), scratch.path(), With::ApiServer) else {
+        return;
+    };
+    cp.apply_yaml(CRDS);
+
+    // No API behind api.<domain>: the API wait times out (exit 5).
+    let (void_ns, void_ip) = cp.add_node("void", 50);
+    std::fs::write(
+        std::path::PathBuf::from("/etc/netns")
+            .join(&void_ns)
+            .join("hosts"),
+        format!(
+            "127.0.0.1 localhost\n{void_ip} api.{d} api-int.{d}\n",
+            d = cp.domain
+        ),
+    )
+    .unwrap();
+    let (code, log) = wait_for(&cp, &void_ns, "bootstrap-complete", "api=5s");
+    assert_eq!(code, 5, "{log}");
+    assert!(log.to_lowercase().contains("connection refused"), "{log}");
+    assert!(
+        !log.contains("level=error msg=failed with error"),
+        "client noise:\n{log}"
+    );
+    for needle in [
+        &"Waiting up to 5s (until ".to_string(),
+        &format!("for the Kubernetes API at https://api.{}:6443...", cp.domain),
+        &"Still waiting for the Kubernetes API: ".to_string(),
+        &"Failed waiting for Kubernetes API. This error usually happens when there is a problem on the bootstrap host that prevents creating a temporary control plane.".to_string(),
+        &"Use the following commands to gather logs from the cluster".to_string(),
+        &"Bootstrap failed to complete: timed out waiting for the condition".to_string(),
+    ] {
+        assert!(log.contains(needle.as_str()), "missing {needle:?} in\n{log}");
+    }
+
+    // API up, no bootstrap ConfigMap: the bootstrap wait times out (exit 5)
+    // after logging the ClusterOperator conditions.
+    put_status(
+        &cp,
+        "ClusterOperator",
+        "config.openshift.io/v1",
+        "kube-apiserver",
+        serde_json::json!([
+            cond(
+                "Degraded",
+                "True",
+                "StaticPodsDegraded",
+                "pod kube-apiserver is not ready",
+                Duration::from_secs(60)
+            ),
+            cond(
+                "Available",
+                "False",
+                "StaticPodsAvailable",
+                "0 nodes are active",
+                Duration::from_secs(60)
+            ),
+            cond(
+                "Progressing",
+                "True",
+                "NodeInstaller",
+                "3 nodes are at revision 0",
+                Duration::from_secs(60)
+            ),
+            cond(
+                "Upgradeable",
+                "True",
+                "AsExpected",
+                "",
+                Duration::from_secs(60)
+            ),
+        ]),
+    );
+    let ns = cp.ns.clone();
+    let (code, log) = wait_for(&cp, &ns, "bootstrap-complete", "bootstrap=4s");
+    assert_eq!(code, 5, "{log}");
+    for needle in [
+        "level=info msg=API v1.32.4 up",
+        "Waiting up to 4s (until ",
+        "for bootstrapping to complete...",
+        "Failed to wait for bootstrapping to complete. This error usually happens when there is a problem with control plane hosts that prevents the control plane operators from creating the control plane.",
+        "level=error msg=Cluster operator kube-apiserver Degraded is True with StaticPodsDegraded: pod kube-apiserver is not ready",
+        "level=error msg=Cluster operator kube-apiserver Available is False with StaticPodsAvailable: 0 nodes are active",
+        "level=info msg=Cluster operator kube-apiserver Progressing is True with NodeInstaller: 3 nodes are at revision 0",
+    ] {
+        assert!(log.contains(needle), "missing {needle:?} in\n{log}");
+    }
+    assert!(
+        !log.contains("Upgradeable"),
+        "Upgradeable is not logged:\n{log}"
+    );
+
+    // The whole wait, across an API server restart.
+    let (mut child, log) = start_wait(
+        &cp,
+        "bootstrap-complete",
+        "bootstrap=3m,etcd=3m,progress=1s",
+    );
+    wait_text(&log, "for bootstrapping to complete...", 30);
+    cp.admin(&[
+        "create",
+        "configmap",
+        "bootstrap",
+        "-n",
+        "kube-system",
+        "--from-literal=status=progressing",
+    ]);
+    wait_text(&log, "Bootstrap status: progressing", 30);
+    cp.kill("kube-apiserver");
+    std::thread::sleep(Duration::from_secs(3));
+    cp.start_apiserver();
+    cp.wait_ready();
+    // The restart is no success.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        child.0.try_wait().unwrap().is_none(),
+        "wait-for ended on a restart:\n{}",
+        read(&log)
+    );
+    assert!(
+        !read(&log).contains("Bootstrap etcd member"),
+        "{}",
+        read(&log)
+    );
+    cp.admin(&[
+        "patch",
+        "configmap",
+        "bootstrap",
+        "-n",
+        "kube-system",
+        "--type=merge",
+        "-p",
+        r#"{"data":{"status":"complete"}}"#,
+    ]);
+    wait_text(&log, "Bootstrap status: complete", 60);
+    wait_text(
+        &log,
+        "Waiting for the bootstrap etcd member to be removed...",
+        30,
+    );
+    put_status(
+        &cp,
+        "Etcd",
+        "operator.openshift.io/v1",
+        "cluster",
+        serde_json::json!([
+            cond(
+                "EtcdBootstrapMemberRemoved",
+                "False",
+                "BootstrapMemberStillPresent",
+                "",
+                Duration::from_secs(1)
+            ),
+            cond(
+                "EtcdMembersAvailable",
+                "True",
+                "AsExpected",
+                "2 of 2 members are available, master is healthy",
+                Duration::from_secs(1)
+            ),
+        ]),
+    );
+    wait_text(&log, "Progress: etcd: 2 of 2 members are available", 30);
+    assert!(
+        child.0.try_wait().unwrap().is_none(),
+        "ended before the member was removed:\n{}",
+        read(&log)
+    );
+    put_status(
+        &cp,
+        "Etcd",
+        "operator.openshift.io/v1",
+        "cluster",
+        serde_json::json!([cond(
+            "EtcdBootstrapMemberRemoved",
+            "True",
+            "BootstrapMemberRemoved",
+            "",
+            Duration::from_secs(1)
+        ),]),
+    );
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "{}", read(&log));
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let text = read(&log);
+    assert!(status.success(), "{text}");
+    for needle in [
+        "Bootstrap etcd member has been removed",
+        "It is now safe to remove the bootstrap resources",
+        "Time elapsed per stage:",
+        "level=info msg=Time elapsed: ",
+        "Progress: CSRs: 0 pending, 0 approved",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+    let _ = tail;
+}
+
+#[test]
+fn install_complete_messages_exit_codes_and_router_ca() {
+    let dir = common::kube::cluster_dir();
+    let scratch = tempfile::tempdir().unwrap();
+    let Some(cp) = ControlPlane::start(dir.path(), scratch.path(), With::ApiServer) else {
+        return;
+    };
+    cp.apply_yaml(CRDS);
+    let ns = cp.ns.clone();
+
+    // Still progressing: exit 6 with the last message.
+    put_status(
+        &cp,
+        "ClusterVersion",
+        "config.openshift.io/v1",
+        "version",
+        serde_json::json!([
+            cond("Available", "False", "", "", Duration::from_secs(5)),
+            cond("Failing", "False", "", "", Duration::from_secs(5)),
+            cond(
+                "Progressing",
+                "True",
+                "",
+                "Working towards 4.19.0: 512 of 890 done (57% complete)",
+                Duration::from_secs(5)
+            ),
+        ]),
+    );
+    let (code, log) = wait_for(&cp, &ns, "install-complete", "install=4s");
+    assert_eq!(code, 6, "{log}");
+    for needle in [
+        &"Waiting up to 4s (until ".to_string(),
+        &format!("for the cluster at https://api.{}:6443 to initialize...", cp.domain),
+        &"Still waiting for the cluster to initialize: Working towards 4.19.0: 512 of 890 done (57% complete)".to_string(),
+        &"Cluster initialization failed because one or more operators are not functioning properly.".to_string(),
+        &"The 'wait-for install-complete' subcommand can then be used to continue the installation".to_string(),
+        &"failed to initialize the cluster: Working towards 4.19.0: 512 of 890 done (57% complete)".to_string(),
+    ] {
+        assert!(log.contains(needle.as_str()), "missing {needle:?} in\n{log}");
+    }
+
+    // Initialized, but an operator keeps progressing: exit 7.
+    put_status(
+        &cp,
+        "ClusterVersion",
+        "config.openshift.io/v1",
+        "version",
+        serde_json::json!([
+            cond(
+                "Available",
+                "True",
+                "",
+                "Done applying 4.19.0",
+                Duration::from_secs(5)
+            ),
+            cond("Failing", "False", "", "", Duration::from_secs(5)),
+            cond(
+                "Progressing",
+                "False",
+                "",
+                "Cluster version is 4.19.0",
+                Duration::from_secs(5)
+            ),
+        ]),
+    );
+    let ca_dir = scratch.path().join("ingress-ca");
+    std::fs::create_dir_all(&ca_dir).unwrap();
+    let out = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=ingress-operator@1",
+        ])
+        .arg("-keyout")
+        .arg(ca_dir.join("ca.key"))
+        .arg("-out")
+        .arg(ca_dir.join("ca.crt"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    cp.admin(&[
+        "create",
+        "configmap",
+        "default-ingress-cert",
+        "-n",
+        "openshift-config-managed",
+        &format!(
+            "--from-file=ca-bundle.crt={}",
+            ca_dir.join("ca.crt").display()
+        ),
+    ]);
+    put_status(
+        &cp,
+        "ClusterOperator",
+        "config.openshift.io/v1",
+        "authentication",
+        serde_json::json!([
+            cond(
+                "Progressing",
+                "False",
+                "AsExpected",
+                "",
+                Duration::from_secs(120)
+            ),
+            cond(
+                "Available",
+                "True",
+                "AsExpected",
+                "",
+                Duration::from_secs(120)
+            ),
+        ]),
+    );
+    put_status(
+        &cp,
+        "ClusterOperator",
+        "config.openshift.io/v1",
+        "ingress",
+        serde_json::json!([
+            cond(
+                "Progressing",
+                "True",
+                "Reconciling",
+                "ingresscontroller default is progressing",
+                Duration::from_secs(5)
+            ),
+            cond(
+                "Available",
+                "True",
+                "AsExpected",
+                "",
+                Duration::from_secs(120)
+            ),
+        ]),
+    );
+    let (code, log) = wait_for(&cp, &ns, "install-complete", "operators=3s,stable=2s");
+    assert_eq!(code, 7, "{log}");
+    assert!(
+        log.contains("to ensure each cluster operator has finished progressing..."),
+        "{log}"
+    );
+    assert!(
+        log.contains("These cluster operators were not stable: [ingress]"),
+        "{log}"
+    );
+
+    // Every operator settled: success, the router CA merged into the
+    // kubeconfig, no console (no route API: a warning), and the kubeadmin
+    // password never in the log.
+    put_status(
+        &cp,
+        "ClusterOperator",
+        "config.openshift.io/v1",
+        "ingress",
+        serde_json::json!([
+            cond(
+                "Progressing",
+                "False",
+                "AsExpected",
+                "",
+                Duration::from_secs(60)
+            ),
+            cond(
+                "Available",
+                "True",
+                "AsExpected",
+                "",
+                Duration::from_secs(120)
+            ),
+        ]),
+    );
+    let (code, log) = wait_for(
+        &cp,
+        &ns,
+        "install-complete",
+        "operators=20s,stable=2s,console=4s",
+    );
+    assert_eq!(code, 0, "{log}");
+    for needle in [
+        "All cluster operators have completed progressing",
+        "Checking to see if there is a route at openshift-console/console...",
+        "Cluster does not have a console available",
+        "Install complete!",
+        "To access the cluster as the system:admin user when using 'oc', run",
+        "    export KUBECONFIG=",
+        "Login to the console with user: \"kubeadmin\"",
+        "Time elapsed: ",
+    ] {
+        assert!(log.contains(needle), "missing {needle:?} in\n{log}");
+    }
+    let password = std::fs::read_to_string(dir.path().join("auth/kubeadmin-password")).unwrap();
+    assert!(
+        !log.contains(password.trim()),
+        "the kubeadmin password was logged"
+    );
+    let kc: serde_yaml_ng::Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(dir.path().join("auth/kubeconfig")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(kc["kind"].as_str(), Some("Config"));
+    assert_eq!(kc["apiVersion"].as_str(), Some("v1"));
+    use base64::Engine as _;
+    let ca = base64::engine::general_purpose::STANDARD
+        .decode(
+            kc["clusters"][0]["cluster"]["certificate-authority-data"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+    let ingress = std::fs::read(ca_dir.join("ca.crt")).unwrap();
+    assert!(ca.starts_with(&ingress), "the router CA is not first");
+    // The rewritten kubeconfig still reaches the API, and a second run
+    // does not add the CA again.
+    let (code, log) = wait_for(
+        &cp,
+        &ns,
+        "install-complete",
+        "operators=20s,stable=2s,console=2s",
+    );
+    assert_eq!(code, 0, "{log}");
+    let kc2 = std::fs::read_to_string(dir.path().join("auth/kubeconfig")).unwrap();
+    let kc2: serde_yaml_ng::Value = serde_yaml_ng::from_str(&kc2).unwrap();
+    assert_eq!(kc2, kc);
+    assert_eq!(
+        std::fs::metadata(dir.path().join("auth/kubeconfig"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+}
+
+use std::os::unix::fs::PermissionsExt as _;

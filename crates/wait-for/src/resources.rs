@@ -1,0 +1,89 @@
+//! The OpenShift API types the waits read, as dynamic resources (their
+//! CRDs come with the release payload; openshift/api).
+
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::core::GroupVersionKind;
+
+fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
+}
+
+/// `clusterversions.config.openshift.io` (cluster-scoped).
+pub fn cluster_versions(client: kube::Client) -> Api<DynamicObject> {
+    Api::all_with(
+        client,
+        &resource(
+            "config.openshift.io",
+            "v1",
+            "ClusterVersion",
+            "clusterversions",
+        ),
+    )
+}
+
+/// `clusteroperators.config.openshift.io` (cluster-scoped).
+pub fn cluster_operators(client: kube::Client) -> Api<DynamicObject> {
+    Api::all_with(
+        client,
+        &resource(
+            "config.openshift.io",
+            "v1",
+            "ClusterOperator",
+            "clusteroperators",
+        ),
+    )
+}
+
+/// `etcds.operator.openshift.io` (cluster-scoped; the one named `cluster`).
+pub fn etcds(client: kube::Client) -> Api<DynamicObject> {
+    Api::all_with(
+        client,
+        &resource("operator.openshift.io", "v1", "Etcd", "etcds"),
+    )
+}
+
+/// `routes.route.openshift.io` in `namespace`.
+pub fn routes(client: kube::Client, namespace: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        client,
+        namespace,
+        &resource("route.openshift.io", "v1", "Route", "routes"),
+    )
+}
+
+/// One `status.conditions[]` entry of an OpenShift object.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Condition {
+    /// `type`.
+    pub type_: String,
+    /// `status`: `True`, `False`, `Unknown`.
+    pub status: String,
+    /// `reason`.
+    pub reason: String,
+    /// `message`.
+    pub message: String,
+    /// `lastTransitionTime` (RFC 3339).
+    pub last_transition: String,
+}
+
+/// The `status.conditions` of a dynamic object.
+pub fn conditions(obj: &DynamicObject) -> Vec<Condition> {
+    let s = |v: &serde_json::Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
+    obj.data["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| Condition {
+            type_: s(c, "type"),
+            status: s(c, "status"),
+            reason: s(c, "reason"),
+            message: s(c, "message"),
+            last_transition: s(c, "lastTransitionTime"),
+        })
+        .collect()
+}
+
+/// The condition of `type_`, if present.
+pub fn condition<'a>(conds: &'a [Condition], type_: &str) -> Option<&'a Condition> {
+    conds.iter().find(|c| c.type_ == type_)
+}
