@@ -183,6 +183,26 @@ impl ApiCause {
             last = e.to_string();
             cur = e.source();
         }
+        // Some TLS stacks wrap rustls' error in a type of their own; their
+        // text still says which check failed.
+        if let Some(rest) = last.split("invalid peer certificate: ").nth(1) {
+            let r = rest.to_lowercase().replace([' ', '_'], "");
+            let has = |words: &[&str]| words.iter().any(|w| r.starts_with(w));
+            return if has(&["unknownissuer", "badsignature"]) {
+                ApiCause::UnknownAuthority
+            } else if has(&[
+                "expired",
+                "certificateexpired",
+                "notvalidyet",
+                "certificatenotvalidyet",
+            ]) {
+                ApiCause::ServerCertExpired
+            } else if has(&["notvalidforname", "certificatenotvalidforname"]) {
+                ApiCause::NameMismatch
+            } else {
+                ApiCause::Other(last)
+            };
+        }
         let lower = last.to_lowercase();
         if lower.contains("dns")
             || lower.contains("lookup")

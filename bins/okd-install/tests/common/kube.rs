@@ -142,6 +142,21 @@ impl ControlPlane {
     /// Starts a control plane for asset directory `dir` (after `create
     /// ignition-configs`). `None` when the kit or a tool is missing.
     pub fn start(dir: &Path, scratch: &Path, with: With) -> Option<ControlPlane> {
+        let mut cp = Self::start_processes(dir, scratch, with)?;
+        cp.bootstrap_rbac();
+        if with == With::ControllerManager {
+            cp.start_controller_manager();
+        }
+        Some(cp)
+    }
+
+    /// etcd + kube-apiserver only, ready, with nothing applied: for
+    /// certificates the clients will refuse (expired serving certificates).
+    pub fn start_unready(dir: &Path, scratch: &Path) -> Option<ControlPlane> {
+        Self::start_processes(dir, scratch, With::ApiServer)
+    }
+
+    fn start_processes(dir: &Path, scratch: &Path, with: With) -> Option<ControlPlane> {
         let bin = kit(with)?;
         let root = apply_ignition(&dir.join("bootstrap.ign"), &scratch.join("ign"));
         let meta: serde_json::Value =
@@ -186,10 +201,6 @@ impl ControlPlane {
         cp.start_etcd();
         cp.start_apiserver();
         cp.wait_ready();
-        cp.bootstrap_rbac();
-        if with == With::ControllerManager {
-            cp.start_controller_manager();
-        }
         Some(cp)
     }
 
@@ -382,16 +393,17 @@ openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out c
         self.spawn("kube-apiserver", &prog, &args);
     }
 
-    /// Waits (bounded, 90 s) until `/readyz` answers through the admin
-    /// kubeconfig of the asset directory.
+    /// Waits (bounded, 90 s) until `https://localhost:6443/readyz` says
+    /// `ok` (anonymous, certificate not verified: the tests check the
+    /// certificates themselves).
     pub fn wait_ready(&self) {
         let start = Instant::now();
         loop {
-            let out = self.kubectl(
-                &self.dir.join("auth/kubeconfig"),
-                &["get", "--raw", "/readyz"],
-            );
-            if out.status.success() {
+            let out = in_ns(&self.ns, "curl")
+                .args(["-ks", "--max-time", "5", "https://localhost:6443/readyz"])
+                .output()
+                .unwrap();
+            if out.status.success() && out.stdout == b"ok" {
                 return;
             }
             assert!(
@@ -583,6 +595,45 @@ impl Drop for ControlPlane {
 pub fn tail(s: &str, n: usize) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Writes a CertificateSigningRequest object `node-<name>` (JSON) for a
+/// kubelet client certificate of node `name` into `dir`; returns its path.
+pub fn node_client_csr(dir: &Path, name: &str) -> PathBuf {
+    let key = dir.join(format!("{name}.key"));
+    let csr = dir.join(format!("{name}.csr"));
+    let out = Command::new("openssl")
+        .args([
+            "req",
+            "-new",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&csr)
+        .args(["-subj", &format!("/O=system:nodes/CN=system:node:{name}")])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    use base64::Engine as _;
+    let obj = serde_json::json!({
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": {"name": format!("node-{name}")},
+        "spec": {
+            "request": base64::engine::general_purpose::STANDARD.encode(std::fs::read(&csr).unwrap()),
+            "signerName": "kubernetes.io/kube-apiserver-client-kubelet",
+            "usages": ["digital signature", "client auth"],
+        }
+    });
+    let f = dir.join(format!("node-{name}.json"));
+    std::fs::write(&f, obj.to_string()).unwrap();
+    f
 }
 
 /// An asset directory with the single-master example's install-config,
