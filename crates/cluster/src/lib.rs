@@ -28,6 +28,9 @@ pub struct Cluster {
     kubeconfig: PathBuf,
 }
 
+/// The `User-Agent` of every request: `okd-install/<version>`.
+pub const USER_AGENT: &str = concat!("okd-install/", env!("CARGO_PKG_VERSION"));
+
 /// How long a TCP connect to the API may take before the attempt counts as
 /// unreachable.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -82,6 +85,11 @@ impl Cluster {
             .await
             .map_err(|e| bad(e.to_string()))?;
         config.connect_timeout = Some(CONNECT_TIMEOUT);
+        // Named in the API server's audit log and request metrics.
+        config.headers.push((
+            http::header::USER_AGENT,
+            http::HeaderValue::from_static(USER_AGENT),
+        ));
         let client = kube::Client::try_from(config).map_err(|e| bad(e.to_string()))?;
         Ok(Cluster {
             client,
