@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod kube;
+pub mod manifests;
 pub mod netns;
 pub mod serve;
 
