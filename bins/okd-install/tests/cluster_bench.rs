@@ -39,7 +39,13 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 fn drive(cp: &ControlPlane, mode: &str, count: usize, prefix: &str) -> Vec<f64> {
     let exe = std::env::current_exe().unwrap();
     let out = in_ns(&cp.ns, &exe)
-        .args(["bench_driver", "--ignored", "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            "bench_driver",
+            "--ignored",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("OKD_BENCH_DRIVER", mode)
         .env("OKD_BENCH_COUNT", count.to_string())
         .env("OKD_BENCH_PREFIX", prefix)
@@ -47,10 +53,14 @@ fn drive(cp: &ControlPlane, mode: &str, count: usize, prefix: &str) -> Vec<f64> 
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "driver: {text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "driver: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let line = text
         .lines()
-        .find_map(|l| l.strip_prefix("LATENCIES_MS "))
+        .find_map(|l| l.split_once("LATENCIES_MS ").map(|(_, r)| r))
         .unwrap_or_else(|| panic!("no result from the driver:\n{text}"));
     let mut v: Vec<f64> = line.split(',').filter_map(|x| x.parse().ok()).collect();
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -64,7 +74,11 @@ fn requests(audit: &Path, agent: &str, from: &str, to: &str) -> usize {
         .unwrap_or_default()
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|e| e["userAgent"].as_str().is_some_and(|u| u.starts_with(agent)))
+        .filter(|e| {
+            e["userAgent"]
+                .as_str()
+                .is_some_and(|u| u.starts_with(agent))
+        })
         .filter(|e| {
             let t = e["requestReceivedTimestamp"].as_str().unwrap_or("");
             t >= from && t < to
@@ -136,14 +150,20 @@ fn bench_cluster_commands() {
     let mut approver = okd_test_utils::ChildGuard(approver);
     std::thread::sleep(Duration::from_secs(2));
 
-    let n = std::env::var("OKD_BENCH_CSRS").ok().and_then(|v| v.parse().ok()).unwrap_or(500);
+    let n = std::env::var("OKD_BENCH_CSRS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(500);
     let seq = drive(&cp, "sequential", n, "bench-s");
     let burst = drive(&cp, "burst", n, "bench-b");
     let hwm = vm_hwm_kib(pid);
 
     // Idle: approve-csr alone for a minute.
     let idle = Duration::from_secs(
-        std::env::var("OKD_BENCH_IDLE_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(60),
+        std::env::var("OKD_BENCH_IDLE_SECS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(60),
     );
     let from = now_rfc3339();
     std::thread::sleep(idle);
@@ -176,7 +196,11 @@ fn bench_cluster_commands() {
     let _ = wait.0.kill();
 
     let per_min = |n: usize| n as f64 * 60.0 / idle.as_secs_f64();
-    println!("approve-csr, {n} CSRs one at a time: p50 {:.1} ms, p99 {:.1} ms", percentile(&seq, 0.5), percentile(&seq, 0.99));
+    println!(
+        "approve-csr, {n} CSRs one at a time: p50 {:.1} ms, p99 {:.1} ms",
+        percentile(&seq, 0.5),
+        percentile(&seq, 0.99)
+    );
     println!(
         "approve-csr, {n} CSRs in one burst: p50 {:.1} ms, p99 {:.1} ms; approve-csr.sh loop (20 s): p50 {:.1} ms, p99 {:.1} ms; ratio of p50s {:.0}x",
         percentile(&burst, 0.5),
@@ -225,7 +249,9 @@ fn bench_driver() {
 
 async fn driver(mode: &str, count: usize, prefix: &str, kc: &Path) -> Vec<f64> {
     use futures_util::StreamExt as _;
-    use k8s_openapi::api::certificates::v1::{CertificateSigningRequest, CertificateSigningRequestSpec};
+    use k8s_openapi::api::certificates::v1::{
+        CertificateSigningRequest, CertificateSigningRequestSpec,
+    };
     use kube::api::{Api, PostParams};
     use kube::runtime::watcher;
     use std::collections::HashMap;
@@ -285,9 +311,14 @@ async fn driver(mode: &str, count: usize, prefix: &str, kc: &Path) -> Vec<f64> {
     if mode == "sequential" {
         for (name, pem) in &pems {
             let t = Instant::now();
-            api.create(&PostParams::default(), &obj(name, pem)).await.unwrap();
+            api.create(&PostParams::default(), &obj(name, pem))
+                .await
+                .unwrap();
             loop {
-                let (n, at) = tokio::time::timeout(limit, rx.recv()).await.unwrap().unwrap();
+                let (n, at) = tokio::time::timeout(limit, rx.recv())
+                    .await
+                    .unwrap()
+                    .unwrap();
                 if &n == name {
                     lat.push((at - t).as_secs_f64() * 1000.0);
                     break;
@@ -297,11 +328,16 @@ async fn driver(mode: &str, count: usize, prefix: &str, kc: &Path) -> Vec<f64> {
     } else {
         for (name, pem) in &pems {
             created.insert(name.clone(), Instant::now());
-            api.create(&PostParams::default(), &obj(name, pem)).await.unwrap();
+            api.create(&PostParams::default(), &obj(name, pem))
+                .await
+                .unwrap();
         }
         let mut seen = std::collections::HashSet::new();
         while seen.len() < pems.len() {
-            let (n, at) = tokio::time::timeout(limit, rx.recv()).await.unwrap().unwrap();
+            let (n, at) = tokio::time::timeout(limit, rx.recv())
+                .await
+                .unwrap()
+                .unwrap();
             if seen.insert(n.clone()) {
                 lat.push((at - created[&n]).as_secs_f64() * 1000.0);
             }

@@ -324,5 +324,28 @@ fn bootstrap_pki_meets_the_real_api_server() {
         ok && who.starts_with("system:node:master ") && who.contains("system:nodes"),
         "{who}"
     );
+
+    // The bundle's API objects: bootstrap.ign's bootstrap-cluster-gather.sh
+    // against this API server with the bootstrap's admin kubeconfig.
+    let gather = scratch.path().join("gather");
+    let out = in_ns(&cp.ns, "bash")
+        .arg(cp.root.join("usr/local/bin/bootstrap-cluster-gather.sh"))
+        .arg(&gather)
+        .env("GATHER_KUBECONFIG", cp.auth("kubeconfig"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let res = gather.join("resources");
+    assert!(
+        !res.join("not-gathered.txt").exists(),
+        "{:?}",
+        std::fs::read_to_string(res.join("not-gathered.txt"))
+    );
+    let csrs = std::fs::read_to_string(res.join("csr.json")).unwrap();
+    assert!(csrs.contains("\"name\": \"node-master\""), "{csrs}");
+    let nss = std::fs::read_to_string(res.join("namespaces.json")).unwrap();
+    assert!(nss.contains("\"name\": \"kube-system\""), "{nss}");
+    let secrets = std::fs::read_to_string(res.join("secrets-names.txt")).unwrap_or_default();
+    assert!(!secrets.contains("BEGIN"), "secret data in the bundle");
     cp.kill("kube-controller-manager");
 }

@@ -196,3 +196,24 @@ pub fn spawn(cluster: Cluster, dir: PathBuf, every: Duration) -> tokio::task::Jo
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::hosts_line;
+
+    #[test]
+    fn hosts_line_says_what_serve_saw() {
+        let status = serde_json::json!({"hosts": [
+            {"hostname": "bootstrap", "http": [{"path": "/ignition/bootstrap.ign", "status": 200}], "ignition": [], "dns": []},
+            {"hostname": "master", "ignition": [{"pool": "master", "status": 200}], "dns": [{"name": "api-int"}]},
+            {"hostname": "worker1", "ignition": [{"pool": "worker", "status": 500}], "dns": [{"name": "api-int"}]},
+            {"hostname": "worker2", "ignition": [], "dns": []},
+        ]});
+        assert_eq!(
+            hosts_line(&status).unwrap(),
+            "bootstrap: Ignition file fetched; master: Ignition served (master); \
+             worker1: DNS only, no Ignition yet; worker2: nothing seen yet"
+        );
+        assert_eq!(hosts_line(&serde_json::json!({})), None);
+    }
+}
