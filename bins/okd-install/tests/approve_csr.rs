@@ -430,3 +430,131 @@ containerRuntimeEndpoint: unix://{sock}
     assert_eq!(condition(&cp, "serving-master"), "Approved");
     let _ = watch.0.kill();
 }
+
+/// A node allowed by `--node-name-pattern` has no inventory addresses: its
+/// serving CSR waits (pending, `NodeAddressesUnknown`) until its Node object
+/// says its addresses, then is approved without a new CSR.
+#[test]
+fn pattern_matched_serving_csr_waits_for_the_node_object() {
+    let dir = common::kube::cluster_dir();
+    let scratch = tempfile::tempdir().unwrap();
+    let Some(cp) = ControlPlane::start(dir.path(), scratch.path(), With::ControllerManager) else {
+        return;
+    };
+    let err = scratch.path().join("approve-csr.err");
+    let mut watch = okd_test_utils::ChildGuard(
+        cp.okd(&["approve-csr", "--watch", "--node-name-pattern", "worker-*"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let text = || std::fs::read_to_string(&err).unwrap_or_default();
+    wait_until(
+        "approve-csr to watch",
+        30,
+        || text().contains("Watching CSRs"),
+        text,
+    );
+    // worker-5's client certificate, the way a kubelet gets it.
+    let d = scratch.path();
+    let client = csr_pem(d, "w5", "/O=system:nodes/CN=system:node:worker-5", None);
+    file_csr(
+        &cp,
+        &cp.auth("kubeconfig-kubelet"),
+        "client-worker-5",
+        &client,
+        CLIENT,
+        &["digital signature", "client auth"],
+    );
+    let mut cert = String::new();
+    wait_until(
+        "worker-5's client certificate",
+        60,
+        || {
+            cert = cp.admin(&[
+                "get",
+                "csr",
+                "client-worker-5",
+                "-o",
+                "jsonpath={.status.certificate}",
+            ]);
+            !cert.is_empty()
+        },
+        text,
+    );
+    let crt = d.join("w5.crt");
+    std::fs::write(
+        &crt,
+        base64::engine::general_purpose::STANDARD
+            .decode(cert.trim())
+            .unwrap(),
+    )
+    .unwrap();
+    let kc = d.join("w5-kubeconfig");
+    std::fs::write(
+        &kc,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://api-int.{}:6443\n    certificate-authority: {}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\nusers:\n- name: u\n  user:\n    client-certificate: {}\n    client-key: {}\n",
+            cp.domain,
+            cp.tls("kube-apiserver-complete-server-ca-bundle.crt").display(),
+            crt.display(),
+            d.join("w5.key").display()
+        ),
+    )
+    .unwrap();
+    let serving = csr_pem(
+        d,
+        "w5s",
+        "/O=system:nodes/CN=system:node:worker-5",
+        Some(&format!("DNS:worker-5,IP:{NET}.150")),
+    );
+    file_csr(
+        &cp,
+        &kc,
+        "serving-worker-5",
+        &serving,
+        SERVING,
+        &["digital signature", "server auth"],
+    );
+    wait_until(
+        "the refusal for the missing Node",
+        30,
+        || text().contains("Not approving CSR serving-worker-5 "),
+        text,
+    );
+    assert!(
+        text().contains("the node's addresses are unknown"),
+        "{}",
+        text()
+    );
+    assert_eq!(condition(&cp, "serving-worker-5"), "Pending");
+    // The Node registers (as its kubelet would) with its address.
+    let node =
+        serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-5"}});
+    let f = d.join("node.json");
+    std::fs::write(&f, node.to_string()).unwrap();
+    cp.admin(&["create", "-f", f.to_str().unwrap()]);
+    let status = serde_json::json!({"status": {"addresses": [{"type": "InternalIP", "address": format!("{NET}.150")}, {"type": "Hostname", "address": "worker-5"}]}}).to_string();
+    cp.admin(&[
+        "patch",
+        "node",
+        "worker-5",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &status,
+    ]);
+    wait_until(
+        "the retried approval",
+        70,
+        || condition(&cp, "serving-worker-5") == "Approved",
+        text,
+    );
+    assert!(
+        text().contains("Approved serving CSR serving-worker-5 for node worker-5"),
+        "{}",
+        text()
+    );
+    let _ = watch.0.kill();
+}

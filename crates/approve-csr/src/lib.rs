@@ -20,10 +20,12 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
-use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+use k8s_openapi::api::certificates::v1::{
+    CertificateSigningRequest, CertificateSigningRequestCondition,
+};
 use k8s_openapi::api::core::v1::{Event, Node, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, PostParams};
 use okd_cluster::{Cluster, ClusterError};
 use tracing::{debug, info, warn};
 
@@ -125,7 +127,7 @@ impl Approver {
         };
         let verdict = rules::decide(&view, &self.ids, &mut lookup);
         match verdict {
-            Verdict::Approve { kind, node } => match self.approve(&view, kind, &node).await {
+            Verdict::Approve { kind, node } => match self.approve(csr, kind, &node).await {
                 Ok(()) => {
                     info!(
                         "Approved {kind} CSR {} for node {node} (requested by {})",
@@ -155,26 +157,40 @@ impl Approver {
         }
     }
 
-    async fn approve(&self, view: &CsrView, kind: CsrKind, node: &str) -> Result<(), ClusterError> {
-        let now = Time(k8s_openapi::jiff::Timestamp::now());
-        let patch = serde_json::json!({
-            "status": {"conditions": [{
-                "type": "Approved",
-                "status": "True",
-                "reason": "OKDInstallApproved",
-                "message": format!("{kind} certificate for node {node}: identity checked by {COMPONENT}"),
-                "lastUpdateTime": now,
-            }]}
-        });
+    /// Adds the Approved condition with a PUT of the `approval`
+    /// subresource carrying the object's resourceVersion, so a CSR changed
+    /// meanwhile (denied by someone else) fails with 409 instead of being
+    /// overwritten.
+    async fn approve(
+        &self,
+        csr: &CertificateSigningRequest,
+        kind: CsrKind,
+        node: &str,
+    ) -> Result<(), ClusterError> {
+        let name = csr.metadata.name.clone().unwrap_or_default();
+        let mut obj = csr.clone();
+        let status = obj.status.get_or_insert_with(Default::default);
+        status
+            .conditions
+            .get_or_insert_with(Vec::new)
+            .push(CertificateSigningRequestCondition {
+                type_: "Approved".into(),
+                status: "True".into(),
+                reason: Some("OKDInstallApproved".into()),
+                message: Some(format!(
+                    "{kind} certificate for node {node}: identity checked by {COMPONENT}"
+                )),
+                last_update_time: Some(Time(k8s_openapi::jiff::Timestamp::now())),
+                last_transition_time: None,
+            });
         self.csrs()
-            .patch_approval(&view.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .replace_subresource("approval", &name, &PostParams::default(), &obj)
             .await
             .map(|_| ())
             .map_err(|e| {
                 self.cluster.api_error(
                     &format!(
-                        "/apis/certificates.k8s.io/v1/certificatesigningrequests/{}/approval",
-                        view.name
+                        "/apis/certificates.k8s.io/v1/certificatesigningrequests/{name}/approval"
                     ),
                     e,
                 )
@@ -245,16 +261,39 @@ impl Approver {
             self.cluster.server(),
             self.ids.node_count()
         );
-        let mut summary = Summary::default();
+        // CSRs refused for a reason that may pass (a pattern-matched node
+        // not registered yet, an approval that failed): looked at again
+        // every RETRY_EVERY, by name, while any exist.
+        let mut retry: BTreeMap<String, ()> = BTreeMap::new();
+        let mut tick = tokio::time::interval(RETRY_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let next = tokio::select! {
                 _ = &mut stop => return Ok(()),
+                _ = tick.tick(), if !retry.is_empty() => {
+                    for name in retry.keys().cloned().collect::<Vec<_>>() {
+                        match self.csrs().get_opt(&name).await {
+                            Ok(Some(csr)) => self.decide_tracking(&csr, &mut retry).await,
+                            Ok(None) => {
+                                retry.remove(&name);
+                            }
+                            Err(e) => debug!("Reading CSR {name}: {e}"),
+                        }
+                    }
+                    continue;
+                }
                 n = stream.next() => n,
             };
             match next {
                 None => return Ok(()),
                 Some(Ok(WEvent::Apply(csr) | WEvent::InitApply(csr))) => {
-                    self.handle(&csr, &mut summary).await;
+                    self.decide_tracking(&csr, &mut retry).await;
+                }
+                Some(Ok(WEvent::Delete(csr))) => {
+                    retry.remove(&csr.metadata.name.clone().unwrap_or_default());
+                    if let Some(uid) = &csr.metadata.uid {
+                        self.reported.remove(uid);
+                    }
                 }
                 Some(Ok(_)) => {}
                 Some(Err(e)) => {
@@ -267,7 +306,29 @@ impl Approver {
             }
         }
     }
+
+    /// Handles one CSR; remembers it for a retry when it stays pending for
+    /// a reason that may pass.
+    async fn decide_tracking(
+        &mut self,
+        csr: &CertificateSigningRequest,
+        retry: &mut BTreeMap<String, ()>,
+    ) {
+        let name = csr.metadata.name.clone().unwrap_or_default();
+        let mut s = Summary::default();
+        self.handle(csr, &mut s).await;
+        let transient = s.refused.iter().any(|(_, r)| *r == "NodeAddressesUnknown")
+            || (s.pending > 0 && s.refused.is_empty() && s.approved.is_empty());
+        if transient {
+            retry.insert(name, ());
+        } else {
+            retry.remove(&name);
+        }
+    }
 }
+
+/// How often CSRs refused for a passing reason are looked at again.
+pub const RETRY_EVERY: Duration = Duration::from_secs(30);
 
 /// The InternalIP/ExternalIP addresses of Node `name`.
 async fn node_addresses_of(cluster: &Cluster, name: &str) -> Result<Vec<IpAddr>, ClusterError> {
