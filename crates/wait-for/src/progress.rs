@@ -2,15 +2,19 @@
 //! `serve` saw (through its control socket), then from the API: etcd
 //! members, CSRs pending/approved, nodes Ready, ClusterVersion and
 //! ClusterOperators. On a terminal the lines are live (indicatif); else a
-//! line is logged when it changes. One snapshot costs one local socket
-//! request and four API lists.
+//! line is logged when it changes. The objects come from watches (one
+//! List+Watch per kind, kept open), so a snapshot makes no API request;
+//! serve's status comes through its local control socket.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use futures_util::StreamExt as _;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, ListParams};
+use kube::api::{Api, DynamicObject};
+use kube::runtime::reflector::{Store, reflector};
+use kube::runtime::{WatchStreamExt as _, watcher};
 use okd_cluster::Cluster;
 use tracing::info;
 
@@ -54,8 +58,18 @@ pub fn hosts_line(status: &serde_json::Value) -> Option<String> {
     Some(parts.join("; "))
 }
 
-/// Takes one snapshot.
-pub async fn snapshot(cluster: &Cluster, dir: &std::path::Path) -> Snapshot {
+/// The watched objects the snapshots are read from (no request per
+/// snapshot: each kind is one List+Watch kept open).
+struct Stores {
+    csrs: Store<CertificateSigningRequest>,
+    nodes: Store<Node>,
+    operators: Store<DynamicObject>,
+    versions: Store<DynamicObject>,
+    etcds: Store<DynamicObject>,
+}
+
+/// A snapshot from the stores plus serve's status.
+fn snapshot(stores: &Stores, dir: &std::path::Path) -> Snapshot {
     let mut s = Snapshot::default();
     if let Ok(text) = okd_serve::control_reply(dir, "status")
         && let Ok(v) = serde_json::from_str::<serde_json::Value>(&text)
@@ -63,48 +77,30 @@ pub async fn snapshot(cluster: &Cluster, dir: &std::path::Path) -> Snapshot {
     {
         s.lines.push(("hosts", line));
     }
-    let client = cluster.client();
-    if let Ok(e) = resources::etcds(client.clone()).get("cluster").await {
+    for e in stores.etcds.state() {
         let c = conditions(&e);
         if let Some(m) = condition(&c, "EtcdMembersAvailable") {
             s.lines.push(("etcd", m.message.clone()));
         }
     }
-    match Api::<CertificateSigningRequest>::all(client.clone())
-        .list(&ListParams::default())
-        .await
+    let csrs = stores.csrs.state();
     {
-        Ok(l) => {
-            let approved = l
-                .items
-                .iter()
-                .filter(|c| {
-                    c.status
-                        .as_ref()
-                        .and_then(|s| s.conditions.as_ref())
-                        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Approved"))
-                })
-                .count();
-            let pending = l.items.iter().filter(|c| okd_pending(c)).count();
-            s.lines
-                .push(("CSRs", format!("{pending} pending, {approved} approved")));
-        }
-        Err(e) => {
-            s.lines.push((
-                "API",
-                cluster
-                    .api_error("/apis/certificates.k8s.io/v1/certificatesigningrequests", e)
-                    .to_string(),
-            ));
-            return s;
-        }
+        let approved = csrs
+            .iter()
+            .filter(|c| {
+                c.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Approved"))
+            })
+            .count();
+        let pending = csrs.iter().filter(|c| okd_pending(c)).count();
+        s.lines
+            .push(("CSRs", format!("{pending} pending, {approved} approved")));
     }
-    if let Ok(l) = Api::<Node>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-    {
-        let ready: Vec<String> = l
-            .items
+    let nodes = stores.nodes.state();
+    if !nodes.is_empty() {
+        let ready: Vec<String> = nodes
             .iter()
             .filter(|n| {
                 n.status
@@ -116,27 +112,21 @@ pub async fn snapshot(cluster: &Cluster, dir: &std::path::Path) -> Snapshot {
             .collect();
         s.lines.push((
             "nodes",
-            format!("{}/{} Ready {ready:?}", ready.len(), l.items.len()),
+            format!("{}/{} Ready {ready:?}", ready.len(), nodes.len()),
         ));
     }
-    if let Ok(cv) = resources::cluster_versions(client.clone())
-        .get("version")
-        .await
-    {
-        let c = conditions(&cv);
-        let msg = match crate::waits::cluster_version_state(&c) {
+    for cv in stores.versions.state() {
+        let msg = match crate::waits::cluster_version_state(&conditions(&cv)) {
             Ok(()) => "Available".to_string(),
             Err(m) => m,
         };
         s.lines.push(("ClusterVersion", msg));
     }
-    if let Ok(l) = resources::cluster_operators(client)
-        .list(&ListParams::default())
-        .await
-    {
+    let ops = stores.operators.state();
+    if !ops.is_empty() {
         let mut available = 0;
         let mut degraded = Vec::new();
-        for o in &l.items {
+        for o in &ops {
             let c = conditions(o);
             if condition(&c, "Available").is_some_and(|c| c.status == "True") {
                 available += 1;
@@ -145,7 +135,8 @@ pub async fn snapshot(cluster: &Cluster, dir: &std::path::Path) -> Snapshot {
                 degraded.push(o.metadata.name.clone().unwrap_or_default());
             }
         }
-        let mut line = format!("{available}/{} available", l.items.len());
+        degraded.sort();
+        let mut line = format!("{available}/{} available", ops.len());
         if !degraded.is_empty() {
             line += &format!(", degraded: {degraded:?}");
         }
@@ -161,16 +152,89 @@ fn okd_pending(c: &CertificateSigningRequest) -> bool {
         .is_none_or(|cs| cs.is_empty())
 }
 
-/// Starts the progress task: a snapshot every `every`, shown live on a
-/// terminal, else logged as `Progress: <label>: <text>` when a line changes.
+fn dynamic_store(
+    api: Api<DynamicObject>,
+    resource: kube::api::ApiResource,
+    cfg: watcher::Config,
+) -> (
+    Store<DynamicObject>,
+    futures_util::stream::BoxStream<'static, ()>,
+) {
+    let writer = kube::runtime::reflector::store::Writer::<DynamicObject>::new(resource);
+    let reader = writer.as_reader();
+    let stream = reflector(writer, watcher::watcher(api, cfg))
+        .default_backoff()
+        .map(|_| ())
+        .boxed();
+    (reader, stream)
+}
+
+/// Starts the progress task: watches the objects it reports on and, every
+/// `every`, shows a snapshot live on a terminal, else logs
+/// `Progress: <label>: <text>` for each line that changed. Aborting the
+/// task ends the watches.
 pub fn spawn(cluster: Cluster, dir: PathBuf, every: Duration) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
+        let client = cluster.client();
+        let (csrs, csr_writer) = kube::runtime::reflector::store();
+        let (nodes, node_writer) = kube::runtime::reflector::store();
+        let csr_stream = reflector(
+            csr_writer,
+            watcher::watcher(
+                Api::<CertificateSigningRequest>::all(client.clone()),
+                watcher::Config::default(),
+            ),
+        )
+        .default_backoff()
+        .map(|_| ())
+        .boxed();
+        let node_stream = reflector(
+            node_writer,
+            watcher::watcher(Api::<Node>::all(client.clone()), watcher::Config::default()),
+        )
+        .default_backoff()
+        .map(|_| ())
+        .boxed();
+        let (operators, op_stream) = dynamic_store(
+            resources::cluster_operators(client.clone()),
+            resources::resource_of("ClusterOperator"),
+            watcher::Config::default(),
+        );
+        let (versions, cv_stream) = dynamic_store(
+            resources::cluster_versions(client.clone()),
+            resources::resource_of("ClusterVersion"),
+            watcher::Config::default().fields("metadata.name=version"),
+        );
+        let (etcds, etcd_stream) = dynamic_store(
+            resources::etcds(client.clone()),
+            resources::resource_of("Etcd"),
+            watcher::Config::default().fields("metadata.name=cluster"),
+        );
+        let stores = Stores {
+            csrs,
+            nodes,
+            operators,
+            versions,
+            etcds,
+        };
+        let mut events = futures_util::stream::select_all([
+            csr_stream,
+            node_stream,
+            op_stream,
+            cv_stream,
+            etcd_stream,
+        ]);
         let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
         let multi = indicatif::MultiProgress::new();
         let mut bars: Vec<(&'static str, indicatif::ProgressBar)> = Vec::new();
         let mut last = Snapshot::default();
+        let mut tick = tokio::time::interval(every);
         loop {
-            let s = snapshot(&cluster, &dir).await;
+            tokio::select! {
+                _ = events.next() => continue,
+                _ = tick.tick() => {}
+            }
+            let s = snapshot(&stores, &dir);
             if tty {
                 for (label, text) in &s.lines {
                     let bar = match bars.iter().find(|(l, _)| l == label) {
@@ -192,7 +256,6 @@ pub fn spawn(cluster: Cluster, dir: PathBuf, every: Duration) -> tokio::task::Jo
                 }
             }
             last = s;
-            tokio::time::sleep(every).await;
         }
     })
 }

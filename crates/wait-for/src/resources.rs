@@ -8,6 +8,17 @@ fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
 }
 
+/// The ApiResource of `kind`: `ClusterVersion`, `ClusterOperator`, `Etcd`
+/// or `Route`.
+pub fn resource_of(kind: &str) -> ApiResource {
+    match kind {
+        "ClusterVersion" => resource("config.openshift.io", "v1", kind, "clusterversions"),
+        "ClusterOperator" => resource("config.openshift.io", "v1", kind, "clusteroperators"),
+        "Etcd" => resource("operator.openshift.io", "v1", kind, "etcds"),
+        _ => resource("route.openshift.io", "v1", "Route", "routes"),
+    }
+}
+
 /// `clusterversions.config.openshift.io` (cluster-scoped).
 pub fn cluster_versions(client: kube::Client) -> Api<DynamicObject> {
     Api::all_with(
