@@ -86,6 +86,36 @@ fn requests(audit: &Path, agent: &str, from: &str, to: &str) -> usize {
         .count()
 }
 
+/// The requests counted by [`requests`], grouped by verb and path.
+fn breakdown(audit: &Path, agent: &str, from: &str, to: &str) -> Vec<(String, usize)> {
+    let mut m = std::collections::BTreeMap::<String, usize>::new();
+    for e in std::fs::read_to_string(audit)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| {
+            e["userAgent"]
+                .as_str()
+                .is_some_and(|u| u.starts_with(agent))
+        })
+        .filter(|e| {
+            let t = e["requestReceivedTimestamp"].as_str().unwrap_or("");
+            t >= from && t < to
+        })
+    {
+        let uri = e["requestURI"]
+            .as_str()
+            .unwrap_or("")
+            .split('?')
+            .next()
+            .unwrap_or("")
+            .to_string();
+        *m.entry(format!("{} {uri}", e["verb"].as_str().unwrap_or("")))
+            .or_default() += 1;
+    }
+    m.into_iter().collect()
+}
+
 fn now_rfc3339() -> String {
     time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
@@ -193,6 +223,7 @@ fn bench_cluster_commands() {
     std::thread::sleep(idle);
     let to = now_rfc3339();
     let wait_reqs = requests(&audit, "okd-install", &from, &to);
+    let wait_breakdown = breakdown(&audit, "okd-install", &from, &to);
     let _ = wait.0.kill();
 
     let per_min = |n: usize| n as f64 * 60.0 / idle.as_secs_f64();
@@ -218,6 +249,9 @@ fn bench_cluster_commands() {
         "wait-for bootstrap-complete, ConfigMap stage: {:.1} requests per minute (openshift-install: a List+Watch, re-established every 5-10 min; in its API stage /version every 2 s = 30 per minute, its etcd stage 60 per minute)",
         per_min(wait_reqs)
     );
+    for (what, n) in &wait_breakdown {
+        println!("    {n:4} {what}");
+    }
     println!(
         "approve-csr --watch peak memory (VmHWM) after {} CSRs: {:.1} MiB (target < 30 MiB): {}",
         2 * n,

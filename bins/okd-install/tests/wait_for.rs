@@ -259,6 +259,37 @@ fn bootstrap_complete_messages_timeouts_and_an_api_restart() {
         "Upgradeable is not logged:\n{log}"
     );
 
+    // serve beside it (machine-config server and status only): the master
+    // fetches its config, and the progress says so.
+    let serve_log = cp.scratch.join("serve.log");
+    let mut serve = okd_test_utils::ChildGuard(
+        cp.okd(&["serve", "--services", "mcs,status"])
+            .stdout(std::fs::File::create(cp.scratch.join("serve.out")).unwrap())
+            .stderr(std::fs::File::create(&serve_log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    common::serve::wait_ready(&serve_log);
+    let (master_ns, _) = cp.add_node("master", 103);
+    let out = in_ns(&master_ns, "curl")
+        .args([
+            "-ksf",
+            "--max-time",
+            "10",
+            "-o",
+            "/dev/null",
+            "-H",
+            "Accept: application/vnd.coreos.ignition+json;version=3.2.0",
+        ])
+        .arg(format!("https://{}:22625/config/master", cp.addr))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "MCS fetch: {out:?}\n{}",
+        read(&serve_log)
+    );
+
     // The whole wait, across an API server restart.
     let (mut child, log) = start_wait(
         &cp,
@@ -358,7 +389,10 @@ fn bootstrap_complete_messages_timeouts_and_an_api_restart() {
     };
     let text = read(&log);
     assert!(status.success(), "{text}");
+    let _ = serve.0.kill();
     for needle in [
+        "Progress: hosts: bootstrap: nothing seen yet; master: Ignition served (master)",
+        "worker1: nothing seen yet",
         "Bootstrap etcd member has been removed",
         "It is now safe to remove the bootstrap resources",
         "Time elapsed per stage:",

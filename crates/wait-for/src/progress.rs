@@ -162,9 +162,12 @@ fn dynamic_store(
 ) {
     let writer = kube::runtime::reflector::store::Writer::<DynamicObject>::new(resource);
     let reader = writer.as_reader();
-    let stream = reflector(writer, watcher::watcher(api, cfg))
+    let probe = api.clone();
+    let watch = reflector(writer, watcher::watcher(api, cfg))
         .default_backoff()
-        .map(|_| ())
+        .map(|_| ());
+    let stream = futures_util::stream::once(async move { resources::until_served(&probe).await })
+        .chain(watch)
         .boxed();
     (reader, stream)
 }

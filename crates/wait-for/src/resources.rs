@@ -98,3 +98,18 @@ pub fn conditions(obj: &DynamicObject) -> Vec<Condition> {
 pub fn condition<'a>(conds: &'a [Condition], type_: &str) -> Option<&'a Condition> {
     conds.iter().find(|c| c.type_ == type_)
 }
+
+/// How often a kind the API server does not serve yet (its CRD not
+/// created) is asked for again.
+pub const UNSERVED_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Returns once the API server serves `api`'s kind (a list of at most one
+/// object succeeds), asking every [`UNSERVED_RETRY`]. A watch on a kind
+/// whose CRD does not exist yet would otherwise retry its list about once a
+/// second.
+pub async fn until_served(api: &Api<DynamicObject>) {
+    let lp = kube::api::ListParams::default().limit(1);
+    while api.list(&lp).await.is_err() {
+        tokio::time::sleep(UNSERVED_RETRY).await;
+    }
+}

@@ -131,8 +131,10 @@ pub async fn etcd_bootstrap_removed(
 ) -> Result<(), Failure> {
     info!("Waiting for the bootstrap etcd member to be removed...");
     let cfg = watcher::Config::default().fields("metadata.name=cluster");
-    let stream = watcher::watcher(resources::etcds(cluster.client()), cfg).default_backoff();
+    let api = resources::etcds(cluster.client());
+    let stream = watcher::watcher(api.clone(), cfg).default_backoff();
     let wait = async {
+        resources::until_served(&api).await;
         let mut stream = pin!(stream);
         while let Some(ev) = stream.next().await {
             match ev {
@@ -190,10 +192,11 @@ pub async fn cluster_version(cluster: &Cluster, limit: Duration) -> Result<(), F
         cluster.server()
     );
     let cfg = watcher::Config::default().fields("metadata.name=version");
-    let stream =
-        watcher::watcher(resources::cluster_versions(cluster.client()), cfg).default_backoff();
+    let api = resources::cluster_versions(cluster.client());
+    let stream = watcher::watcher(api.clone(), cfg).default_backoff();
     let mut last = String::new();
     let wait = async {
+        resources::until_served(&api).await;
         let mut stream = pin!(stream);
         while let Some(ev) = stream.next().await {
             match ev {
@@ -271,20 +274,22 @@ pub async fn operators_stable(
         up_to(limit)
     );
     let store_writer = kube::runtime::reflector::store::Writer::<DynamicObject>::new(
-        kube::api::ApiResource::from_gvk_with_plural(
-            &kube::core::GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterOperator"),
-            "clusteroperators",
-        ),
+        resources::resource_of("ClusterOperator"),
     );
     let store = store_writer.as_reader();
-    let stream = kube::runtime::reflector(
-        store_writer,
-        watcher::watcher(
-            resources::cluster_operators(cluster.client()),
-            watcher::Config::default(),
-        ),
-    )
-    .default_backoff();
+    let api = resources::cluster_operators(cluster.client());
+    let probe = api.clone();
+    let served = futures_util::stream::once(async move {
+        resources::until_served(&probe).await;
+        Ok(watcher::Event::<DynamicObject>::Init)
+    });
+    let stream = served.chain(
+        kube::runtime::reflector(
+            store_writer,
+            watcher::watcher(api, watcher::Config::default()),
+        )
+        .default_backoff(),
+    );
     let deadline = Instant::now() + limit;
     let mut stream = pin!(stream);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
