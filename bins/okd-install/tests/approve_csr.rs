@@ -20,34 +20,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use common::kube::{ControlPlane, NET, With, tail};
-
-/// A PKCS#10 request (ECDSA P-256) for `subject` with optional SANs.
-fn csr_pem(dir: &Path, label: &str, subject: &str, sans: Option<&str>) -> Vec<u8> {
-    let key = dir.join(format!("{label}.key"));
-    let out = dir.join(format!("{label}.csr"));
-    let mut c = Command::new("openssl");
-    c.args([
-        "req",
-        "-new",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ])
-    .arg("-keyout")
-    .arg(&key)
-    .arg("-out")
-    .arg(&out)
-    .args(["-subj", subject]);
-    if let Some(s) = sans {
-        c.args(["-addext", &format!("subjectAltName={s}")]);
-    }
-    let o = c.output().unwrap();
-    assert!(o.status.success(), "{o:?}");
-    std::fs::read(out).unwrap()
-}
+use common::kube::{ControlPlane, NET, User, With, csr_pem, tail};
 
 /// Files a CSR object as the user of kubeconfig `kc`.
 fn file_csr(cp: &ControlPlane, kc: &Path, name: &str, pem: &[u8], signer: &str, usages: &[&str]) {
@@ -222,16 +195,7 @@ containerRuntimeEndpoint: unix://{sock}
     // The node's own serving CSR, filed with the kubelet's new client
     // certificate, for its name and its inventory address.
     let node_kc = scratch.path().join("node-kubeconfig");
-    std::fs::write(
-        &node_kc,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://api-int.{}:6443\n    certificate-authority: {}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\nusers:\n- name: u\n  user:\n    client-certificate: {p}\n    client-key: {p}\n",
-            cp.domain,
-            cp.tls("kube-apiserver-complete-server-ca-bundle.crt").display(),
-            p = client_pem.display()
-        ),
-    )
-    .unwrap();
+    cp.kubeconfig(&node_kc, "api-int", User::Cert(&client_pem, &client_pem));
     let bootstrapper = cp.auth("kubeconfig-kubelet");
     let node_subj = "/O=system:nodes/CN=system:node:master";
     let d = scratch.path();
@@ -316,16 +280,7 @@ containerRuntimeEndpoint: unix://{sock}
     ]);
     let token = cp.admin(&["create", "token", "impostor", "-n", "default"]);
     let impostor = scratch.path().join("impostor-kubeconfig");
-    std::fs::write(
-        &impostor,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://api.{}:6443\n    certificate-authority: {}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: {}\n",
-            cp.domain,
-            cp.tls("kube-apiserver-complete-server-ca-bundle.crt").display(),
-            token.trim()
-        ),
-    )
-    .unwrap();
+    cp.kubeconfig(&impostor, "api", User::Token(&token));
     let p = csr_pem(d, "f5", node_subj, None);
     file_csr(
         &cp,
@@ -492,17 +447,7 @@ fn pattern_matched_serving_csr_waits_for_the_node_object() {
     )
     .unwrap();
     let kc = d.join("w5-kubeconfig");
-    std::fs::write(
-        &kc,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://api-int.{}:6443\n    certificate-authority: {}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\nusers:\n- name: u\n  user:\n    client-certificate: {}\n    client-key: {}\n",
-            cp.domain,
-            cp.tls("kube-apiserver-complete-server-ca-bundle.crt").display(),
-            crt.display(),
-            d.join("w5.key").display()
-        ),
-    )
-    .unwrap();
+    cp.kubeconfig(&kc, "api-int", User::Cert(&crt, &d.join("w5.key")));
     let serving = csr_pem(
         d,
         "w5s",

@@ -67,9 +67,9 @@ fn drive(cp: &ControlPlane, mode: &str, count: usize, prefix: &str) -> Vec<f64> 
     v
 }
 
-/// Requests in the audit log whose user agent starts with `agent`, between
-/// `from` and `to` (RFC 3339 `requestReceivedTimestamp`).
-fn requests(audit: &Path, agent: &str, from: &str, to: &str) -> usize {
+/// The audit entries (RequestReceived) whose user agent starts with
+/// `agent`, between `from` and `to` (RFC 3339 `requestReceivedTimestamp`).
+fn audited(audit: &Path, agent: &str, from: &str, to: &str) -> Vec<serde_json::Value> {
     std::fs::read_to_string(audit)
         .unwrap_or_default()
         .lines()
@@ -83,26 +83,18 @@ fn requests(audit: &Path, agent: &str, from: &str, to: &str) -> usize {
             let t = e["requestReceivedTimestamp"].as_str().unwrap_or("");
             t >= from && t < to
         })
-        .count()
+        .collect()
 }
 
-/// The requests counted by [`requests`], grouped by verb and path.
+/// How many requests [`audited`] finds.
+fn requests(audit: &Path, agent: &str, from: &str, to: &str) -> usize {
+    audited(audit, agent, from, to).len()
+}
+
+/// The requests of [`audited`] grouped by verb and path.
 fn breakdown(audit: &Path, agent: &str, from: &str, to: &str) -> Vec<(String, usize)> {
     let mut m = std::collections::BTreeMap::<String, usize>::new();
-    for e in std::fs::read_to_string(audit)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|e| {
-            e["userAgent"]
-                .as_str()
-                .is_some_and(|u| u.starts_with(agent))
-        })
-        .filter(|e| {
-            let t = e["requestReceivedTimestamp"].as_str().unwrap_or("");
-            t >= from && t < to
-        })
-    {
+    for e in audited(audit, agent, from, to) {
         let uri = e["requestURI"]
             .as_str()
             .unwrap_or("")

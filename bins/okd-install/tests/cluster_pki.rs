@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 
 use base64::Engine as _;
-use common::kube::{ControlPlane, With, in_ns};
+use common::kube::{ControlPlane, User, With, in_ns};
 
 fn b64url(data: &[u8]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(data)
@@ -208,14 +208,7 @@ fn bootstrap_pki_meets_the_real_api_server() {
     ]);
     let token = sa_token(&cp.tls("service-account.key"), "default", "okd-test", &uid);
     let anon = scratch.path().join("anon-kubeconfig");
-    std::fs::write(
-        &anon,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://api.{domain}:6443\n    certificate-authority: {}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\nusers:\n- name: u\n  user: {{}}\n",
-            cp.tls("kube-apiserver-complete-server-ca-bundle.crt").display()
-        ),
-    )
-    .unwrap();
+    cp.kubeconfig(&anon, "api", User::Anonymous);
     let (ok, who) = whoami(&cp, &anon, &["--token", &token]);
     assert!(
         ok && who.starts_with("system:serviceaccount:default:okd-test "),
@@ -232,28 +225,15 @@ fn bootstrap_pki_meets_the_real_api_server() {
     // a client CSR filed with the kubelet bootstrap kubeconfig, approved by
     // okd-install approve-csr, comes back signed by kubelet-signer.
     let key = scratch.path().join("node.key");
-    let csr = scratch.path().join("node.csr");
-    let out = Command::new("openssl")
-        .args([
-            "req",
-            "-new",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ])
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&csr)
-        .args(["-subj", "/O=system:nodes/CN=system:node:master"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    let csr = common::kube::csr_pem(
+        scratch.path(),
+        "node",
+        "/O=system:nodes/CN=system:node:master",
+        None,
+    );
     let obj = format!(
         "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata:\n  name: node-master\nspec:\n  request: {}\n  signerName: kubernetes.io/kube-apiserver-client-kubelet\n  usages: [digital signature, client auth]\n",
-        base64::engine::general_purpose::STANDARD.encode(std::fs::read(&csr).unwrap())
+        base64::engine::general_purpose::STANDARD.encode(&csr)
     );
     let f = scratch.path().join("csr.yaml");
     std::fs::write(&f, obj).unwrap();
@@ -309,16 +289,7 @@ fn bootstrap_pki_meets_the_real_api_server() {
     );
     // … and the API server (client CA bundle) accepts it as the node.
     let kc = scratch.path().join("node-kubeconfig");
-    std::fs::write(
-        &kc,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://api-int.{domain}:6443\n    certificate-authority: {}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\nusers:\n- name: u\n  user:\n    client-certificate: {}\n    client-key: {}\n",
-            cp.tls("kube-apiserver-complete-server-ca-bundle.crt").display(),
-            cert.display(),
-            key.display()
-        ),
-    )
-    .unwrap();
+    cp.kubeconfig(&kc, "api-int", User::Cert(&cert, &key));
     let (ok, who) = whoami(&cp, &kc, &[]);
     assert!(
         ok && who.starts_with("system:node:master ") && who.contains("system:nodes"),

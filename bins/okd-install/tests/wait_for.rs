@@ -19,52 +19,35 @@ use std::time::{Duration, Instant};
 
 use common::kube::{ControlPlane, With, in_ns, tail};
 
-const CRDS: &str = "apiVersion: apiextensions.k8s.io/v1
+/// An open-schema CRD with a status subresource for a cluster-scoped kind.
+fn crd(group: &str, kind: &str, plural: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
-metadata: {name: clusterversions.config.openshift.io}
+metadata: {{name: {plural}.{group}}}
 spec:
-  group: config.openshift.io
+  group: {group}
   scope: Cluster
-  names: {kind: ClusterVersion, plural: clusterversions, singular: clusterversion, listKind: ClusterVersionList}
+  names: {{kind: {kind}, plural: {plural}, singular: {singular}, listKind: {kind}List}}
   versions:
   - name: v1
     served: true
     storage: true
-    subresources: {status: {}}
-    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+    subresources: {{status: {{}}}}
+    schema: {{openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}
 ---
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: clusteroperators.config.openshift.io}
-spec:
-  group: config.openshift.io
-  scope: Cluster
-  names: {kind: ClusterOperator, plural: clusteroperators, singular: clusteroperator, listKind: ClusterOperatorList, shortNames: [co]}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
----
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: etcds.operator.openshift.io}
-spec:
-  group: operator.openshift.io
-  scope: Cluster
-  names: {kind: Etcd, plural: etcds, singular: etcd, listKind: EtcdList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: openshift-config-managed}
-";
+",
+        singular = kind.to_lowercase()
+    )
+}
+
+/// The three kinds, and the namespace of the router CA.
+fn crds() -> String {
+    crd("config.openshift.io", "ClusterVersion", "clusterversions")
+        + &crd("config.openshift.io", "ClusterOperator", "clusteroperators")
+        + &crd("operator.openshift.io", "Etcd", "etcds")
+        + "apiVersion: v1\nkind: Namespace\nmetadata: {name: openshift-config-managed}\n"
+}
 
 fn rfc3339(ago: Duration) -> String {
     (time::OffsetDateTime::now_utc() - ago)
@@ -170,7 +153,7 @@ fn bootstrap_complete_messages_timeouts_and_an_api_restart() {
     let Some(mut cp) = ControlPlane::start(dir.path(), scratch.path(), With::ApiServer) else {
         return;
     };
-    cp.apply_yaml(CRDS);
+    cp.apply_yaml(&crds());
 
     // No API behind api.<domain>: the API wait times out (exit 5).
     let (void_ns, void_ip) = cp.add_node("void", 50);
@@ -411,7 +394,7 @@ fn install_complete_messages_exit_codes_and_router_ca() {
     let Some(cp) = ControlPlane::start(dir.path(), scratch.path(), With::ApiServer) else {
         return;
     };
-    cp.apply_yaml(CRDS);
+    cp.apply_yaml(&crds());
     let ns = cp.ns.clone();
 
     // Still progressing: exit 6 with the last message.

@@ -264,15 +264,8 @@ openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out c
     /// Starts `program` in the namespace with `args`; output to
     /// `scratch/<label>.log`. Killed by PID on drop.
     pub fn spawn(&mut self, label: &str, program: &Path, args: &[String]) {
-        let log = std::fs::File::create(self.scratch.join(format!("{label}.log"))).unwrap();
-        let child = in_ns(&self.ns, program)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        self.children.push((label.to_string(), child));
+        let ns = self.ns.clone();
+        self.spawn_in(&ns, label, program, args);
     }
 
     /// Kills the process started as `label` (by PID) and waits for it.
@@ -597,36 +590,85 @@ pub fn tail(s: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
+/// The credentials of a test kubeconfig.
+pub enum User<'a> {
+    /// None (anonymous; a token may be passed to kubectl).
+    Anonymous,
+    /// A client certificate and key file (may be one PEM file).
+    Cert(&'a Path, &'a Path),
+    /// A bearer token.
+    Token(&'a str),
+}
+
+impl ControlPlane {
+    /// Writes a kubeconfig at `path` for `https://<host>.<domain>:6443`
+    /// (`host` is `api` or `api-int`) trusting the complete server CA bundle.
+    pub fn kubeconfig(&self, path: &Path, host: &str, user: User) {
+        let user = match user {
+            User::Anonymous => "  user: {}\n".to_string(),
+            User::Cert(c, k) => format!(
+                "  user:\n    client-certificate: {}\n    client-key: {}\n",
+                c.display(),
+                k.display()
+            ),
+            User::Token(t) => format!("  user:\n    token: {}\n", t.trim()),
+        };
+        std::fs::write(
+            path,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://{host}.{}:6443\n    certificate-authority: {}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\nusers:\n- name: u\n{user}",
+                self.domain,
+                self.tls("kube-apiserver-complete-server-ca-bundle.crt").display(),
+            ),
+        )
+        .unwrap();
+    }
+}
+
+/// A PKCS#10 request (ECDSA P-256, openssl) for `subject` with optional
+/// `subjectAltName` text; key at `dir/<label>.key`. Returns the PEM.
+pub fn csr_pem(dir: &Path, label: &str, subject: &str, sans: Option<&str>) -> Vec<u8> {
+    let key = dir.join(format!("{label}.key"));
+    let out = dir.join(format!("{label}.csr"));
+    let mut c = Command::new("openssl");
+    c.args([
+        "req",
+        "-new",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ])
+    .arg("-keyout")
+    .arg(&key)
+    .arg("-out")
+    .arg(&out)
+    .args(["-subj", subject]);
+    if let Some(s) = sans {
+        c.args(["-addext", &format!("subjectAltName={s}")]);
+    }
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{o:?}");
+    std::fs::read(out).unwrap()
+}
+
 /// Writes a CertificateSigningRequest object `node-<name>` (JSON) for a
 /// kubelet client certificate of node `name` into `dir`; returns its path.
 pub fn node_client_csr(dir: &Path, name: &str) -> PathBuf {
-    let key = dir.join(format!("{name}.key"));
-    let csr = dir.join(format!("{name}.csr"));
-    let out = Command::new("openssl")
-        .args([
-            "req",
-            "-new",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ])
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&csr)
-        .args(["-subj", &format!("/O=system:nodes/CN=system:node:{name}")])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    let pem = csr_pem(
+        dir,
+        name,
+        &format!("/O=system:nodes/CN=system:node:{name}"),
+        None,
+    );
     use base64::Engine as _;
     let obj = serde_json::json!({
         "apiVersion": "certificates.k8s.io/v1",
         "kind": "CertificateSigningRequest",
         "metadata": {"name": format!("node-{name}")},
         "spec": {
-            "request": base64::engine::general_purpose::STANDARD.encode(std::fs::read(&csr).unwrap()),
+            "request": base64::engine::general_purpose::STANDARD.encode(&pem),
             "signerName": "kubernetes.io/kube-apiserver-client-kubelet",
             "usages": ["digital signature", "client auth"],
         }
