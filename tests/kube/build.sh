@@ -55,5 +55,9 @@ for p in kube-apiserver kube-controller-manager kube-scheduler kubelet; do
 done
 rm -rf "$bin"
 mv "$bin.partial" "$bin"
+# Kits of earlier pins are not used again.
+for old in "$kit_root"/*/; do
+    [[ "$old" == "$kit_root/$key/" ]] || rm -rf "$old"
+done
 echo "built the kit in $((SECONDS - start)) s" >&2
 echo "$bin"
