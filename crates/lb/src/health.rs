@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -59,10 +59,7 @@ pub(crate) async fn check_loop(
             detail: match &outcome {
                 Ok(d) | Err(d) => d.clone(),
             },
-            at_unix_ms: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_millis() as u64)
-                .unwrap_or(0),
+            at_unix_ms: crate::now_unix_ms(),
             duration_ms: started.elapsed().as_millis() as u64,
         };
         if be.removed.load(Ordering::SeqCst) {
@@ -74,6 +71,7 @@ pub(crate) async fn check_loop(
             let s = successes.fetch_add(1, Ordering::Relaxed) + 1;
             if !up && s >= check.rise {
                 be.up.store(true, Ordering::SeqCst);
+                be.since_unix_ms.store(result.at_unix_ms, Ordering::SeqCst);
                 tracing::warn!(
                     "backend {} ({}) of frontend {} is UP: {}",
                     be.name,
@@ -87,6 +85,7 @@ pub(crate) async fn check_loop(
             let f = failures.fetch_add(1, Ordering::Relaxed) + 1;
             if up && f >= check.fall {
                 be.up.store(false, Ordering::SeqCst);
+                be.since_unix_ms.store(result.at_unix_ms, Ordering::SeqCst);
                 tracing::warn!(
                     "backend {} ({}) of frontend {} is DOWN: {}",
                     be.name,

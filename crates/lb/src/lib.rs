@@ -121,7 +121,17 @@ struct BackendState {
     up: AtomicBool,
     removed: AtomicBool,
     last_check: Mutex<Option<CheckResult>>,
+    /// When `up` last changed (or the backend was added), ms since the epoch.
+    since_unix_ms: std::sync::atomic::AtomicU64,
     counters: Counters,
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub(crate) fn now_unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// Told about every proxied connection, e.g. by a status page that wants
@@ -336,6 +346,7 @@ fn new_backend(frontend: &str, b: &Backend) -> Arc<BackendState> {
         up: AtomicBool::new(true),
         removed: AtomicBool::new(false),
         last_check: Mutex::new(None),
+        since_unix_ms: std::sync::atomic::AtomicU64::new(now_unix_ms()),
         counters: Counters::default(),
     })
 }

@@ -18,6 +18,9 @@ pub struct BackendStats {
     pub addr: SocketAddr,
     /// Whether it currently receives connections.
     pub up: bool,
+    /// Since when it is up (or down): the last change, or when it was
+    /// added; milliseconds since the Unix epoch.
+    pub since_unix_ms: u64,
     /// The last health check, `None` before the first one (or with [`CheckKind::None`]).
     pub last_check: Option<CheckResult>,
     /// Connections proxied right now.
@@ -81,6 +84,7 @@ impl LoadBalancer {
                         name: b.name.clone(),
                         addr: b.addr,
                         up: b.up.load(Ordering::Relaxed),
+                        since_unix_ms: b.since_unix_ms.load(Ordering::Relaxed),
                         last_check: lock(&b.last_check).clone(),
                         active_connections: b.counters.active.load(Ordering::Relaxed),
                         connections_total: b.counters.total.load(Ordering::Relaxed),

@@ -21,6 +21,7 @@
 
 mod app;
 mod control;
+mod dashboard;
 mod run;
 mod status;
 

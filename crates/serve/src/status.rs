@@ -187,64 +187,16 @@ impl Status {
             }
             Err(_) => (Vec::new(), Vec::new()),
         };
-        json!({
+        let mut doc = json!({
             "cluster": self.inv.cluster_domain, "started": self.started, "hosts": hosts,
             "unknownClients": unknown, "loadBalancer": lb,
-        })
+        });
+        crate::dashboard::annotate(&mut doc, OffsetDateTime::now_utc());
+        doc
     }
 
-    /// A small HTML page of [`Status::json`].
+    /// The install dashboard of [`Status::json`] (see [`crate::dashboard`]).
     pub(crate) fn html(&self, lb: Value) -> String {
-        let doc = self.json(lb);
-        let esc = |s: &str| {
-            s.replace('&', "&amp;")
-                .replace('<', "&lt;")
-                .replace('>', "&gt;")
-        };
-        let last = |v: &Value, key: &str, f: &dyn Fn(&Value) -> String| {
-            v[key]
-                .as_array()
-                .and_then(|a| a.last())
-                .map(f)
-                .unwrap_or_else(|| "—".to_string())
-        };
-        let mut rows = String::new();
-        for h in doc["hosts"].as_array().into_iter().flatten() {
-            rows.push_str(&format!(
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                esc(h["hostname"].as_str().unwrap_or("")),
-                esc(h["role"].as_str().unwrap_or("")),
-                esc(&h["address"].to_string().replace('"', "")),
-                esc(&last(h, "dns", &|e| format!(
-                    "{} {} → {}",
-                    e["time"].as_str().unwrap_or(""),
-                    e["name"].as_str().unwrap_or(""),
-                    e["answers"]
-                ))),
-                esc(&last(h, "ignition", &|e| format!(
-                    "{} {} spec {} ({})",
-                    e["time"].as_str().unwrap_or(""),
-                    e["pool"].as_str().unwrap_or(""),
-                    e["spec"].as_str().unwrap_or(""),
-                    e["status"]
-                ))),
-                esc(&last(h, "http", &|e| format!(
-                    "{} {} ({})",
-                    e["time"].as_str().unwrap_or(""),
-                    e["path"].as_str().unwrap_or(""),
-                    e["status"]
-                ))),
-            ));
-        }
-        format!(
-            "<!doctype html><html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"5\"><title>okd-install serve: {c}</title>\
-<style>body{{font-family:sans-serif}}table{{border-collapse:collapse}}td,th{{border:1px solid #999;padding:4px 8px;font-size:90%}}</style></head>\
-<body><h1>{c}</h1><p>serving since {s}. JSON: <a href=\"/status\">/status</a>, metrics: <a href=\"/metrics\">/metrics</a></p>\
-<table><tr><th>host</th><th>role</th><th>address</th><th>last DNS answer</th><th>last Ignition served</th><th>last HTTP file</th></tr>\n{rows}</table>\
-<h2>Load balancer</h2><pre>{lb}</pre></body></html>\n",
-            c = esc(doc["cluster"].as_str().unwrap_or("")),
-            s = esc(doc["started"].as_str().unwrap_or("")),
-            lb = esc(&serde_json::to_string_pretty(&doc["loadBalancer"]).unwrap_or_default()),
-        )
+        crate::dashboard::page(&self.json(lb), OffsetDateTime::now_utc())
     }
 }

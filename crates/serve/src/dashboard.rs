@@ -1,0 +1,399 @@
+//! The install dashboard: serve's status document turned into what a
+//! person watching an install needs — per host a stage line (DNS answered
+//! → Ignition fetched → CSRs approved → Node Ready), the load balancer as a
+//! table with health, and warnings in plain words with the next step.
+//!
+//! [`annotate`] adds `stages` to each host and `warnings` to the document
+//! (so `/status` keeps everything the page shows); [`page`] renders the
+//! annotated document as one HTML page: semantic HTML, no external assets,
+//! readable without JavaScript; a small script replaces the page's `<main>`
+//! every second so it stays current.
+
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+/// After this long without Ignition, a host that resolved names gets a warning.
+const NO_IGNITION_AFTER_SECS: i64 = 5 * 60;
+
+fn parse_time(v: &Value) -> Option<OffsetDateTime> {
+    v.as_str()
+        .and_then(|s| OffsetDateTime::parse(s, &Rfc3339).ok())
+}
+
+/// "just now", "42 s ago", "2 min ago", "3 h ago", "2 days ago".
+pub(crate) fn ago(t: OffsetDateTime, now: OffsetDateTime) -> String {
+    let s = (now - t).whole_seconds();
+    match s {
+        i64::MIN..=4 => "just now".to_string(),
+        5..=59 => format!("{s} s ago"),
+        60..=3599 => format!("{} min ago", s / 60),
+        3600..=86_399 => format!("{} h ago", s / 3600),
+        _ => format!("{} days ago", s / 86_400),
+    }
+}
+
+fn events(h: &Value, kind: &str) -> Vec<Value> {
+    h[kind].as_array().cloned().unwrap_or_default()
+}
+
+/// The stage line of one host from its events.
+fn stages(h: &Value) -> Vec<Value> {
+    let dns = events(h, "dns");
+    let first_dns = dns.first();
+    let bootstrap = h["role"] == "bootstrap";
+    let ign = if bootstrap {
+        events(h, "http").into_iter().find(|e| {
+            e["status"] == 200
+                && e["path"]
+                    .as_str()
+                    .is_some_and(|p| p.ends_with("bootstrap.ign"))
+        })
+    } else {
+        events(h, "ignition")
+            .into_iter()
+            .find(|e| e["status"] == 200)
+    };
+    let mut out = vec![json!({
+        "stage": "DNS answered",
+        "done": first_dns.is_some(),
+        "time": first_dns.map(|e| e["time"].clone()).unwrap_or(Value::Null),
+        "detail": first_dns.map(|e| format!("{} {}", e["name"].as_str().unwrap_or(""), e["type"].as_str().unwrap_or(""))).unwrap_or_default(),
+    })];
+    out.push(json!({
+        "stage": "Ignition fetched",
+        "done": ign.is_some(),
+        "time": ign.as_ref().map(|e| e["time"].clone()).unwrap_or(Value::Null),
+        "detail": match &ign {
+            Some(_) if bootstrap => "bootstrap.ign over HTTP".to_string(),
+            Some(e) => format!("pool {}, spec {}", e["pool"].as_str().unwrap_or(""), e["spec"].as_str().unwrap_or("")),
+            None => String::new(),
+        },
+    }));
+    if !bootstrap {
+        for stage in ["CSR client approved", "CSR serving approved", "Node Ready"] {
+            out.push(json!({"stage": stage, "done": false, "time": Value::Null, "detail": ""}));
+        }
+    }
+    out
+}
+
+/// Warnings in plain words with the next step.
+fn warnings(doc: &Value, now: OffsetDateTime) -> Vec<String> {
+    let mut w = Vec::new();
+    for h in doc["hosts"].as_array().into_iter().flatten() {
+        let name = h["hostname"].as_str().unwrap_or("?");
+        let st = h["stages"].as_array().cloned().unwrap_or_default();
+        let dns_done = st.first().is_some_and(|s| s["done"] == true);
+        let ign_done = st.get(1).is_some_and(|s| s["done"] == true);
+        if dns_done
+            && !ign_done
+            && let Some(t) = parse_time(&st[0]["time"])
+            && (now - t).whole_seconds() >= NO_IGNITION_AFTER_SECS
+        {
+            w.push(format!(
+                "{name} resolved {} {} but never fetched Ignition: check the kernel arguments / boot order",
+                st[0]["detail"].as_str().unwrap_or("").split(' ').next().unwrap_or(""),
+                ago(t, now)
+            ));
+        }
+        for e in events(h, "ignition") {
+            if e["status"].as_u64().is_some_and(|s| s >= 400) {
+                w.push(format!(
+                    "{name} asked the machine-config server for pool {} and got HTTP {}",
+                    e["pool"].as_str().unwrap_or(""),
+                    e["status"]
+                ));
+                break;
+            }
+        }
+        if h["role"] != "bootstrap" {
+            for e in events(h, "http") {
+                if e["status"] == 403
+                    && e["path"]
+                        .as_str()
+                        .is_some_and(|p| p.ends_with("bootstrap.ign"))
+                {
+                    w.push(format!(
+                        "bootstrap.ign was requested by {name} ({}), refused",
+                        h["address"].as_str().unwrap_or("")
+                    ));
+                    break;
+                }
+            }
+        }
+    }
+    for c in doc["unknownClients"].as_array().into_iter().flatten() {
+        if events(c, "http").iter().any(|e| {
+            e["status"] == 403
+                && e["path"]
+                    .as_str()
+                    .is_some_and(|p| p.ends_with("bootstrap.ign"))
+        }) {
+            w.push(format!(
+                "bootstrap.ign was requested by {}, refused (not the inventory's bootstrap host)",
+                c["address"].as_str().unwrap_or("")
+            ));
+        }
+    }
+    for fe in doc["loadBalancer"]["frontends"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        for b in fe["backends"].as_array().into_iter().flatten() {
+            if b["up"] == false {
+                let since = b["since_unix_ms"]
+                    .as_i64()
+                    .and_then(|ms| {
+                        OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok()
+                    })
+                    .map(|t| ago(t, now))
+                    .unwrap_or_default();
+                w.push(format!(
+                    "load balancer backend {} of {} is DOWN (since {since}): {}",
+                    b["name"].as_str().unwrap_or(""),
+                    fe["name"].as_str().unwrap_or(""),
+                    b["last_check"]["detail"].as_str().unwrap_or("no check yet")
+                ));
+            }
+        }
+    }
+    w
+}
+
+/// Adds `hosts[].stages` and `warnings` to a status document.
+pub(crate) fn annotate(doc: &mut Value, now: OffsetDateTime) {
+    if let Some(hosts) = doc["hosts"].as_array_mut() {
+        for h in hosts {
+            let st = stages(h);
+            h["stages"] = Value::Array(st);
+        }
+    }
+    let w = warnings(doc, now);
+    doc["warnings"] = json!(w);
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn time_cell(v: &Value, now: OffsetDateTime) -> String {
+    match parse_time(v) {
+        Some(t) => format!(
+            "<time datetime=\"{}\">{}</time>",
+            esc(v.as_str().unwrap_or("")),
+            ago(t, now)
+        ),
+        None => String::new(),
+    }
+}
+
+fn bytes(n: u64) -> String {
+    match n {
+        0..=1023 => format!("{n} B"),
+        1024..=1_048_575 => format!("{:.1} KiB", n as f64 / 1024.0),
+        1_048_576..=1_073_741_823 => format!("{:.1} MiB", n as f64 / 1_048_576.0),
+        _ => format!("{:.2} GiB", n as f64 / 1_073_741_824.0),
+    }
+}
+
+const STYLE: &str = "body{font:15px/1.4 system-ui,sans-serif;margin:0 auto;max-width:80rem;padding:0 1rem;color:#1b1b1b;background:#fff}\
+h1{font-size:1.4rem}h2{font-size:1.15rem;margin-top:1.5rem}table{border-collapse:collapse;width:100%}\
+th,td{border-bottom:1px solid #ccc;padding:.35rem .5rem;text-align:left;vertical-align:top}th{background:#f0f0f0}\
+ol.st{list-style:none;margin:0;padding:0;display:flex;flex-wrap:wrap;gap:.25rem .75rem}ol.st li::before{content:'○ '}\
+ol.st li.done::before{content:'● ';color:#1a7f37}ol.st li.todo{color:#666}.up{color:#1a7f37;font-weight:600}.down{color:#b42318;font-weight:600}\
+ul.warn li{color:#8a4b00}time{color:#444;font-size:.9em}\
+@media (max-width:40rem){table,thead,tbody,tr,th,td{display:block}thead{display:none}td{border:0;padding:.15rem 0}tr{border-bottom:1px solid #ccc;padding:.5rem 0}}";
+
+/// Keeps the page current: fetches it again every second and swaps `<main>`.
+const SCRIPT: &str = "setInterval(async()=>{try{const r=await fetch(location.pathname,{cache:'no-store'});\
+const d=new DOMParser().parseFromString(await r.text(),'text/html');const m=d.getElementById('main');\
+if(m){document.getElementById('main').replaceWith(m);}}catch(e){}},1000);";
+
+/// The page of an annotated status document.
+pub(crate) fn page(doc: &Value, now: OffsetDateTime) -> String {
+    let cluster = esc(doc["cluster"].as_str().unwrap_or(""));
+    let mut main = String::new();
+    let warns = doc["warnings"].as_array().cloned().unwrap_or_default();
+    main += "<section aria-labelledby=\"warnings\"><h2 id=\"warnings\">Warnings</h2>";
+    if warns.is_empty() {
+        main += "<p>None.</p>";
+    } else {
+        main += "<ul class=\"warn\">";
+        for w in &warns {
+            main += &format!("<li>{}</li>", esc(w.as_str().unwrap_or("")));
+        }
+        main += "</ul>";
+    }
+    main += "</section><section aria-labelledby=\"hosts\"><h2 id=\"hosts\">Hosts</h2>\
+<table><thead><tr><th scope=\"col\">Host</th><th scope=\"col\">Role</th><th scope=\"col\">Address</th><th scope=\"col\">MAC</th><th scope=\"col\">Stages</th></tr></thead><tbody>";
+    for h in doc["hosts"].as_array().into_iter().flatten() {
+        let mut st = String::from("<ol class=\"st\">");
+        for s in h["stages"].as_array().into_iter().flatten() {
+            let done = s["done"] == true;
+            let detail = s["detail"].as_str().unwrap_or("");
+            st += &format!(
+                "<li class=\"{}\">{}{}{}</li>",
+                if done { "done" } else { "todo" },
+                esc(s["stage"].as_str().unwrap_or("")),
+                if detail.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", esc(detail))
+                },
+                if done {
+                    format!(" {}", time_cell(&s["time"], now))
+                } else {
+                    String::new()
+                }
+            );
+        }
+        st += "</ol>";
+        main += &format!(
+            "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{st}</td></tr>",
+            esc(h["hostname"].as_str().unwrap_or("")),
+            esc(h["role"].as_str().unwrap_or("")),
+            esc(h["address"].as_str().unwrap_or("")),
+            esc(h["mac"].as_str().unwrap_or("—")),
+        );
+    }
+    main += "</tbody></table><p>CSR and Node stages need cluster data, which this page does not read yet.</p></section>";
+    main += "<section aria-labelledby=\"lb\"><h2 id=\"lb\">Load balancer</h2>";
+    match doc["loadBalancer"]["frontends"].as_array() {
+        None => main += "<p>Not run by this serve.</p>",
+        Some(fes) => {
+            main += "<table><thead><tr><th scope=\"col\">Frontend</th><th scope=\"col\">Backend</th><th scope=\"col\">State</th><th scope=\"col\">Last check</th><th scope=\"col\">Connections (now / total)</th><th scope=\"col\">Bytes in / out</th></tr></thead><tbody>";
+            for fe in fes {
+                for b in fe["backends"].as_array().into_iter().flatten() {
+                    let up = b["up"] == true;
+                    let since = b["since_unix_ms"]
+                        .as_i64()
+                        .and_then(|ms| {
+                            OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+                                .ok()
+                        })
+                        .map(|t| format!(" since {}", ago(t, now)))
+                        .unwrap_or_default();
+                    main += &format!(
+                        "<tr><th scope=\"row\">{} <small>{}</small></th><td>{} <small>{}</small></td><td class=\"{}\">{}{since}</td><td>{}</td><td>{} / {}</td><td>{} / {}</td></tr>",
+                        esc(fe["name"].as_str().unwrap_or("")),
+                        esc(fe["bind"].as_str().unwrap_or("")),
+                        esc(b["name"].as_str().unwrap_or("")),
+                        esc(b["addr"].as_str().unwrap_or("")),
+                        if up { "up" } else { "down" },
+                        if up { "UP" } else { "DOWN" },
+                        esc(b["last_check"]["detail"].as_str().unwrap_or("—")),
+                        b["active_connections"],
+                        b["connections_total"],
+                        bytes(b["bytes_in"].as_u64().unwrap_or(0)),
+                        bytes(b["bytes_out"].as_u64().unwrap_or(0)),
+                    );
+                }
+            }
+            main += "</tbody></table>";
+        }
+    }
+    main += "</section>";
+    format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+<title>{cluster}: install status</title><style>{STYLE}</style></head><body><header><h1>{cluster}: install status</h1>\
+<p>serve running since {} · <a href=\"/status\">JSON</a> · <a href=\"/metrics\">metrics</a></p></header>\
+<main id=\"main\">{main}</main><script>{SCRIPT}</script></body></html>\n",
+        time_cell(&doc["started"], now)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    fn doc() -> Value {
+        json!({
+            "cluster": "okd.example", "started": "2026-11-24T10:00:00Z",
+            "hosts": [
+                {"hostname": "bootstrap", "role": "bootstrap", "address": "192.168.120.102", "mac": "52:54:00:12:01:02",
+                 "dns": [{"time": "2026-11-24T10:01:00Z", "name": "api-int.okd.example", "type": "A"}],
+                 "ignition": [], "http": [{"time": "2026-11-24T10:01:05Z", "path": "/ignition/bootstrap.ign", "status": 200}]},
+                {"hostname": "master", "role": "master", "address": "192.168.120.103", "mac": null,
+                 "dns": [{"time": "2026-11-24T10:02:00Z", "name": "api-int.okd.example", "type": "A"}],
+                 "ignition": [], "http": [{"time": "2026-11-24T10:02:01Z", "path": "/ignition/bootstrap.ign", "status": 403}]},
+                {"hostname": "worker1", "role": "worker", "address": "192.168.120.104",
+                 "dns": [], "ignition": [{"time": "2026-11-24T10:03:00Z", "pool": "worker", "spec": "3.2.0", "status": 500}], "http": []},
+            ],
+            "unknownClients": [{"address": "192.168.120.66", "http": [{"path": "/ignition/bootstrap.ign", "status": 403}]}],
+            "loadBalancer": {"frontends": [{"name": "api", "bind": "192.168.120.101:6443", "backends": [
+                {"name": "bootstrap", "addr": "192.168.120.102:6443", "up": true, "since_unix_ms": 1795999200000u64,
+                 "last_check": {"detail": "HTTP 200"}, "active_connections": 2, "connections_total": 40, "bytes_in": 2048, "bytes_out": 3_000_000},
+                {"name": "master", "addr": "192.168.120.103:6443", "up": false, "since_unix_ms": 1795999200000u64,
+                 "last_check": {"detail": "connection refused"}, "active_connections": 0, "connections_total": 0, "bytes_in": 0, "bytes_out": 0},
+            ]}]},
+        })
+    }
+
+    #[test]
+    fn stages_warnings_and_page() {
+        let now = datetime!(2026-11-24 10:10 UTC);
+        let mut d = doc();
+        let down_since = (now - time::Duration::minutes(5)).unix_timestamp() * 1000;
+        d["loadBalancer"]["frontends"][0]["backends"][1]["since_unix_ms"] = json!(down_since);
+        annotate(&mut d, now);
+        let h = &d["hosts"];
+        assert_eq!(h[0]["stages"][1]["done"], true, "bootstrap.ign fetched");
+        assert_eq!(h[1]["stages"][0]["done"], true);
+        assert_eq!(h[1]["stages"][1]["done"], false);
+        assert_eq!(h[1]["stages"].as_array().unwrap().len(), 5);
+        let w: Vec<&str> = d["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect();
+        assert!(w.contains(&"master resolved api-int.okd.example 8 min ago but never fetched Ignition: check the kernel arguments / boot order"), "{w:?}");
+        assert!(
+            w.contains(&"bootstrap.ign was requested by master (192.168.120.103), refused"),
+            "{w:?}"
+        );
+        assert!(w.contains(&"bootstrap.ign was requested by 192.168.120.66, refused (not the inventory's bootstrap host)"), "{w:?}");
+        assert!(
+            w.contains(&"worker1 asked the machine-config server for pool worker and got HTTP 500"),
+            "{w:?}"
+        );
+        assert!(
+            w.iter().any(
+                |x| x.starts_with("load balancer backend master of api is DOWN (since ")
+                    && x.ends_with("connection refused")
+            ),
+            "{w:?}"
+        );
+        let html = page(&d, now);
+        assert!(
+            html.contains("<time datetime=\"2026-11-24T10:01:05Z\">8 min ago</time>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<td class=\"down\">DOWN since 5 min ago</td>"),
+            "{html}"
+        );
+        assert!(html.contains("2.9 MiB"), "{html}");
+        assert!(
+            !html.contains("http://") && !html.contains("https://"),
+            "no external assets"
+        );
+        assert!(html.len() < 100 * 1024);
+    }
+
+    #[test]
+    fn human_times() {
+        let now = datetime!(2026-11-24 10:00 UTC);
+        assert_eq!(ago(now, now), "just now");
+        assert_eq!(ago(datetime!(2026-11-24 09:59:18 UTC), now), "42 s ago");
+        assert_eq!(ago(datetime!(2026-11-24 09:58 UTC), now), "2 min ago");
+        assert_eq!(ago(datetime!(2026-11-24 07:00 UTC), now), "3 h ago");
+        assert_eq!(ago(datetime!(2026-11-22 10:00 UTC), now), "2 days ago");
+    }
+}
