@@ -81,6 +81,17 @@ fn real_kubelet_bootstrap_is_approved_and_forgeries_are_not() {
     let (master_ns, master_ip) = cp.add_node("master", 103);
     assert_eq!(master_ip, format!("{NET}.103"));
 
+    // serve's status page beside it, reading the cluster (dashboard).
+    let serve_log = scratch.path().join("serve.log");
+    let mut serve = okd_test_utils::ChildGuard(
+        cp.okd(&["serve", "--services", "status"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&serve_log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    common::serve::wait_ready(&serve_log);
+
     // approve-csr --watch, as the bastion would run it, in the control
     // plane's namespace with the admin kubeconfig of the asset directory.
     let watch_log = scratch.path().join("approve-csr.log");
@@ -383,6 +394,58 @@ containerRuntimeEndpoint: unix://{sock}
         );
     }
     assert_eq!(condition(&cp, "serving-master"), "Approved");
+
+    // The dashboard's data: the master's CSR stages done, the forged
+    // unknown node named (read by serve through the inventory's API address).
+    let status = || -> serde_json::Value {
+        let out = cp.okd(&["serve", "status"]).output().unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or_default()
+    };
+    wait_until(
+        "serve's status to show the master's CSRs",
+        20,
+        || {
+            let doc = status();
+            let master = doc["hosts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|h| h["hostname"] == "master")
+                .cloned();
+            master.is_some_and(|m| m["stages"][2]["done"] == true && m["stages"][3]["done"] == true)
+        },
+        || {
+            format!(
+                "{:#}\n{}",
+                status(),
+                std::fs::read_to_string(&serve_log).unwrap_or_default()
+            )
+        },
+    );
+    let doc = status();
+    assert_eq!(doc["clusterData"]["available"], true, "{doc:#}");
+    let warnings = doc["warnings"].to_string();
+    assert!(
+        warnings
+            .contains("CSR forged-unknown-name asks for node evil, which is not in the inventory"),
+        "{warnings}"
+    );
+    let page = common::kube::in_ns(&cp.ns, "curl")
+        .args([
+            "-s",
+            "--max-time",
+            "10",
+            &format!("http://{}:9000/", cp.addr),
+        ])
+        .output()
+        .unwrap();
+    let page = String::from_utf8_lossy(&page.stdout);
+    assert!(page.contains("CSR client approved (node-"), "{page}");
+    assert!(
+        page.contains("Cluster data from https://api.okd.example:6443"),
+        "{page}"
+    );
+    let _ = serve.0.kill();
     let _ = watch.0.kill();
 }
 

@@ -452,3 +452,9 @@ fn decide_inner(
     }
     Ok(Verdict::Approve { kind, node })
 }
+
+/// The node a PKCS#10 request (PEM) names, when its subject is exactly
+/// `CN=system:node:<name>, O=system:nodes`.
+pub fn requested_node(pem: &[u8]) -> Option<String> {
+    parse(pem).ok().and_then(|p| node_name(&p).ok())
+}

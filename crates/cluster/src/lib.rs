@@ -11,6 +11,7 @@
 
 mod errors;
 pub mod install;
+pub mod openshift;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -46,6 +47,28 @@ impl Cluster {
     /// [`ClusterError::ReadKubeconfig`], [`ClusterError::BadKubeconfig`],
     /// [`ClusterError::ClientCertExpired`].
     pub async fn from_kubeconfig(path: &Path) -> Result<Cluster, ClusterError> {
+        Self::build(path, None).await
+    }
+
+    /// As [`Cluster::from_kubeconfig`], but connects to `addr` instead of
+    /// resolving the server's host name, still verifying the server's
+    /// certificate for that name (SNI and verification use it): for
+    /// `serve`, which knows the API address from the inventory and must not
+    /// depend on (or leak queries to) the host's resolver.
+    ///
+    /// # Errors
+    /// As [`Cluster::from_kubeconfig`].
+    pub async fn from_kubeconfig_via(
+        path: &Path,
+        addr: std::net::SocketAddr,
+    ) -> Result<Cluster, ClusterError> {
+        Self::build(path, Some(addr)).await
+    }
+
+    async fn build(
+        path: &Path,
+        via: Option<std::net::SocketAddr>,
+    ) -> Result<Cluster, ClusterError> {
         let kc = Kubeconfig::read_from(path).map_err(|source| ClusterError::ReadKubeconfig {
             path: path.to_path_buf(),
             source,
@@ -85,6 +108,12 @@ impl Cluster {
             .await
             .map_err(|e| bad(e.to_string()))?;
         config.connect_timeout = Some(CONNECT_TIMEOUT);
+        if let Some(addr) = via {
+            config.tls_server_name = Some(host_of(&server).to_string());
+            config.cluster_url = format!("https://{addr}")
+                .parse()
+                .map_err(|e| bad(format!("server address {addr}: {e}")))?;
+        }
         // Named in the API server's audit log and request metrics.
         config.headers.push((
             http::header::USER_AGENT,

@@ -37,8 +37,70 @@ fn events(h: &Value, kind: &str) -> Vec<Value> {
     h[kind].as_array().cloned().unwrap_or_default()
 }
 
+/// The host's names a kubelet may register as.
+fn names_of(h: &Value) -> Vec<String> {
+    ["hostname", "fqdn"]
+        .iter()
+        .filter_map(|k| h[*k].as_str().map(str::to_lowercase))
+        .collect()
+}
+
+/// The cluster-side stages of a host: its client and serving CSRs and its Node.
+fn cluster_stages(h: &Value, cluster: &Value) -> Vec<Value> {
+    let names = names_of(h);
+    let mine = |v: &Value, key: &str| {
+        v[key]
+            .as_str()
+            .is_some_and(|n| names.contains(&n.to_lowercase()))
+    };
+    let csrs: Vec<&Value> = cluster["csrs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| mine(c, "node"))
+        .collect();
+    let mut out = Vec::new();
+    for (stage, kind) in [
+        ("CSR client approved", "client"),
+        ("CSR serving approved", "serving"),
+    ] {
+        let of_kind: Vec<&&Value> = csrs.iter().filter(|c| c["kind"] == kind).collect();
+        let approved = of_kind.iter().find(|c| c["approved"] == true);
+        let pending = of_kind
+            .iter()
+            .find(|c| c["approved"] == false && c["denied"] == false);
+        out.push(json!({
+            "stage": stage,
+            "done": approved.is_some(),
+            "time": approved.map(|c| c["time"].clone()).unwrap_or(Value::Null),
+            "detail": match (approved, pending) {
+                (Some(c), _) => c["name"].as_str().unwrap_or("").to_string(),
+                (None, Some(c)) => format!("{} pending", c["name"].as_str().unwrap_or("")),
+                (None, None) => String::new(),
+            },
+        }));
+    }
+    let node = cluster["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|n| mine(n, "name"));
+    let ready = node.is_some_and(|n| n["ready"] == true);
+    out.push(json!({
+        "stage": "Node Ready",
+        "done": ready,
+        "time": node.filter(|_| ready).map(|n| n["since"].clone()).unwrap_or(Value::Null),
+        "detail": match node {
+            Some(_) if ready => String::new(),
+            Some(_) => "registered, not Ready".to_string(),
+            None => String::new(),
+        },
+    }));
+    out
+}
+
 /// The stage line of one host from its events.
-fn stages(h: &Value) -> Vec<Value> {
+fn stages(h: &Value, cluster: &Value) -> Vec<Value> {
     let dns = events(h, "dns");
     let first_dns = dns.first();
     let bootstrap = h["role"] == "bootstrap";
@@ -71,9 +133,7 @@ fn stages(h: &Value) -> Vec<Value> {
         },
     }));
     if !bootstrap {
-        for stage in ["CSR client approved", "CSR serving approved", "Node Ready"] {
-            out.push(json!({"stage": stage, "done": false, "time": Value::Null, "detail": ""}));
-        }
+        out.extend(cluster_stages(h, cluster));
     }
     out
 }
@@ -123,6 +183,27 @@ fn warnings(doc: &Value, now: OffsetDateTime) -> Vec<String> {
             }
         }
     }
+    let hosts: Vec<&Value> = doc["hosts"].as_array().into_iter().flatten().collect();
+    for c in doc["clusterData"]["csrs"].as_array().into_iter().flatten() {
+        if c["approved"] == true || c["denied"] == true || c["kind"] == "other" {
+            continue;
+        }
+        let name = c["name"].as_str().unwrap_or("");
+        let node = c["node"].as_str().unwrap_or("?");
+        let host = hosts
+            .iter()
+            .find(|h| names_of(h).contains(&node.to_lowercase()));
+        match host {
+            Some(h) => w.push(format!(
+                "{} has a pending {} CSR {name}: approve it with `okd-install approve-csr`",
+                h["hostname"].as_str().unwrap_or(node),
+                c["kind"].as_str().unwrap_or("")
+            )),
+            None => w.push(format!(
+                "CSR {name} asks for node {node}, which is not in the inventory: check where it comes from before approving it"
+            )),
+        }
+    }
     for c in doc["unknownClients"].as_array().into_iter().flatten() {
         if events(c, "http").iter().any(|e| {
             e["status"] == 403
@@ -164,9 +245,10 @@ fn warnings(doc: &Value, now: OffsetDateTime) -> Vec<String> {
 
 /// Adds `hosts[].stages` and `warnings` to a status document.
 pub(crate) fn annotate(doc: &mut Value, now: OffsetDateTime) {
+    let cluster = doc["clusterData"].clone();
     if let Some(hosts) = doc["hosts"].as_array_mut() {
         for h in hosts {
-            let st = stages(h);
+            let st = stages(h, &cluster);
             h["stages"] = Value::Array(st);
         }
     }
@@ -261,7 +343,44 @@ pub(crate) fn page(doc: &Value, now: OffsetDateTime) -> String {
             esc(h["mac"].as_str().unwrap_or("—")),
         );
     }
-    main += "</tbody></table><p>CSR and Node stages need cluster data, which this page does not read yet.</p></section>";
+    let cd = &doc["clusterData"];
+    main += "</tbody></table>";
+    if cd["available"] == true {
+        let ops = &cd["operators"];
+        let pending = cd["csrs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c["approved"] == false && c["denied"] == false)
+            .count();
+        main += &format!(
+            "<p>Cluster data from {}: {} CSRs pending, {} nodes; cluster operators {}/{} available{}.</p>",
+            esc(cd["server"].as_str().unwrap_or("")),
+            pending,
+            cd["nodes"].as_array().map_or(0, |n| n.len()),
+            ops["available"],
+            ops["total"],
+            match ops["degraded"].as_array() {
+                Some(d) if !d.is_empty() => format!(
+                    ", degraded: {}",
+                    esc(&d
+                        .iter()
+                        .filter_map(|v| v.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "))
+                ),
+                _ => String::new(),
+            }
+        );
+    } else {
+        main += &format!(
+            "<p>Cluster data unavailable: {}.</p>",
+            esc(cd["error"]
+                .as_str()
+                .unwrap_or("serve does not read the cluster"))
+        );
+    }
+    main += "</section>";
     main += "<section aria-labelledby=\"lb\"><h2 id=\"lb\">Load balancer</h2>";
     match doc["loadBalancer"]["frontends"].as_array() {
         None => main += "<p>Not run by this serve.</p>",
@@ -339,6 +458,14 @@ mod tests {
     fn stages_warnings_and_page() {
         let now = datetime!(2026-11-24 10:10 UTC);
         let mut d = doc();
+        d["clusterData"] = json!({"available": true, "server": "https://api.okd.example:6443",
+            "csrs": [
+                {"name": "csr-a", "kind": "client", "node": "master", "approved": true, "denied": false, "time": "2026-11-24T10:05:00Z"},
+                {"name": "csr-b", "kind": "serving", "node": "master", "approved": false, "denied": false},
+                {"name": "csr-x", "kind": "client", "node": "evil", "approved": false, "denied": false},
+            ],
+            "nodes": [{"name": "master", "ready": false}],
+            "operators": {"available": 3, "total": 5, "degraded": ["ingress"]}});
         let down_since = (now - time::Duration::minutes(5)).unix_timestamp() * 1000;
         d["loadBalancer"]["frontends"][0]["backends"][1]["since_unix_ms"] = json!(down_since);
         annotate(&mut d, now);
@@ -347,6 +474,11 @@ mod tests {
         assert_eq!(h[1]["stages"][0]["done"], true);
         assert_eq!(h[1]["stages"][1]["done"], false);
         assert_eq!(h[1]["stages"].as_array().unwrap().len(), 5);
+        assert_eq!(h[1]["stages"][2]["done"], true, "client CSR approved");
+        assert_eq!(h[1]["stages"][2]["time"], "2026-11-24T10:05:00Z");
+        assert_eq!(h[1]["stages"][3]["detail"], "csr-b pending");
+        assert_eq!(h[1]["stages"][4]["detail"], "registered, not Ready");
+        assert_eq!(h[2]["stages"][2]["done"], false);
         let w: Vec<&str> = d["warnings"]
             .as_array()
             .unwrap()
@@ -370,7 +502,15 @@ mod tests {
             ),
             "{w:?}"
         );
+        assert!(
+            w.contains(
+                &"master has a pending serving CSR csr-b: approve it with `okd-install approve-csr`"
+            ),
+            "{w:?}"
+        );
+        assert!(w.contains(&"CSR csr-x asks for node evil, which is not in the inventory: check where it comes from before approving it"), "{w:?}");
         let html = page(&d, now);
+        assert!(html.contains("Cluster data from https://api.okd.example:6443: 2 CSRs pending, 1 nodes; cluster operators 3/5 available, degraded: ingress."), "{html}");
         assert!(
             html.contains("<time datetime=\"2026-11-24T10:01:05Z\">8 min ago</time>"),
             "{html}"
@@ -381,7 +521,7 @@ mod tests {
         );
         assert!(html.contains("2.9 MiB"), "{html}");
         assert!(
-            !html.contains("http://") && !html.contains("https://"),
+            !html.contains("src=") && !html.contains("href=\"http") && !html.contains("@import"),
             "no external assets"
         );
         assert!(html.len() < 100 * 1024);

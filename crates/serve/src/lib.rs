@@ -20,6 +20,7 @@
 //! so a port in use stops the start with an error naming it.
 
 mod app;
+mod cluster;
 mod control;
 mod dashboard;
 mod run;

@@ -273,6 +273,14 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Res
         http: bound.servers.http.as_ref().map(|(_, st)| st.clone()),
     };
     let mut tasks = JoinSet::new();
+    {
+        let (dir, status, s) = (dir.clone(), app.status.clone(), stopped());
+        let api = SocketAddr::new(inv.api, inv.ports.api);
+        tasks.spawn(async move {
+            crate::cluster::watch(dir, api, status, s).await;
+            Ok(())
+        });
+    }
     spawn_all(&mut tasks, bound.servers, &app, &inv, &obs, stopped);
 
     info!("Serving {}: {}", inv.cluster_domain, bound.ready.join(", "));

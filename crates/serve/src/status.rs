@@ -81,6 +81,8 @@ pub(crate) struct Status {
     events: Mutex<Events>,
     /// Upstream local address of a proxied connection → original client.
     proxied: Mutex<LruCache<SocketAddr, SocketAddr>>,
+    /// What the cluster says (see [`crate::cluster`]).
+    cluster: Mutex<Value>,
 }
 
 fn cap(n: usize) -> NonZeroUsize {
@@ -102,6 +104,16 @@ impl Status {
                 unknown: LruCache::new(cap(UNKNOWN_CLIENTS)),
             }),
             proxied: Mutex::new(LruCache::new(cap(PROXIED))),
+            cluster: Mutex::new(
+                json!({"available": false, "error": "not read yet (serve connects with auth/kubeconfig)"}),
+            ),
+        }
+    }
+
+    /// Replaces the cluster view (CSRs, nodes, operators, or why not).
+    pub(crate) fn set_cluster(&self, v: Value) {
+        if let Ok(mut c) = self.cluster.lock() {
+            *c = v;
         }
     }
 
@@ -187,9 +199,14 @@ impl Status {
             }
             Err(_) => (Vec::new(), Vec::new()),
         };
+        let cluster = self
+            .cluster
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or(Value::Null);
         let mut doc = json!({
             "cluster": self.inv.cluster_domain, "started": self.started, "hosts": hosts,
-            "unknownClients": unknown, "loadBalancer": lb,
+            "unknownClients": unknown, "loadBalancer": lb, "clusterData": cluster,
         });
         crate::dashboard::annotate(&mut doc, OffsetDateTime::now_utc());
         doc

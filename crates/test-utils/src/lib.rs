@@ -49,7 +49,16 @@ pub fn kube_tool(name: &str) -> Option<PathBuf> {
     let dir = match std::env::var_os("OKD_KUBE_BIN") {
         Some(d) => Some(PathBuf::from(d)),
         None => {
-            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/kube/build.sh");
+            // The checkout the test runs in (cargo runs tests in their
+            // package's directory), else the one this crate was built from.
+            let from_cwd = std::env::current_dir().ok().and_then(|d| {
+                d.ancestors()
+                    .map(|a| a.join("tests/kube/build.sh"))
+                    .find(|p| p.is_file())
+            });
+            let script = from_cwd.unwrap_or_else(|| {
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/kube/build.sh")
+            });
             Command::new("bash")
                 .arg(&script)
                 .arg("--path")

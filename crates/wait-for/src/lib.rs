@@ -13,7 +13,7 @@
 pub mod duration;
 mod kubeconfig;
 mod progress;
-mod resources;
+
 mod waits;
 
 use std::path::PathBuf;

@@ -18,7 +18,7 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use okd_cluster::Cluster;
 use tracing::info;
 
-use crate::resources::{self, condition, conditions};
+use okd_cluster::openshift::{self as resources, condition, conditions};
 
 /// One snapshot: labelled lines, e.g. `("hosts", "master: Ignition served (master)")`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

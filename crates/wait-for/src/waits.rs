@@ -13,7 +13,7 @@ use okd_cluster::Cluster;
 use tracing::{debug, error, info, warn};
 
 use crate::duration::up_to;
-use crate::resources::{self, Condition, condition, conditions};
+use okd_cluster::openshift::{self as resources, Condition, condition, conditions};
 
 /// A failed wait: the cause (`timed out waiting for the condition`, or the
 /// last thing seen) and openshift-install's explanation.

@@ -1,4 +1,4 @@
-//! The OpenShift API types the waits read, as dynamic resources (their
+//! The OpenShift API types the cluster commands read, as dynamic resources (their
 //! CRDs come with the release payload; openshift/api).
 
 use kube::api::{Api, ApiResource, DynamicObject};

@@ -1,0 +1,187 @@
+//! Cluster data for the dashboard: CSRs, nodes and ClusterOperators,
+//! watched through the install's `auth/kubeconfig` with the same client as
+//! `approve-csr` and `wait-for` (okd-cluster). Each kind is one List+Watch
+//! kept open; the view handed to the status store is rebuilt every second
+//! from the watches' caches, so the page costs the API nothing.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::reflector::{self, Store, reflector};
+use kube::runtime::{WatchStreamExt as _, watcher};
+use okd_cluster::openshift::{self, condition, conditions};
+use serde_json::{Value, json};
+
+use crate::status::Status;
+
+fn csr_view(c: &CertificateSigningRequest) -> Value {
+    let kind = match c.spec.signer_name.as_str() {
+        okd_approve_csr::rules::CLIENT_SIGNER => "client",
+        okd_approve_csr::rules::SERVING_SIGNER => "serving",
+        _ => "other",
+    };
+    let node = match kind {
+        "serving" => c
+            .spec
+            .username
+            .as_deref()
+            .and_then(|u| u.strip_prefix("system:node:"))
+            .map(str::to_string),
+        _ => okd_approve_csr::rules::requested_node(&c.spec.request.0),
+    };
+    let conds = c
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let approved = conds.iter().find(|c| c.type_ == "Approved");
+    let denied = conds
+        .iter()
+        .any(|c| c.type_ == "Denied" || c.type_ == "Failed");
+    json!({
+        "name": c.metadata.name,
+        "kind": kind,
+        "node": node,
+        "approved": approved.is_some(),
+        "denied": denied,
+        "time": approved.and_then(|a| a.last_update_time.as_ref()).map(|t| t.0.to_string()),
+        "created": c.metadata.creation_timestamp.as_ref().map(|t| t.0.to_string()),
+    })
+}
+
+fn node_view(n: &Node) -> Value {
+    let ready = n
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"));
+    json!({
+        "name": n.metadata.name,
+        "ready": ready.is_some_and(|c| c.status == "True"),
+        "since": ready.and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0.to_string()),
+    })
+}
+
+fn operators_view(ops: &[Arc<DynamicObject>]) -> Value {
+    let mut available = 0;
+    let mut degraded = Vec::new();
+    for o in ops {
+        let c = conditions(o);
+        if condition(&c, "Available").is_some_and(|c| c.status == "True") {
+            available += 1;
+        }
+        if condition(&c, "Degraded").is_some_and(|c| c.status == "True") {
+            degraded.push(o.metadata.name.clone().unwrap_or_default());
+        }
+    }
+    degraded.sort();
+    json!({"available": available, "total": ops.len(), "degraded": degraded})
+}
+
+fn view(
+    server: &str,
+    csrs: &Store<CertificateSigningRequest>,
+    nodes: &Store<Node>,
+    ops: &Store<DynamicObject>,
+    error: &Option<String>,
+) -> Value {
+    let mut c: Vec<Value> = csrs.state().iter().map(|c| csr_view(c)).collect();
+    c.sort_by_key(|v| v["name"].as_str().unwrap_or("").to_string());
+    let mut n: Vec<Value> = nodes.state().iter().map(|n| node_view(n)).collect();
+    n.sort_by_key(|v| v["name"].as_str().unwrap_or("").to_string());
+    json!({
+        "available": error.is_none(),
+        "server": server,
+        "error": error,
+        "csrs": c,
+        "nodes": n,
+        "operators": operators_view(&ops.state()),
+    })
+}
+
+/// Watches the cluster of `dir`'s `auth/kubeconfig` at `api` (the
+/// inventory's API address and port) until `stop`, handing the view to
+/// `status` every second. Without a kubeconfig, or when it cannot be used,
+/// the view says why (and the task waits for `stop`: serve treats a
+/// finished task as a failure).
+pub(crate) async fn watch(
+    dir: PathBuf,
+    api: std::net::SocketAddr,
+    status: Arc<Status>,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let kubeconfig = dir.join("auth/kubeconfig");
+    if !kubeconfig.exists() {
+        status.set_cluster(json!({"available": false, "error": format!("no kubeconfig at {}", kubeconfig.display())}));
+        return stop.await;
+    }
+    // The API address of the inventory, not the resolver: the bastion may
+    // not resolve the cluster's names, and serve's own traffic stays on
+    // the install network.
+    let cluster = match okd_cluster::Cluster::from_kubeconfig_via(&kubeconfig, api).await {
+        Ok(c) => c,
+        Err(e) => {
+            status.set_cluster(json!({"available": false, "error": e.to_string()}));
+            return stop.await;
+        }
+    };
+    let client = cluster.client();
+    let (csrs, csr_w) = reflector::store();
+    let (nodes, node_w) = reflector::store();
+    let op_w =
+        reflector::store::Writer::<DynamicObject>::new(openshift::resource_of("ClusterOperator"));
+    let ops = op_w.as_reader();
+    let csr_s = reflector(
+        csr_w,
+        watcher::watcher(
+            Api::<CertificateSigningRequest>::all(client.clone()),
+            watcher::Config::default(),
+        ),
+    )
+    .default_backoff()
+    .map(|e| e.err().map(|e| e.to_string()))
+    .boxed();
+    let node_s = reflector(
+        node_w,
+        watcher::watcher(Api::<Node>::all(client.clone()), watcher::Config::default()),
+    )
+    .default_backoff()
+    .map(|e| e.err().map(|e| e.to_string()))
+    .boxed();
+    let op_api = openshift::cluster_operators(client);
+    let probe = op_api.clone();
+    let op_s = futures_util::stream::once(async move {
+        openshift::until_served(&probe).await;
+        None
+    })
+    .chain(
+        reflector(op_w, watcher::watcher(op_api, watcher::Config::default()))
+            .default_backoff()
+            .map(|e| e.err().map(|e| e.to_string())),
+    )
+    .boxed();
+    let mut events = futures_util::stream::select_all([csr_s, node_s, op_s]);
+    let mut stop = std::pin::pin!(stop);
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut error: Option<String> = None;
+    loop {
+        tokio::select! {
+            _ = &mut stop => return,
+            ev = events.next() => {
+                match ev {
+                    Some(Some(e)) => error = Some(format!("{}: {e}", cluster.server())),
+                    Some(None) => error = None,
+                    None => return stop.await,
+                }
+            }
+            _ = tick.tick() => {
+                status.set_cluster(view(cluster.server(), &csrs, &nodes, &ops, &error));
+            }
+        }
+    }
+}
