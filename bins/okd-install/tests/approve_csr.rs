@@ -424,6 +424,23 @@ containerRuntimeEndpoint: unix://{sock}
     );
     let doc = status();
     assert_eq!(doc["clusterData"]["available"], true, "{doc:#}");
+    // The first of bootstrap.ign's 24-hour certificates to expire, about a
+    // day from its creation a moment ago.
+    let not_after = time::OffsetDateTime::parse(
+        doc["certificates"]["notAfter"].as_str().unwrap_or(""),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap_or_else(|_| panic!("{:#}", doc["certificates"]));
+    let left = not_after - time::OffsetDateTime::now_utc();
+    assert!(
+        left > time::Duration::hours(23) && left <= time::Duration::hours(24),
+        "{left}"
+    );
+    assert!(
+        doc["certificates"]["file"]
+            .as_str()
+            .is_some_and(|f| f.ends_with(".crt"))
+    );
     let warnings = doc["warnings"].to_string();
     assert!(
         warnings

@@ -212,16 +212,19 @@ fn opt_openshift_files(p: &Parents<'_>, in_place: bool) -> Vec<File> {
     out
 }
 
-/// Checks every certificate under `/opt/openshift/tls/` of a loaded bootstrap
-/// config: an expired one is an error naming each certificate and its expiry
-/// (the 24-hour trap, installer.md §5.3 and §10.3).
-fn check_expiry(path: &str, cfg: &Value, now: time::OffsetDateTime) -> Result<(), AssetError> {
-    let mut expired = Vec::new();
+/// The expiry of every certificate file under `/opt/openshift/tls/` of a
+/// loaded bootstrap config (the first certificate of each file): (file
+/// name, notBefore, notAfter), in the config's order. Files that do not
+/// decode are skipped.
+pub fn bootstrap_cert_validity(
+    cfg: &Value,
+) -> Vec<(String, time::OffsetDateTime, time::OffsetDateTime)> {
     let files = cfg
         .pointer("/storage/files")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
+    let mut out = Vec::new();
     for f in files {
         let p = f.get("path").and_then(Value::as_str).unwrap_or("");
         if !(p.starts_with("/opt/openshift/tls/") && p.ends_with(".crt")) {
@@ -236,14 +239,26 @@ fn check_expiry(path: &str, cfg: &Value, now: time::OffsetDateTime) -> Result<()
         let Ok(infos) = okd_pki::parse_certs(&String::from_utf8_lossy(&bytes)) else {
             continue;
         };
-        if let Some(first) = infos.first().filter(|i| i.not_after < now) {
-            let at = first
-                .not_after
+        if let Some(first) = infos.first() {
+            let name = p.rsplit('/').next().unwrap_or(p).to_string();
+            out.push((name, first.not_before, first.not_after));
+        }
+    }
+    out
+}
+
+/// Checks every certificate under `/opt/openshift/tls/` of a loaded bootstrap
+/// config: an expired one is an error naming each certificate and its expiry
+/// (the 24-hour trap, installer.md §5.3 and §10.3).
+fn check_expiry(path: &str, cfg: &Value, now: time::OffsetDateTime) -> Result<(), AssetError> {
+    let mut expired = Vec::new();
+    for (name, _, not_after) in bootstrap_cert_validity(cfg) {
+        if not_after < now {
+            let at = not_after
                 .format(&time::format_description::well_known::Rfc3339)
                 .unwrap_or_default();
             expired.push(format!(
-                "Bootstrap Ignition-Config Certificate {} expired at {at}.",
-                p.rsplit('/').next().unwrap_or(p)
+                "Bootstrap Ignition-Config Certificate {name} expired at {at}."
             ));
         }
     }

@@ -33,6 +33,41 @@ pub(crate) fn ago(t: OffsetDateTime, now: OffsetDateTime) -> String {
     }
 }
 
+/// "in 20 h", "in 35 min" for a time ahead of `now`, else [`ago`].
+pub(crate) fn until(t: OffsetDateTime, now: OffsetDateTime) -> String {
+    let s = (t - now).whole_seconds();
+    match s {
+        i64::MIN..=0 => ago(t, now),
+        1..=59 => format!("in {s} s"),
+        60..=3599 => format!("in {} min", s / 60),
+        3600..=86_399 => format!("in {} h {} min", s / 3600, (s % 3600) / 60),
+        _ => format!("in {} days", s / 86_400),
+    }
+}
+
+/// The first to expire of the short-lived (at most 25 hours) certificates
+/// of `bootstrap.ign`: `{"file", "notAfter"}` (RFC 3339), or null when the
+/// file is missing or has none.
+pub(crate) fn short_lived(bootstrap_ign: &std::path::Path) -> Value {
+    let Ok(cfg) = std::fs::read(bootstrap_ign)
+        .map_err(|_| ())
+        .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|_| ()))
+    else {
+        return Value::Null;
+    };
+    okd_assets::ignition::bootstrap_cert_validity(&cfg)
+        .into_iter()
+        .filter(|(_, nb, na)| (*na - *nb).whole_hours() <= 25)
+        .min_by_key(|(_, _, na)| *na)
+        .map(|(file, _, na)| {
+            json!({"file": file, "notAfter": na.format(&Rfc3339).unwrap_or_default()})
+        })
+        .unwrap_or(Value::Null)
+}
+
+/// Below this, the certificate expiry is a warning.
+const CERT_WARN_SECS: i64 = 2 * 3600;
+
 fn events(h: &Value, kind: &str) -> Vec<Value> {
     h[kind].as_array().cloned().unwrap_or_default()
 }
@@ -182,6 +217,16 @@ fn warnings(doc: &Value, now: OffsetDateTime) -> Vec<String> {
                 }
             }
         }
+    }
+    if let Some(t) = parse_time(&doc["certificates"]["notAfter"])
+        && (t - now).whole_seconds() < CERT_WARN_SECS
+    {
+        let file = doc["certificates"]["file"].as_str().unwrap_or("");
+        w.push(if t <= now {
+            format!("the install's 24-hour certificates expired {} (tls/{file}): nodes cannot join with this bootstrap.ign; create the Ignition configs again", ago(t, now))
+        } else {
+            format!("the install's 24-hour certificates expire {} (tls/{file}): boot the remaining nodes before then, or create the Ignition configs again", until(t, now))
+        });
     }
     let hosts: Vec<&Value> = doc["hosts"].as_array().into_iter().flatten().collect();
     for c in doc["clusterData"]["csrs"].as_array().into_iter().flatten() {
@@ -381,6 +426,20 @@ pub(crate) fn page(doc: &Value, now: OffsetDateTime) -> String {
         );
     }
     main += "</section>";
+    main += "<section aria-labelledby=\"certs\"><h2 id=\"certs\">Certificates</h2>";
+    match parse_time(&doc["certificates"]["notAfter"]) {
+        Some(t) => {
+            main += &format!(
+                "<p>The install's 24-hour certificates (first to expire: tls/{}) {} <time datetime=\"{}\">{}</time>.</p>",
+                esc(doc["certificates"]["file"].as_str().unwrap_or("")),
+                if t <= now { "expired" } else { "expire" },
+                esc(doc["certificates"]["notAfter"].as_str().unwrap_or("")),
+                until(t, now)
+            );
+        }
+        None => main += "<p>No bootstrap.ign in the asset directory.</p>",
+    }
+    main += "</section>";
     main += "<section aria-labelledby=\"lb\"><h2 id=\"lb\">Load balancer</h2>";
     match doc["loadBalancer"]["frontends"].as_array() {
         None => main += "<p>Not run by this serve.</p>",
@@ -468,6 +527,8 @@ mod tests {
             "operators": {"available": 3, "total": 5, "degraded": ["ingress"]}});
         let down_since = (now - time::Duration::minutes(5)).unix_timestamp() * 1000;
         d["loadBalancer"]["frontends"][0]["backends"][1]["since_unix_ms"] = json!(down_since);
+        d["certificates"] =
+            json!({"file": "kube-apiserver-lb-server.crt", "notAfter": "2026-11-24T11:30:00Z"});
         annotate(&mut d, now);
         let h = &d["hosts"];
         assert_eq!(h[0]["stages"][1]["done"], true, "bootstrap.ign fetched");
@@ -509,7 +570,9 @@ mod tests {
             "{w:?}"
         );
         assert!(w.contains(&"CSR csr-x asks for node evil, which is not in the inventory: check where it comes from before approving it"), "{w:?}");
+        assert!(w.contains(&"the install's 24-hour certificates expire in 1 h 20 min (tls/kube-apiserver-lb-server.crt): boot the remaining nodes before then, or create the Ignition configs again"), "{w:?}");
         let html = page(&d, now);
+        assert!(html.contains("(first to expire: tls/kube-apiserver-lb-server.crt) expire <time datetime=\"2026-11-24T11:30:00Z\">in 1 h 20 min</time>"), "{html}");
         assert!(html.contains("Cluster data from https://api.okd.example:6443: 2 CSRs pending, 1 nodes; cluster operators 3/5 available, degraded: ingress."), "{html}");
         assert!(
             html.contains("<time datetime=\"2026-11-24T10:01:05Z\">8 min ago</time>"),

@@ -255,7 +255,10 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Res
         Err(e) => tracing::warn!("cannot raise the open files limit: {e}"),
     }
     let (info, inv) = crate::load(&dir)?;
-    let status = Arc::new(Status::new(inv.clone()));
+    let status = Arc::new(
+        Status::new(inv.clone())
+            .with_certs(crate::dashboard::short_lived(&dir.join("bootstrap.ign"))),
+    );
     let obs = Arc::new(Observer(status.clone()));
     let bound = bind_all(&dir, &opts, &info, &inv, &obs).await?;
     let serves_http = bound.servers.http.is_some();

@@ -83,6 +83,8 @@ pub(crate) struct Status {
     proxied: Mutex<LruCache<SocketAddr, SocketAddr>>,
     /// What the cluster says (see [`crate::cluster`]).
     cluster: Mutex<Value>,
+    /// The first of bootstrap.ign's 24-hour certificates to expire.
+    certs: Value,
 }
 
 fn cap(n: usize) -> NonZeroUsize {
@@ -107,7 +109,14 @@ impl Status {
             cluster: Mutex::new(
                 json!({"available": false, "error": "not read yet (serve connects with auth/kubeconfig)"}),
             ),
+            certs: Value::Null,
         }
+    }
+
+    /// Sets the certificate expiry shown (see [`crate::dashboard::short_lived`]).
+    pub(crate) fn with_certs(mut self, certs: Value) -> Status {
+        self.certs = certs;
+        self
     }
 
     /// Replaces the cluster view (CSRs, nodes, operators, or why not).
@@ -207,6 +216,7 @@ impl Status {
         let mut doc = json!({
             "cluster": self.inv.cluster_domain, "started": self.started, "hosts": hosts,
             "unknownClients": unknown, "loadBalancer": lb, "clusterData": cluster,
+            "certificates": self.certs,
         });
         crate::dashboard::annotate(&mut doc, OffsetDateTime::now_utc());
         doc
