@@ -168,7 +168,8 @@ pub(crate) async fn watch(
     let mut events = futures_util::stream::select_all([csr_s, node_s, op_s]);
     let mut stop = std::pin::pin!(stop);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
-    let mut error: Option<String> = None;
+    // Unavailable until a watch has answered once.
+    let mut error: Option<String> = Some(format!("no answer yet from {}", cluster.server()));
     loop {
         tokio::select! {
             _ = &mut stop => return,
