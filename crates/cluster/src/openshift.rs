@@ -113,3 +113,63 @@ pub async fn until_served(api: &Api<DynamicObject>) {
         tokio::time::sleep(UNSERVED_RETRY).await;
     }
 }
+
+/// A watch of a dynamic kind kept in a store: waits with [`until_served`]
+/// until the kind is served, then List+Watch with the default backoff. The
+/// stream must be polled to make progress; each item is `Some(error text)`
+/// for a failed request, `None` for anything else.
+pub fn served_reflector(
+    api: Api<DynamicObject>,
+    resource: ApiResource,
+    cfg: kube::runtime::watcher::Config,
+) -> (
+    kube::runtime::reflector::Store<DynamicObject>,
+    futures_util::stream::BoxStream<'static, Option<String>>,
+) {
+    use futures_util::StreamExt as _;
+    use kube::runtime::WatchStreamExt as _;
+    let writer = kube::runtime::reflector::store::Writer::<DynamicObject>::new(resource);
+    let reader = writer.as_reader();
+    let probe = api.clone();
+    let watch = kube::runtime::reflector(writer, kube::runtime::watcher(api, cfg))
+        .default_backoff()
+        .map(|e| e.err().map(|e| e.to_string()));
+    let stream = futures_util::stream::once(async move {
+        until_served(&probe).await;
+        None
+    })
+    .chain(watch)
+    .boxed();
+    (reader, stream)
+}
+
+/// How many ClusterOperators there are, how many are Available, and the
+/// names of the Degraded ones (sorted).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OperatorSummary {
+    /// Operators with `Available=True`.
+    pub available: usize,
+    /// All operators.
+    pub total: usize,
+    /// Names of the operators with `Degraded=True`, sorted.
+    pub degraded: Vec<String>,
+}
+
+/// The [`OperatorSummary`] of `ops`.
+pub fn operator_summary<O: std::ops::Deref<Target = DynamicObject>>(ops: &[O]) -> OperatorSummary {
+    let mut s = OperatorSummary {
+        total: ops.len(),
+        ..Default::default()
+    };
+    for o in ops {
+        let c = conditions(o);
+        if condition(&c, "Available").is_some_and(|c| c.status == "True") {
+            s.available += 1;
+        }
+        if condition(&c, "Degraded").is_some_and(|c| c.status == "True") {
+            s.degraded.push(o.metadata.name.clone().unwrap_or_default());
+        }
+    }
+    s.degraded.sort();
+    s
+}

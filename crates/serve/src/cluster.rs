@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::reflector::{self, Store, reflector};
 use kube::runtime::{WatchStreamExt as _, watcher};
-use okd_cluster::openshift::{self, condition, conditions};
+use okd_cluster::openshift;
 use serde_json::{Value, json};
 
 use crate::status::Status;
@@ -67,22 +67,6 @@ fn node_view(n: &Node) -> Value {
     })
 }
 
-fn operators_view(ops: &[Arc<DynamicObject>]) -> Value {
-    let mut available = 0;
-    let mut degraded = Vec::new();
-    for o in ops {
-        let c = conditions(o);
-        if condition(&c, "Available").is_some_and(|c| c.status == "True") {
-            available += 1;
-        }
-        if condition(&c, "Degraded").is_some_and(|c| c.status == "True") {
-            degraded.push(o.metadata.name.clone().unwrap_or_default());
-        }
-    }
-    degraded.sort();
-    json!({"available": available, "total": ops.len(), "degraded": degraded})
-}
-
 fn view(
     server: &str,
     csrs: &Store<CertificateSigningRequest>,
@@ -94,13 +78,14 @@ fn view(
     c.sort_by_key(|v| v["name"].as_str().unwrap_or("").to_string());
     let mut n: Vec<Value> = nodes.state().iter().map(|n| node_view(n)).collect();
     n.sort_by_key(|v| v["name"].as_str().unwrap_or("").to_string());
+    let sum = openshift::operator_summary(&ops.state());
     json!({
         "available": error.is_none(),
         "server": server,
         "error": error,
         "csrs": c,
         "nodes": n,
-        "operators": operators_view(&ops.state()),
+        "operators": {"available": sum.available, "total": sum.total, "degraded": sum.degraded},
     })
 }
 
@@ -133,9 +118,6 @@ pub(crate) async fn watch(
     let client = cluster.client();
     let (csrs, csr_w) = reflector::store();
     let (nodes, node_w) = reflector::store();
-    let op_w =
-        reflector::store::Writer::<DynamicObject>::new(openshift::resource_of("ClusterOperator"));
-    let ops = op_w.as_reader();
     let csr_s = reflector(
         csr_w,
         watcher::watcher(
@@ -153,18 +135,11 @@ pub(crate) async fn watch(
     .default_backoff()
     .map(|e| e.err().map(|e| e.to_string()))
     .boxed();
-    let op_api = openshift::cluster_operators(client);
-    let probe = op_api.clone();
-    let op_s = futures_util::stream::once(async move {
-        openshift::until_served(&probe).await;
-        None
-    })
-    .chain(
-        reflector(op_w, watcher::watcher(op_api, watcher::Config::default()))
-            .default_backoff()
-            .map(|e| e.err().map(|e| e.to_string())),
-    )
-    .boxed();
+    let (ops, op_s) = openshift::served_reflector(
+        openshift::cluster_operators(client),
+        openshift::resource_of("ClusterOperator"),
+        watcher::Config::default(),
+    );
     let mut events = futures_util::stream::select_all([csr_s, node_s, op_s]);
     let mut stop = std::pin::pin!(stop);
     let mut tick = tokio::time::interval(Duration::from_secs(1));

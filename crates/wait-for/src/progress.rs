@@ -124,21 +124,10 @@ fn snapshot(stores: &Stores, dir: &std::path::Path) -> Snapshot {
     }
     let ops = stores.operators.state();
     if !ops.is_empty() {
-        let mut available = 0;
-        let mut degraded = Vec::new();
-        for o in &ops {
-            let c = conditions(o);
-            if condition(&c, "Available").is_some_and(|c| c.status == "True") {
-                available += 1;
-            }
-            if condition(&c, "Degraded").is_some_and(|c| c.status == "True") {
-                degraded.push(o.metadata.name.clone().unwrap_or_default());
-            }
-        }
-        degraded.sort();
-        let mut line = format!("{available}/{} available", ops.len());
-        if !degraded.is_empty() {
-            line += &format!(", degraded: {degraded:?}");
+        let sum = resources::operator_summary(&ops);
+        let mut line = format!("{}/{} available", sum.available, sum.total);
+        if !sum.degraded.is_empty() {
+            line += &format!(", degraded: {:?}", sum.degraded);
         }
         s.lines.push(("ClusterOperators", line));
     }
@@ -150,26 +139,6 @@ fn okd_pending(c: &CertificateSigningRequest) -> bool {
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
         .is_none_or(|cs| cs.is_empty())
-}
-
-fn dynamic_store(
-    api: Api<DynamicObject>,
-    resource: kube::api::ApiResource,
-    cfg: watcher::Config,
-) -> (
-    Store<DynamicObject>,
-    futures_util::stream::BoxStream<'static, ()>,
-) {
-    let writer = kube::runtime::reflector::store::Writer::<DynamicObject>::new(resource);
-    let reader = writer.as_reader();
-    let probe = api.clone();
-    let watch = reflector(writer, watcher::watcher(api, cfg))
-        .default_backoff()
-        .map(|_| ());
-    let stream = futures_util::stream::once(async move { resources::until_served(&probe).await })
-        .chain(watch)
-        .boxed();
-    (reader, stream)
 }
 
 /// Starts the progress task: watches the objects it reports on and, every
@@ -189,26 +158,26 @@ pub fn spawn(cluster: Cluster, dir: PathBuf, every: Duration) -> tokio::task::Jo
             ),
         )
         .default_backoff()
-        .map(|_| ())
+        .map(|e| e.err().map(|e| e.to_string()))
         .boxed();
         let node_stream = reflector(
             node_writer,
             watcher::watcher(Api::<Node>::all(client.clone()), watcher::Config::default()),
         )
         .default_backoff()
-        .map(|_| ())
+        .map(|e| e.err().map(|e| e.to_string()))
         .boxed();
-        let (operators, op_stream) = dynamic_store(
+        let (operators, op_stream) = resources::served_reflector(
             resources::cluster_operators(client.clone()),
             resources::resource_of("ClusterOperator"),
             watcher::Config::default(),
         );
-        let (versions, cv_stream) = dynamic_store(
+        let (versions, cv_stream) = resources::served_reflector(
             resources::cluster_versions(client.clone()),
             resources::resource_of("ClusterVersion"),
             watcher::Config::default().fields("metadata.name=version"),
         );
-        let (etcds, etcd_stream) = dynamic_store(
+        let (etcds, etcd_stream) = resources::served_reflector(
             resources::etcds(client.clone()),
             resources::resource_of("Etcd"),
             watcher::Config::default().fields("metadata.name=cluster"),

@@ -273,22 +273,10 @@ pub async fn operators_stable(
         "Waiting up to {} to ensure each cluster operator has finished progressing...",
         up_to(limit)
     );
-    let store_writer = kube::runtime::reflector::store::Writer::<DynamicObject>::new(
+    let (store, stream) = resources::served_reflector(
+        resources::cluster_operators(cluster.client()),
         resources::resource_of("ClusterOperator"),
-    );
-    let store = store_writer.as_reader();
-    let api = resources::cluster_operators(cluster.client());
-    let probe = api.clone();
-    let served = futures_util::stream::once(async move {
-        resources::until_served(&probe).await;
-        Ok(watcher::Event::<DynamicObject>::Init)
-    });
-    let stream = served.chain(
-        kube::runtime::reflector(
-            store_writer,
-            watcher::watcher(api, watcher::Config::default()),
-        )
-        .default_backoff(),
+        watcher::Config::default(),
     );
     let deadline = Instant::now() + limit;
     let mut stream = pin!(stream);
@@ -297,7 +285,7 @@ pub async fn operators_stable(
     loop {
         tokio::select! {
             ev = stream.next() => {
-                if let Some(Err(e)) = ev {
+                if let Some(Some(e)) = ev {
                     debug!("Watching clusteroperators at {}: {e}", cluster.server());
                 }
             }

@@ -97,19 +97,7 @@ pub fn apply_ignition(config: &Path, scratch: &Path) -> PathBuf {
         "ignition fetch: {}",
         String::from_utf8_lossy(&fetch.stdout)
     );
-    let path = format!(
-        "{}:{}",
-        stub.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let files = Command::new(IGNITION)
-        .args(["-platform=file", "-stage=files", "-log-to-stdout"])
-        .arg(format!("-root={}", root.display()))
-        .arg(format!("-config-cache={}", cache.display()))
-        .arg(format!("-state-file={}", run.join("state").display()))
-        .env("PATH", path)
-        .output()
-        .unwrap();
+    let files = super::serve::ignition_files(&root, &run, &stub);
     assert!(
         files.status.success(),
         "ignition files: {}",
@@ -529,24 +517,7 @@ roleRef:
         let ns = format!("{}-{name}", self.ns);
         let addr = format!("{NET}.{host}");
         let veth = format!("vk{host}");
-        ip(&["netns", "add", &ns]);
-        ip(&[
-            "link", "add", &veth, "netns", &self.ns, "type", "veth", "peer", "name", "eth0",
-            "netns", &ns,
-        ]);
-        ip(&["-n", &self.ns, "link", "set", &veth, "master", "br0", "up"]);
-        ip(&[
-            "-n",
-            &ns,
-            "addr",
-            "add",
-            &format!("{addr}/24"),
-            "dev",
-            "eth0",
-        ]);
-        ip(&["-n", &ns, "link", "set", "eth0", "up"]);
-        ip(&["-n", &ns, "link", "set", "lo", "up"]);
-        ip(&["-n", &ns, "route", "add", "default", "via", &self.addr]);
+        super::netns::attach(&self.ns, &ns, &veth, &addr, &self.addr);
         self.write_hosts(&ns);
         self.extra_ns.push(ns.clone());
         (ns, addr)

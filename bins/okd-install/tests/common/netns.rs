@@ -35,6 +35,30 @@ fn ip(args: &[&str]) {
     );
 }
 
+/// Makes namespace `ns` a host on the bridge `br0` of `bridge_ns`: a veth
+/// pair (`veth` in `bridge_ns`, `eth0` in `ns`), address `addr/24`, loopback
+/// up, default route via `gateway`.
+pub fn attach(bridge_ns: &str, ns: &str, veth: &str, addr: &str, gateway: &str) {
+    ip(&["netns", "add", ns]);
+    ip(&[
+        "link", "add", veth, "netns", bridge_ns, "type", "veth", "peer", "name", "eth0", "netns",
+        ns,
+    ]);
+    ip(&["-n", bridge_ns, "link", "set", veth, "master", "br0", "up"]);
+    ip(&[
+        "-n",
+        ns,
+        "addr",
+        "add",
+        &format!("{addr}/24"),
+        "dev",
+        "eth0",
+    ]);
+    ip(&["-n", ns, "link", "set", "eth0", "up"]);
+    ip(&["-n", ns, "link", "set", "lo", "up"]);
+    ip(&["-n", ns, "route", "add", "default", "via", gateway]);
+}
+
 /// Whether namespaces can be made here (root and iproute2); prints why not.
 pub fn available() -> bool {
     let ok = Command::new("ip")
@@ -92,43 +116,7 @@ impl Lab {
                 addr: addr.to_string(),
             });
             let veth = format!("v{}{i}", &prefix[prefix.len().saturating_sub(6)..]);
-            ip(&["netns", "add", &ns]);
-            ip(&[
-                "link",
-                "add",
-                &veth,
-                "netns",
-                &bastion.ns,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                "eth0",
-                "netns",
-                &ns,
-            ]);
-            ip(&[
-                "-n",
-                &bastion.ns,
-                "link",
-                "set",
-                &veth,
-                "master",
-                "br0",
-                "up",
-            ]);
-            ip(&[
-                "-n",
-                &ns,
-                "addr",
-                "add",
-                &format!("{addr}/24"),
-                "dev",
-                "eth0",
-            ]);
-            ip(&["-n", &ns, "link", "set", "eth0", "up"]);
-            ip(&["-n", &ns, "link", "set", "lo", "up"]);
-            ip(&["-n", &ns, "route", "add", "default", "via", bastion_addr]);
+            attach(&bastion.ns, &ns, &veth, addr, bastion_addr);
             let etc = PathBuf::from("/etc/netns").join(&ns);
             std::fs::create_dir_all(&etc).unwrap();
             std::fs::write(

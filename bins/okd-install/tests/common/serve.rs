@@ -62,6 +62,28 @@ pub fn control(dir: &Path, what: &str) -> String {
 /// The real Ignition binary (Debian `ignition`).
 pub const IGNITION: &str = "/usr/lib/dracut/modules.d/30ignition/ignition";
 
+/// Runs Ignition's files stage into `root` from the config cached in `run`
+/// by a fetch stage, with the stub programs of `stub` (setfiles) first on
+/// `PATH` (see [`ignition_root`]).
+pub fn ignition_files(root: &Path, run: &Path, stub: &Path) -> std::process::Output {
+    let path = format!(
+        "{}:{}",
+        stub.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    std::process::Command::new(IGNITION)
+        .args(["-platform=file", "-stage=files", "-log-to-stdout"])
+        .arg(format!("-root={}", root.display()))
+        .arg(format!(
+            "-config-cache={}",
+            run.join("ignition.json").display()
+        ))
+        .arg(format!("-state-file={}", run.join("state").display()))
+        .env("PATH", path)
+        .output()
+        .unwrap()
+}
+
 /// Runs Ignition's fetch stage for `pointer` inside `ns` (bounded by `timeout`),
 /// then, if it succeeded, the files stage into a fresh root. Returns (ok, log, root).
 pub fn ignite(
@@ -89,19 +111,7 @@ pub fn ignite(
     if !out.status.success() {
         return (false, log, root);
     }
-    let path = format!(
-        "{}:{}",
-        stub.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let out = std::process::Command::new(IGNITION)
-        .args(["-platform=file", "-stage=files", "-log-to-stdout"])
-        .arg(format!("-root={}", root.display()))
-        .arg(format!("-config-cache={}", cache.display()))
-        .arg(format!("-state-file={}", run.join("state").display()))
-        .env("PATH", path)
-        .output()
-        .unwrap();
+    let out = ignition_files(&root, &run, &stub);
     log += &String::from_utf8_lossy(&out.stdout);
     log += &String::from_utf8_lossy(&out.stderr);
     (out.status.success(), log, root)
