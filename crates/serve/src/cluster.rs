@@ -1,7 +1,8 @@
-//! Cluster data for the dashboard: CSRs, nodes and ClusterOperators,
-//! watched through the install's `auth/kubeconfig` with the same client as
-//! `approve-csr` and `wait-for` (okd-cluster). Each kind is one List+Watch
-//! kept open; the view handed to the status store is rebuilt every second
+//! Cluster data for the dashboard: CSRs, nodes, ClusterOperators and the
+//! bootstrap's `kube-system/bootstrap` ConfigMap, watched through the
+//! install's `auth/kubeconfig` with the same client as `approve-csr` and
+//! `wait-for` (okd-cluster). Each kind is one List+Watch kept open (the
+//! ConfigMap's limited to that one object); the view handed to the status store is rebuilt every second
 //! from the watches' caches, so the page costs the API nothing.
 
 use std::path::PathBuf;
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::{Api, DynamicObject};
 use kube::runtime::reflector::{self, Store, reflector};
 use kube::runtime::{WatchStreamExt as _, watcher};
@@ -67,11 +68,35 @@ fn node_view(n: &Node) -> Value {
     })
 }
 
+/// The namespace and name of the ConfigMap the bootstrap node creates with
+/// `data.status: complete` when it is done (openshift/installer
+/// data/data/bootstrap/files/usr/local/bin/report-progress.sh; what
+/// `wait-for bootstrap-complete` waits for).
+const BOOTSTRAP_CM: (&str, &str) = ("kube-system", "bootstrap");
+
+/// `{"status": data.status, "time": creationTimestamp}` of the bootstrap
+/// ConfigMap in `cms`, or null when there is none.
+fn bootstrap_view(cms: &[Arc<ConfigMap>]) -> Value {
+    cms.iter()
+        .find(|c| {
+            c.metadata.namespace.as_deref() == Some(BOOTSTRAP_CM.0)
+                && c.metadata.name.as_deref() == Some(BOOTSTRAP_CM.1)
+        })
+        .map_or(Value::Null, |c| {
+            json!({
+                "status": c.data.as_ref().and_then(|d| d.get("status")),
+                "time": c.metadata.creation_timestamp.as_ref().map(|t| t.0.to_string()),
+            })
+        })
+}
+
+/// The cluster view of the watches' stores (see the module docs for the shape).
 fn view(
     server: &str,
     csrs: &Store<CertificateSigningRequest>,
     nodes: &Store<Node>,
     ops: &Store<DynamicObject>,
+    boot: &Store<ConfigMap>,
     error: &Option<String>,
 ) -> Value {
     let mut c: Vec<Value> = csrs.state().iter().map(|c| csr_view(c)).collect();
@@ -86,6 +111,7 @@ fn view(
         "csrs": c,
         "nodes": n,
         "operators": {"available": sum.available, "total": sum.total, "degraded": sum.degraded},
+        "bootstrap": bootstrap_view(&boot.state()),
     })
 }
 
@@ -135,12 +161,23 @@ pub(crate) async fn watch(
     .default_backoff()
     .map(|e| e.err().map(|e| e.to_string()))
     .boxed();
+    let (boot, boot_w) = reflector::store();
+    let boot_s = reflector(
+        boot_w,
+        watcher::watcher(
+            Api::<ConfigMap>::namespaced(client.clone(), BOOTSTRAP_CM.0),
+            watcher::Config::default().fields(&format!("metadata.name={}", BOOTSTRAP_CM.1)),
+        ),
+    )
+    .default_backoff()
+    .map(|e| e.err().map(|e| e.to_string()))
+    .boxed();
     let (ops, op_s) = openshift::served_reflector(
         openshift::cluster_operators(client),
         openshift::resource_of("ClusterOperator"),
         watcher::Config::default(),
     );
-    let mut events = futures_util::stream::select_all([csr_s, node_s, op_s]);
+    let mut events = futures_util::stream::select_all([csr_s, node_s, op_s, boot_s]);
     let mut stop = std::pin::pin!(stop);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     // Unavailable until a watch has answered once.
@@ -156,8 +193,66 @@ pub(crate) async fn watch(
                 }
             }
             _ = tick.tick() => {
-                status.set_cluster(view(cluster.server(), &csrs, &nodes, &ops, &error));
+                status.set_cluster(view(cluster.server(), &csrs, &nodes, &ops, &boot, &error));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+
+    fn cm(ns: &str, name: &str, status: Option<&str>) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                namespace: Some(ns.into()),
+                name: Some(name.into()),
+                creation_timestamp: Some(Time("2026-11-24T10:30:00Z".parse().expect("timestamp"))),
+                ..ObjectMeta::default()
+            },
+            data: status.map(|s| [("status".to_string(), s.to_string())].into()),
+            ..ConfigMap::default()
+        }
+    }
+
+    #[test]
+    fn view_has_the_bootstrap_configmap() {
+        let (csrs, _) = reflector::store::<CertificateSigningRequest>();
+        let (nodes, _) = reflector::store::<Node>();
+        let ops = reflector::store::Writer::<DynamicObject>::new(openshift::resource_of(
+            "ClusterOperator",
+        ))
+        .as_reader();
+        let (boot, mut w) = reflector::store::<ConfigMap>();
+        let v = view("https://api:6443", &csrs, &nodes, &ops, &boot, &None);
+        assert_eq!(v["bootstrap"], Value::Null, "{v}");
+        // Another namespace's ConfigMap of that name is not the bootstrap's.
+        w.apply_watcher_event(&watcher::Event::Apply(cm(
+            "default",
+            "bootstrap",
+            Some("complete"),
+        )));
+        let v = view("https://api:6443", &csrs, &nodes, &ops, &boot, &None);
+        assert_eq!(v["bootstrap"], Value::Null, "{v}");
+        w.apply_watcher_event(&watcher::Event::Apply(cm(
+            "kube-system",
+            "bootstrap",
+            Some("complete"),
+        )));
+        let v = view("https://api:6443", &csrs, &nodes, &ops, &boot, &None);
+        assert_eq!(
+            v["bootstrap"],
+            json!({"status": "complete", "time": "2026-11-24T10:30:00Z"}),
+            "{v}"
+        );
+        w.apply_watcher_event(&watcher::Event::Apply(cm("kube-system", "bootstrap", None)));
+        let v = view("https://api:6443", &csrs, &nodes, &ops, &boot, &None);
+        assert_eq!(
+            v["bootstrap"],
+            json!({"status": null, "time": "2026-11-24T10:30:00Z"}),
+            "{v}"
+        );
     }
 }
