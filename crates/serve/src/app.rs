@@ -132,7 +132,19 @@ pub(crate) fn control_reply(app: &StatusApp, inv: &Inventory, line: &str) -> Str
                 }
             }
             if let Some(lb) = &app.lb {
-                for name in names {
+                // The bootstrap's backends as they were, so the dashboard
+                // still shows that its API came up once they are gone.
+                let before: Vec<Value> = lb
+                    .snapshot()
+                    .frontends
+                    .into_iter()
+                    .filter_map(|mut fe| {
+                        fe.backends.retain(|b| names.contains(&b.name.as_str()));
+                        (!fe.backends.is_empty())
+                            .then(|| serde_json::to_value(fe).unwrap_or(Value::Null))
+                    })
+                    .collect();
+                for name in &names {
                     let left = lb.remove_backend(name);
                     if left.is_empty() {
                         out += &format!("backend {name} was already removed\n");
@@ -143,11 +155,134 @@ pub(crate) fn control_reply(app: &StatusApp, inv: &Inventory, line: &str) -> Str
                         );
                     }
                 }
+                app.status.bootstrap_removed(Value::Array(before));
             } else {
                 out += "this serve runs no load balancer: remove the bootstrap from your own balancer\n";
             }
             out
         }
         other => format!("error: unknown request {other:?} (status, remove-bootstrap)\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use okd_lb::{Backend, Frontend, HealthCheck};
+    use serde_json::json;
+
+    fn node(hostname: &str, role: Role, address: &str) -> okd_hosts::Node {
+        okd_hosts::Node {
+            hostname: hostname.into(),
+            fqdn: format!("{hostname}.okd.example"),
+            role,
+            mac: None,
+            interface: None,
+            address: address.parse().expect("address"),
+            prefix: 8,
+            gateway: None,
+            nameservers: Vec::new(),
+            install_disk: "/dev/sda".into(),
+            etcd_name: None,
+        }
+    }
+
+    fn inventory() -> Inventory {
+        Inventory {
+            cluster_name: "okd".into(),
+            base_domain: "example".into(),
+            cluster_domain: "okd.example".into(),
+            listen: "127.0.0.1".parse().expect("address"),
+            api: "127.0.0.1".parse().expect("address"),
+            ingress: "127.0.0.1".parse().expect("address"),
+            upstreams: Vec::new(),
+            nodes: vec![
+                node("bootstrap", Role::Bootstrap, "127.0.0.2"),
+                node("master", Role::Master, "127.0.0.3"),
+            ],
+            ports: serde_json::from_value(json!({})).expect("default ports"),
+            os_images: serde_json::from_value(json!({})).expect("default images"),
+            extra_records: Default::default(),
+            allow_recursion: Vec::new(),
+        }
+    }
+
+    fn stage<'a>(doc: &'a Value, name: &str) -> &'a Value {
+        doc["hosts"][0]["stages"]
+            .as_array()
+            .expect("stages")
+            .iter()
+            .find(|s| s["stage"] == name)
+            .unwrap_or_else(|| panic!("no stage {name}: {doc}"))
+    }
+
+    /// `remove-bootstrap` against a running load balancer: the bootstrap's
+    /// stage line gets "Removed from load balancer" with the time, and
+    /// keeps "API up on bootstrap" from the backends as they were.
+    #[tokio::test]
+    async fn remove_bootstrap_is_a_stage() {
+        let inv = inventory();
+        let be = |n: &str, a: &str| Backend::new(n, a.parse().expect("backend"));
+        let fe = |name: &str, port: u16| {
+            let mut f = Frontend::new(
+                name,
+                "127.0.0.1:0".parse().expect("bind"),
+                vec![
+                    be("bootstrap", &format!("127.0.0.2:{port}")),
+                    be("master", &format!("127.0.0.3:{port}")),
+                ],
+            );
+            f.check = HealthCheck::none();
+            f
+        };
+        let lb = LoadBalancer::start(vec![fe("api", 6443), fe("machine-config", 22623)])
+            .await
+            .expect("load balancer");
+        let app = StatusApp {
+            status: Arc::new(Status::new(inv.clone())),
+            lb: Some(Arc::new(lb)),
+            http: None,
+        };
+        let before = app.status.json(app.lb_json());
+        let r = stage(&before, "Removed from load balancer");
+        assert_eq!(r["done"], false, "{before}");
+        assert_eq!(r["detail"], "still a backend of api, machine-config");
+        assert_eq!(stage(&before, "API up on bootstrap")["done"], true);
+        assert_eq!(before["bootstrapRemoved"], Value::Null);
+
+        let reply = control_reply(&app, &inv, "remove-bootstrap");
+        assert_eq!(
+            reply,
+            "removed backend bootstrap from frontends api, machine-config\n"
+        );
+        let after = app.status.json(app.lb_json());
+        let r = stage(&after, "Removed from load balancer");
+        assert_eq!(r["done"], true, "{after}");
+        assert_eq!(r["detail"], "by `serve remove-bootstrap`");
+        let t = r["time"].as_str().expect("removal time").to_string();
+        assert!(
+            time::OffsetDateTime::parse(&t, &time::format_description::well_known::Rfc3339).is_ok(),
+            "{t}"
+        );
+        assert_eq!(after["bootstrapRemoved"]["time"], t.as_str());
+        let api = stage(&after, "API up on bootstrap");
+        assert_eq!(api["done"], true, "{after}");
+        assert_eq!(
+            api["detail"],
+            "no check yet (before its removal from the load balancer)"
+        );
+        assert!(
+            !after["loadBalancer"].to_string().contains("127.0.0.2"),
+            "{after}"
+        );
+
+        // A second request removes nothing and keeps the first time.
+        let reply = control_reply(&app, &inv, "remove-bootstrap");
+        assert_eq!(reply, "backend bootstrap was already removed\n");
+        let again = app.status.json(app.lb_json());
+        assert_eq!(
+            stage(&again, "Removed from load balancer")["time"],
+            t.as_str()
+        );
     }
 }

@@ -1,6 +1,8 @@
 //! The install dashboard: serve's status document turned into what a
 //! person watching an install needs — per host a stage line (DNS answered
-//! → Ignition fetched → CSRs approved → Node Ready), the load balancer as a
+//! → Ignition fetched → CSRs approved → Node Ready; for the bootstrap host
+//! its API and machine-config server up, bootstrap complete and its removal
+//! from the load balancer), the load balancer as a
 //! table with health, and warnings in plain words with the next step.
 //!
 //! [`annotate`] adds `stages` to each host and `warnings` to the document
@@ -134,8 +136,163 @@ fn cluster_stages(h: &Value, cluster: &Value) -> Vec<Value> {
     out
 }
 
-/// The stage line of one host from its events.
-fn stages(h: &Value, cluster: &Value) -> Vec<Value> {
+/// A time in milliseconds since the Unix epoch (the load balancer's
+/// `since_unix_ms`).
+fn from_unix_ms(v: &Value) -> Option<OffsetDateTime> {
+    v.as_i64()
+        .and_then(|ms| OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok())
+}
+
+/// RFC 3339 (as every other time of the document), null for none.
+fn rfc3339(t: Option<OffsetDateTime>) -> Value {
+    t.and_then(|t| t.format(&Rfc3339).ok())
+        .map_or(Value::Null, Value::String)
+}
+
+/// What the stages of a bootstrap host say while the load balancer is not ours.
+const LB_NOT_RUN: &str = "load balancer not run by this serve";
+
+/// Whether load-balancer backend `b` is host `h`: serve names backends by
+/// host name (okd_lb::frontends_for); a backend at the host's address counts too.
+fn is_backend_of(b: &Value, h: &Value) -> bool {
+    b["name"]
+        .as_str()
+        .is_some_and(|n| Some(n) == h["hostname"].as_str())
+        || b["addr"]
+            .as_str()
+            .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+            .is_some_and(|a| Some(a.ip().to_string()) == h["address"].as_str().map(str::to_string))
+}
+
+/// Whether frontend `fe` serves `svc`: serve's name for it (`api`,
+/// `machine-config`), or the port it has in the install guides (6443, 22623).
+fn frontend_is(fe: &Value, svc: okd_lb::Service) -> bool {
+    fe["name"] == svc.name()
+        || fe["bind"]
+            .as_str()
+            .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+            .is_some_and(|a| a.port() == svc.backend_port())
+}
+
+/// Host `h`'s backend in the `svc` frontend of `frontends` (the shape of
+/// `loadBalancer.frontends`).
+fn backend_in<'a>(frontends: &'a Value, h: &Value, svc: okd_lb::Service) -> Option<&'a Value> {
+    frontends
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|fe| frontend_is(fe, svc))
+        .flat_map(|fe| fe["backends"].as_array().into_iter().flatten())
+        .find(|b| is_backend_of(b, h))
+}
+
+/// "API up on bootstrap" / "Machine-config server up on bootstrap": the
+/// bootstrap's backend in the frontend of `svc` is UP; after
+/// `remove-bootstrap`, as it was just before.
+fn lb_stage(stage: &str, h: &Value, ctx: &Value, svc: okd_lb::Service) -> Value {
+    if !ctx["loadBalancer"]["frontends"].is_array() {
+        return json!({"stage": stage, "done": false, "time": null, "detail": LB_NOT_RUN});
+    }
+    let (b, removed) = match backend_in(&ctx["loadBalancer"]["frontends"], h, svc) {
+        Some(b) => (Some(b), false),
+        None => (
+            backend_in(&ctx["bootstrapRemoved"]["frontends"], h, svc),
+            true,
+        ),
+    };
+    let Some(b) = b else {
+        return json!({"stage": stage, "done": false, "time": null,
+            "detail": format!("not a backend of the {} frontend", svc.name())});
+    };
+    let up = b["up"] == true;
+    let mut detail = b["last_check"]["detail"]
+        .as_str()
+        .unwrap_or("no check yet")
+        .to_string();
+    if removed {
+        detail += " (before its removal from the load balancer)";
+    }
+    json!({
+        "stage": stage,
+        "done": up,
+        "time": if up { rfc3339(from_unix_ms(&b["since_unix_ms"])) } else { Value::Null },
+        "detail": detail,
+    })
+}
+
+/// The stages only the bootstrap host has, after "Ignition fetched": its
+/// API and machine-config server UP behind the load balancer, the
+/// `kube-system/bootstrap` ConfigMap its report-progress.sh creates
+/// (openshift/installer data/data/bootstrap/files/usr/local/bin/report-progress.sh),
+/// and its removal from the load balancer by `remove-bootstrap`.
+fn bootstrap_stages(h: &Value, ctx: &Value) -> Vec<Value> {
+    let mut out = vec![
+        lb_stage("API up on bootstrap", h, ctx, okd_lb::Service::Api),
+        lb_stage(
+            "Machine-config server up on bootstrap",
+            h,
+            ctx,
+            okd_lb::Service::MachineConfig,
+        ),
+    ];
+    let cd = &ctx["clusterData"];
+    let cm = &cd["bootstrap"];
+    let complete = cm["status"] == "complete";
+    out.push(json!({
+        "stage": "Bootstrap complete",
+        "done": complete,
+        "time": if complete { cm["time"].clone() } else { Value::Null },
+        "detail": match cm["status"].as_str() {
+            Some(_) if complete => "ConfigMap kube-system/bootstrap".to_string(),
+            Some(s) => format!("ConfigMap kube-system/bootstrap says {s:?}"),
+            None if cm.is_object() => "ConfigMap kube-system/bootstrap has no status".to_string(),
+            None if cd["available"] == true => "no ConfigMap kube-system/bootstrap yet".to_string(),
+            None => "cluster data unavailable".to_string(),
+        },
+    }));
+    let removal = match ctx["loadBalancer"]["frontends"].as_array() {
+        None => json!({"done": false, "time": null, "detail": LB_NOT_RUN}),
+        Some(fes) => {
+            let still: Vec<&str> = fes
+                .iter()
+                .filter(|fe| {
+                    fe["backends"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|b| is_backend_of(b, h))
+                })
+                .map(|fe| fe["name"].as_str().unwrap_or(""))
+                .collect();
+            let time = &ctx["bootstrapRemoved"]["time"];
+            if !still.is_empty() {
+                json!({"done": false, "time": null,
+                    "detail": format!("still a backend of {}", still.join(", "))})
+            } else if time.is_string() {
+                json!({"done": true, "time": time, "detail": "by `serve remove-bootstrap`"})
+            } else {
+                json!({"done": true, "time": null, "detail": "not a backend of any frontend"})
+            }
+        }
+    };
+    out.push(json!({
+        "stage": "Removed from load balancer",
+        "done": removal["done"],
+        "time": removal["time"],
+        "detail": removal["detail"],
+    }));
+    out
+}
+
+/// The stage named `name` of a stage line.
+fn stage<'a>(st: &'a [Value], name: &str) -> Option<&'a Value> {
+    st.iter().find(|s| s["stage"] == name)
+}
+
+/// The stage line of one host from its events; `ctx` holds the document's
+/// `clusterData`, `loadBalancer` and `bootstrapRemoved`.
+fn stages(h: &Value, ctx: &Value) -> Vec<Value> {
+    let cluster = &ctx["clusterData"];
     let dns = events(h, "dns");
     let first_dns = dns.first();
     let bootstrap = h["role"] == "bootstrap";
@@ -167,10 +324,56 @@ fn stages(h: &Value, cluster: &Value) -> Vec<Value> {
             None => String::new(),
         },
     }));
-    if !bootstrap {
+    if bootstrap {
+        out.extend(bootstrap_stages(h, ctx));
+    } else {
         out.extend(cluster_stages(h, cluster));
     }
     out
+}
+
+/// After this long with bootstrap.ign fetched but its API not UP, a warning.
+const NO_BOOTSTRAP_API_AFTER_SECS: i64 = 10 * 60;
+
+/// The bootstrap host's warnings: its API not up long after it fetched
+/// bootstrap.ign, or bootstrap complete while it is still a backend.
+fn bootstrap_warnings(h: &Value, doc: &Value, now: OffsetDateTime, w: &mut Vec<String>) {
+    if h["role"] != "bootstrap" || !doc["loadBalancer"]["frontends"].is_array() {
+        return;
+    }
+    let name = h["hostname"].as_str().unwrap_or("?");
+    let st = h["stages"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let done = |n: &str| stage(st, n).is_some_and(|s| s["done"] == true);
+    let removed = done("Removed from load balancer");
+    let complete = stage(st, "Bootstrap complete").filter(|s| s["done"] == true);
+    if let Some(ign) = stage(st, "Ignition fetched").filter(|s| s["done"] == true)
+        && let Some(t) = parse_time(&ign["time"])
+        && (now - t).whole_seconds() >= NO_BOOTSTRAP_API_AFTER_SECS
+        && !done("API up on bootstrap")
+        && complete.is_none()
+        && !removed
+    {
+        let check = stage(st, "API up on bootstrap")
+            .and_then(|s| s["detail"].as_str())
+            .unwrap_or("");
+        w.push(format!(
+            "{name} fetched bootstrap.ign {} but its API is not up (last check: {check}): log in to {name} and follow `journalctl -b -f -u release-image.service -u bootkube.service`",
+            ago(t, now)
+        ));
+    }
+    if let Some(c) = complete
+        && !removed
+    {
+        let when = parse_time(&c["time"])
+            .map(|t| format!(" {}", ago(t, now)))
+            .unwrap_or_default();
+        w.push(format!(
+            "bootstrap complete{when} but {name} is still a load balancer backend: remove it with `okd-install destroy bootstrap` (or `okd-install serve remove-bootstrap`)"
+        ));
+    }
 }
 
 /// Warnings in plain words with the next step.
@@ -202,6 +405,7 @@ fn warnings(doc: &Value, now: OffsetDateTime) -> Vec<String> {
                 break;
             }
         }
+        bootstrap_warnings(h, doc, now, &mut w);
         if h["role"] != "bootstrap" {
             for e in events(h, "http") {
                 if e["status"] == 403
@@ -290,10 +494,14 @@ fn warnings(doc: &Value, now: OffsetDateTime) -> Vec<String> {
 
 /// Adds `hosts[].stages` and `warnings` to a status document.
 pub(crate) fn annotate(doc: &mut Value, now: OffsetDateTime) {
-    let cluster = doc["clusterData"].clone();
+    let ctx = json!({
+        "clusterData": doc["clusterData"],
+        "loadBalancer": doc["loadBalancer"],
+        "bootstrapRemoved": doc["bootstrapRemoved"],
+    });
     if let Some(hosts) = doc["hosts"].as_array_mut() {
         for h in hosts {
-            let st = stages(h, &cluster);
+            let st = stages(h, &ctx);
             h["stages"] = Value::Array(st);
         }
     }
@@ -505,12 +713,269 @@ mod tests {
             ],
             "unknownClients": [{"address": "192.168.120.66", "http": [{"path": "/ignition/bootstrap.ign", "status": 403}]}],
             "loadBalancer": {"frontends": [{"name": "api", "bind": "192.168.120.101:6443", "backends": [
-                {"name": "bootstrap", "addr": "192.168.120.102:6443", "up": true, "since_unix_ms": 1795999200000u64,
+                // UP since 2026-11-24T10:05:00Z.
+                {"name": "bootstrap", "addr": "192.168.120.102:6443", "up": true, "since_unix_ms": 1795514700000u64,
                  "last_check": {"detail": "HTTP 200"}, "active_connections": 2, "connections_total": 40, "bytes_in": 2048, "bytes_out": 3_000_000},
                 {"name": "master", "addr": "192.168.120.103:6443", "up": false, "since_unix_ms": 1795999200000u64,
                  "last_check": {"detail": "connection refused"}, "active_connections": 0, "connections_total": 0, "bytes_in": 0, "bytes_out": 0},
+            ]}, {"name": "machine-config", "bind": "192.168.120.101:22623", "backends": [
+                {"name": "bootstrap", "addr": "192.168.120.102:22623", "up": false, "since_unix_ms": 1795514400000u64,
+                 "last_check": {"detail": "HTTP 503"}, "active_connections": 0, "connections_total": 0, "bytes_in": 0, "bytes_out": 0},
             ]}]},
+            "bootstrapRemoved": null,
         })
+    }
+
+    /// The names of a host's stages.
+    fn names(h: &Value) -> Vec<&str> {
+        h["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["stage"].as_str().unwrap())
+            .collect()
+    }
+
+    /// The stage `name` of the first host (the bootstrap of [`doc`]).
+    fn boot_stage<'a>(d: &'a Value, name: &str) -> &'a Value {
+        d["hosts"][0]["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["stage"] == name)
+            .unwrap_or_else(|| panic!("no stage {name}: {}", d["hosts"][0]["stages"]))
+    }
+
+    fn warns(d: &Value) -> Vec<String> {
+        d["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect()
+    }
+
+    const JOURNAL: &str = "`journalctl -b -f -u release-image.service -u bootkube.service`";
+    const REMOVE: &str =
+        "remove it with `okd-install destroy bootstrap` (or `okd-install serve remove-bootstrap`)";
+
+    #[test]
+    fn bootstrap_stage_line() {
+        let now = datetime!(2026-11-24 10:10 UTC);
+        let mut d = doc();
+        d["clusterData"] = json!({"available": true, "csrs": [], "nodes": [], "bootstrap": null});
+        annotate(&mut d, now);
+        assert_eq!(
+            names(&d["hosts"][0]),
+            [
+                "DNS answered",
+                "Ignition fetched",
+                "API up on bootstrap",
+                "Machine-config server up on bootstrap",
+                "Bootstrap complete",
+                "Removed from load balancer"
+            ]
+        );
+        let api = boot_stage(&d, "API up on bootstrap");
+        assert_eq!(api["done"], true);
+        assert_eq!(api["time"], "2026-11-24T10:05:00Z");
+        assert_eq!(api["detail"], "HTTP 200");
+        let mcs = boot_stage(&d, "Machine-config server up on bootstrap");
+        assert_eq!(mcs["done"], false);
+        assert_eq!(mcs["time"], Value::Null);
+        assert_eq!(mcs["detail"], "HTTP 503");
+        let complete = boot_stage(&d, "Bootstrap complete");
+        assert_eq!(complete["done"], false);
+        assert_eq!(complete["detail"], "no ConfigMap kube-system/bootstrap yet");
+        let removed = boot_stage(&d, "Removed from load balancer");
+        assert_eq!(removed["done"], false);
+        assert_eq!(removed["detail"], "still a backend of api, machine-config");
+        // Other hosts keep their line.
+        assert_eq!(
+            names(&d["hosts"][1]),
+            [
+                "DNS answered",
+                "Ignition fetched",
+                "CSR client approved",
+                "CSR serving approved",
+                "Node Ready"
+            ]
+        );
+        // 9 minutes after bootstrap.ign: no warning about its API yet.
+        assert!(
+            !warns(&d).iter().any(|w| w.contains("journalctl")),
+            "{:?}",
+            warns(&d)
+        );
+
+        let html = page(&d, now);
+        let row = html
+            .split("<tr>")
+            .find(|r| r.starts_with("<th scope=\"row\">bootstrap</th>"))
+            .unwrap_or_else(|| panic!("no bootstrap row: {html}"));
+        for li in [
+            "<li class=\"done\">API up on bootstrap (HTTP 200) <time datetime=\"2026-11-24T10:05:00Z\">5 min ago</time></li>",
+            "<li class=\"todo\">Machine-config server up on bootstrap (HTTP 503)</li>",
+            "<li class=\"todo\">Bootstrap complete (no ConfigMap kube-system/bootstrap yet)</li>",
+            "<li class=\"todo\">Removed from load balancer (still a backend of api, machine-config)</li>",
+        ] {
+            assert!(row.contains(li), "{li} not in {row}");
+        }
+    }
+
+    #[test]
+    fn bootstrap_api_not_up_warning() {
+        let mut d = doc();
+        d["loadBalancer"]["frontends"][0]["backends"][0]["up"] = json!(false);
+        d["loadBalancer"]["frontends"][0]["backends"][0]["last_check"]["detail"] =
+            json!("connection refused");
+        let want = format!(
+            "bootstrap fetched bootstrap.ign 10 min ago but its API is not up (last check: connection refused): log in to bootstrap and follow {JOURNAL}"
+        );
+        // bootstrap.ign was fetched at 10:01:05.
+        let mut early = d.clone();
+        annotate(&mut early, datetime!(2026-11-24 10:11 UTC));
+        assert_eq!(boot_stage(&early, "API up on bootstrap")["done"], false);
+        assert!(
+            !warns(&early).iter().any(|w| w.contains("journalctl")),
+            "{:?}",
+            warns(&early)
+        );
+        let mut late = d.clone();
+        annotate(&mut late, datetime!(2026-11-24 10:11:10 UTC));
+        assert!(warns(&late).contains(&want), "{:?}", warns(&late));
+        // Once the bootstrap reports completion, its API no longer matters.
+        let mut done = d.clone();
+        done["clusterData"] = json!({"available": true, "bootstrap": {"status": "complete", "time": "2026-11-24T10:09:00Z"}});
+        annotate(&mut done, datetime!(2026-11-24 10:30 UTC));
+        assert!(
+            !warns(&done).iter().any(|w| w.contains("journalctl")),
+            "{:?}",
+            warns(&done)
+        );
+    }
+
+    #[test]
+    fn bootstrap_complete_then_removed() {
+        let now = datetime!(2026-11-24 10:40 UTC);
+        let mut d = doc();
+        d["clusterData"] = json!({"available": true, "bootstrap": {"status": "progressing", "time": "2026-11-24T10:30:00Z"}});
+        let mut progressing = d.clone();
+        annotate(&mut progressing, now);
+        let c = boot_stage(&progressing, "Bootstrap complete");
+        assert_eq!(c["done"], false);
+        assert_eq!(
+            c["detail"],
+            "ConfigMap kube-system/bootstrap says \"progressing\""
+        );
+
+        d["clusterData"]["bootstrap"]["status"] = json!("complete");
+        let mut complete = d.clone();
+        annotate(&mut complete, now);
+        let c = boot_stage(&complete, "Bootstrap complete");
+        assert_eq!(c["done"], true);
+        assert_eq!(c["time"], "2026-11-24T10:30:00Z");
+        assert_eq!(c["detail"], "ConfigMap kube-system/bootstrap");
+        let want = format!(
+            "bootstrap complete 10 min ago but bootstrap is still a load balancer backend: {REMOVE}"
+        );
+        assert!(warns(&complete).contains(&want), "{:?}", warns(&complete));
+
+        // remove-bootstrap: no bootstrap backend left, its backends as they were kept.
+        let api_before = d["loadBalancer"]["frontends"][0].clone();
+        for fe in d["loadBalancer"]["frontends"].as_array_mut().unwrap() {
+            fe["backends"]
+                .as_array_mut()
+                .unwrap()
+                .retain(|b| b["name"] != "bootstrap");
+        }
+        let mut kept = api_before;
+        kept["backends"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|b| b["name"] == "bootstrap");
+        d["bootstrapRemoved"] = json!({"time": "2026-11-24T10:39:00Z", "frontends": [kept]});
+        annotate(&mut d, now);
+        let r = boot_stage(&d, "Removed from load balancer");
+        assert_eq!(r["done"], true);
+        assert_eq!(r["time"], "2026-11-24T10:39:00Z");
+        assert_eq!(r["detail"], "by `serve remove-bootstrap`");
+        let api = boot_stage(&d, "API up on bootstrap");
+        assert_eq!(api["done"], true);
+        assert_eq!(
+            api["detail"],
+            "HTTP 200 (before its removal from the load balancer)"
+        );
+        let mcs = boot_stage(&d, "Machine-config server up on bootstrap");
+        assert_eq!(mcs["done"], false);
+        assert_eq!(
+            mcs["detail"],
+            "not a backend of the machine-config frontend"
+        );
+        assert!(
+            !warns(&d).iter().any(|w| w.contains("remove it with")),
+            "{:?}",
+            warns(&d)
+        );
+        let html = page(&d, now);
+        assert!(html.contains("<li class=\"done\">Removed from load balancer (by `serve remove-bootstrap`) <time datetime=\"2026-11-24T10:39:00Z\">1 min ago</time></li>"), "{html}");
+        assert!(html.contains("<li class=\"done\">Bootstrap complete (ConfigMap kube-system/bootstrap) <time datetime=\"2026-11-24T10:30:00Z\">10 min ago</time></li>"), "{html}");
+    }
+
+    #[test]
+    fn bootstrap_without_our_load_balancer() {
+        let now = datetime!(2026-11-24 11:00 UTC);
+        let mut d = doc();
+        d["loadBalancer"] = Value::Null;
+        d["clusterData"] = json!({"available": true, "bootstrap": {"status": "complete", "time": "2026-11-24T10:30:00Z"}});
+        annotate(&mut d, now);
+        for name in [
+            "API up on bootstrap",
+            "Machine-config server up on bootstrap",
+            "Removed from load balancer",
+        ] {
+            let s = boot_stage(&d, name);
+            assert_eq!(s["done"], false, "{name}");
+            assert_eq!(s["detail"], "load balancer not run by this serve", "{name}");
+        }
+        assert_eq!(boot_stage(&d, "Bootstrap complete")["done"], true);
+        let w = warns(&d);
+        assert!(
+            !w.iter()
+                .any(|w| w.contains("journalctl") || w.contains("remove it with")),
+            "{w:?}"
+        );
+    }
+
+    #[test]
+    fn bootstrap_frontends_by_name_or_port() {
+        let now = datetime!(2026-11-24 10:10 UTC);
+        let mut d = doc();
+        // serve's names on other ports (bastion-config `ports`) …
+        d["loadBalancer"]["frontends"][0]["bind"] = json!("127.0.0.1:16443");
+        d["loadBalancer"]["frontends"][1]["bind"] = json!("127.0.0.1:32623");
+        // … or other names on the guides' ports; the backend by address.
+        let mut other = doc();
+        other["loadBalancer"]["frontends"][0]["name"] = json!("kube-api");
+        other["loadBalancer"]["frontends"][1]["name"] = json!("mcs");
+        other["loadBalancer"]["frontends"][1]["backends"][0]["name"] = json!("boot0");
+        for mut d in [d, other] {
+            annotate(&mut d, now);
+            assert_eq!(boot_stage(&d, "API up on bootstrap")["detail"], "HTTP 200");
+            assert_eq!(
+                boot_stage(&d, "Machine-config server up on bootstrap")["detail"],
+                "HTTP 503"
+            );
+        }
+        // A frontend that is neither is not taken for the API.
+        let mut none = doc();
+        none["loadBalancer"]["frontends"][0]["name"] = json!("ingress-https");
+        none["loadBalancer"]["frontends"][0]["bind"] = json!("192.168.120.101:443");
+        annotate(&mut none, now);
+        assert_eq!(
+            boot_stage(&none, "API up on bootstrap")["detail"],
+            "not a backend of the api frontend"
+        );
     }
 
     #[test]

@@ -85,6 +85,9 @@ pub(crate) struct Status {
     cluster: Mutex<Value>,
     /// The first of bootstrap.ign's 24-hour certificates to expire.
     certs: Value,
+    /// When `remove-bootstrap` took the bootstrap out of the load balancer,
+    /// and its backends just before (see [`Status::bootstrap_removed`]).
+    bootstrap_removed: Mutex<Value>,
 }
 
 fn cap(n: usize) -> NonZeroUsize {
@@ -110,6 +113,7 @@ impl Status {
                 json!({"available": false, "error": "not read yet (serve connects with auth/kubeconfig)"}),
             ),
             certs: Value::Null,
+            bootstrap_removed: Mutex::new(Value::Null),
         }
     }
 
@@ -123,6 +127,19 @@ impl Status {
     pub(crate) fn set_cluster(&self, v: Value) {
         if let Ok(mut c) = self.cluster.lock() {
             *c = v;
+        }
+    }
+
+    /// Records that `remove-bootstrap` took the bootstrap host out of the
+    /// load balancer: `frontends` are the load balancer's frontends just
+    /// before, each with only the bootstrap's backends (the shape of
+    /// `loadBalancer.frontends`). Only the first removal is kept (a second
+    /// `remove-bootstrap` finds nothing to remove).
+    pub(crate) fn bootstrap_removed(&self, frontends: Value) {
+        if let Ok(mut r) = self.bootstrap_removed.lock()
+            && r.is_null()
+        {
+            *r = json!({"time": now(), "frontends": frontends});
         }
     }
 
@@ -213,10 +230,15 @@ impl Status {
             .lock()
             .map(|c| c.clone())
             .unwrap_or(Value::Null);
+        let removed = self
+            .bootstrap_removed
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or(Value::Null);
         let mut doc = json!({
             "cluster": self.inv.cluster_domain, "started": self.started, "hosts": hosts,
             "unknownClients": unknown, "loadBalancer": lb, "clusterData": cluster,
-            "certificates": self.certs,
+            "certificates": self.certs, "bootstrapRemoved": removed,
         });
         crate::dashboard::annotate(&mut doc, OffsetDateTime::now_utc());
         doc
