@@ -143,6 +143,19 @@ impl fmt::Display for ApiCause {
 }
 
 impl ApiCause {
+    /// The cause of a failed watch (List+Watch of kube's `watcher`): the
+    /// classified cause of the list or watch request that failed; an error
+    /// the API server sent on the watch as its status ([`ApiCause::Status`]
+    /// and friends); anything else as the watcher put it.
+    pub fn of_watch(err: &kube::runtime::watcher::Error) -> ApiCause {
+        use kube::runtime::watcher::Error as W;
+        match err {
+            W::InitialListFailed(e) | W::WatchStartFailed(e) | W::WatchFailed(e) => ApiCause::of(e),
+            W::WatchError(status) => ApiCause::of(&kube::Error::Api(status.clone())),
+            other => ApiCause::Other(other.to_string()),
+        }
+    }
+
     /// Classifies a client error by walking its source chain (rustls and
     /// I/O errors) or reading the API's status.
     pub fn of(err: &kube::Error) -> ApiCause {

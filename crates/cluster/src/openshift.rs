@@ -116,8 +116,8 @@ pub async fn until_served(api: &Api<DynamicObject>) {
 
 /// A watch of a dynamic kind kept in a store: waits with [`until_served`]
 /// until the kind is served, then List+Watch with the default backoff. The
-/// stream must be polled to make progress; each item is `Some(error text)`
-/// for a failed request, `None` for anything else.
+/// stream must be polled to make progress; each item is `Some(cause)` (the
+/// [`crate::ApiCause`] text) for a failed request, `None` for anything else.
 pub fn served_reflector(
     api: Api<DynamicObject>,
     resource: ApiResource,
@@ -133,7 +133,7 @@ pub fn served_reflector(
     let probe = api.clone();
     let watch = kube::runtime::reflector(writer, kube::runtime::watcher(api, cfg))
         .default_backoff()
-        .map(|e| e.err().map(|e| e.to_string()));
+        .map(|e| e.err().map(|e| crate::ApiCause::of_watch(&e).to_string()));
     let stream = futures_util::stream::once(async move {
         until_served(&probe).await;
         None

@@ -67,6 +67,8 @@ pub(crate) async fn check_loop(
         }
         let up = be.up.load(Ordering::SeqCst);
         if result.ok {
+            be.last_ok_unix_ms
+                .store(result.at_unix_ms, Ordering::SeqCst);
             failures.store(0, Ordering::Relaxed);
             let s = successes.fetch_add(1, Ordering::Relaxed) + 1;
             if !up && s >= check.rise {

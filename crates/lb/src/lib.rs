@@ -123,6 +123,8 @@ struct BackendState {
     last_check: Mutex<Option<CheckResult>>,
     /// When `up` last changed (or the backend was added), ms since the epoch.
     since_unix_ms: std::sync::atomic::AtomicU64,
+    /// When a health check last passed, ms since the epoch; 0 = never.
+    last_ok_unix_ms: std::sync::atomic::AtomicU64,
     counters: Counters,
 }
 
@@ -347,6 +349,7 @@ fn new_backend(frontend: &str, b: &Backend) -> Arc<BackendState> {
         removed: AtomicBool::new(false),
         last_check: Mutex::new(None),
         since_unix_ms: std::sync::atomic::AtomicU64::new(now_unix_ms()),
+        last_ok_unix_ms: std::sync::atomic::AtomicU64::new(0),
         counters: Counters::default(),
     })
 }

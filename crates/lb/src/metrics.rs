@@ -23,6 +23,10 @@ pub struct BackendStats {
     pub since_unix_ms: u64,
     /// The last health check, `None` before the first one (or with [`CheckKind::None`]).
     pub last_check: Option<CheckResult>,
+    /// When a health check last passed, milliseconds since the Unix epoch;
+    /// `None` if none has (a backend DOWN with a passed check has gone
+    /// down, one without never came up).
+    pub last_ok_unix_ms: Option<u64>,
     /// Connections proxied right now.
     pub active_connections: u64,
     /// Connections proxied since start.
@@ -86,6 +90,10 @@ impl LoadBalancer {
                         up: b.up.load(Ordering::Relaxed),
                         since_unix_ms: b.since_unix_ms.load(Ordering::Relaxed),
                         last_check: lock(&b.last_check).clone(),
+                        last_ok_unix_ms: match b.last_ok_unix_ms.load(Ordering::Relaxed) {
+                            0 => None,
+                            ms => Some(ms),
+                        },
                         active_connections: b.counters.active.load(Ordering::Relaxed),
                         connections_total: b.counters.total.load(Ordering::Relaxed),
                         connect_failures: b.counters.connect_failures.load(Ordering::Relaxed),

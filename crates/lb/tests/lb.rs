@@ -217,6 +217,11 @@ async fn killed_backend_loses_no_connection() {
     let check = dead.last_check.clone().unwrap();
     assert!(!check.ok);
     assert!(check.detail.contains("refused"), "{}", check.detail);
+    // It had passed checks before it died: it went down, it was not never up.
+    assert!(
+        dead.last_ok_unix_ms.is_some_and(|ok| ok < check.at_unix_ms),
+        "{dead:?}"
+    );
     // Redispatch covered the gap before DOWN; once DOWN no more attempts.
     let down = failures_when_down.expect("victim never went DOWN during the loop");
     assert!(down > 0, "no connection tried the dead backend before DOWN");
@@ -244,7 +249,12 @@ async fn no_backend_up_closes_connection() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(ask(addr, localhost()).await.is_err());
-    assert_eq!(lb.snapshot().frontends[0].rejected_total, 2);
+    let st = lb.snapshot();
+    assert_eq!(st.frontends[0].rejected_total, 2);
+    assert_eq!(
+        st.frontends[0].backends[0].last_ok_unix_ms, None,
+        "never passed a check"
+    );
 }
 
 #[tokio::test]

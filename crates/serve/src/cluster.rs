@@ -2,8 +2,11 @@
 //! bootstrap's `kube-system/bootstrap` ConfigMap, watched through the
 //! install's `auth/kubeconfig` with the same client as `approve-csr` and
 //! `wait-for` (okd-cluster). Each kind is one List+Watch kept open (the
-//! ConfigMap's limited to that one object); the view handed to the status store is rebuilt every second
-//! from the watches' caches, so the page costs the API nothing.
+//! ConfigMap's limited to that one object); the view handed to the status
+//! store is rebuilt from the watches' caches after each event (at most
+//! every 100 ms), so the page costs the API nothing. Errors name the
+//! server, the address connected to and the classified cause
+//! ([`okd_cluster::ApiCause`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -117,7 +120,7 @@ fn view(
 
 /// Watches the cluster of `dir`'s `auth/kubeconfig` at `api` (the
 /// inventory's API address and port) until `stop`, handing the view to
-/// `status` every second. Without a kubeconfig, or when it cannot be used,
+/// `status` within 100 ms of each watch event. Without a kubeconfig, or when it cannot be used,
 /// the view says why (and the task waits for `stop`: serve treats a
 /// finished task as a failure).
 pub(crate) async fn watch(
@@ -152,14 +155,20 @@ pub(crate) async fn watch(
         ),
     )
     .default_backoff()
-    .map(|e| e.err().map(|e| e.to_string()))
+    .map(|e| {
+        e.err()
+            .map(|e| okd_cluster::ApiCause::of_watch(&e).to_string())
+    })
     .boxed();
     let node_s = reflector(
         node_w,
         watcher::watcher(Api::<Node>::all(client.clone()), watcher::Config::default()),
     )
     .default_backoff()
-    .map(|e| e.err().map(|e| e.to_string()))
+    .map(|e| {
+        e.err()
+            .map(|e| okd_cluster::ApiCause::of_watch(&e).to_string())
+    })
     .boxed();
     let (boot, boot_w) = reflector::store();
     let boot_s = reflector(
@@ -170,7 +179,10 @@ pub(crate) async fn watch(
         ),
     )
     .default_backoff()
-    .map(|e| e.err().map(|e| e.to_string()))
+    .map(|e| {
+        e.err()
+            .map(|e| okd_cluster::ApiCause::of_watch(&e).to_string())
+    })
     .boxed();
     let (ops, op_s) = openshift::served_reflector(
         openshift::cluster_operators(client),
@@ -179,20 +191,27 @@ pub(crate) async fn watch(
     );
     let mut events = futures_util::stream::select_all([csr_s, node_s, op_s, boot_s]);
     let mut stop = std::pin::pin!(stop);
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    // The view is rebuilt at most every 100 ms, and only after a watch
+    // event, so a change reaches the page's next refresh at once.
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut dirty = true;
     // Unavailable until a watch has answered once.
     let mut error: Option<String> = Some(format!("no answer yet from {}", cluster.server()));
+    let via = format!("{} (through {api})", cluster.server());
     loop {
         tokio::select! {
             _ = &mut stop => return,
             ev = events.next() => {
                 match ev {
-                    Some(Some(e)) => error = Some(format!("{}: {e}", cluster.server())),
+                    Some(Some(e)) => error = Some(format!("{via}: {e}")),
                     Some(None) => error = None,
                     None => return stop.await,
                 }
+                dirty = true;
             }
-            _ = tick.tick() => {
+            _ = tick.tick(), if dirty => {
+                dirty = false;
                 status.set_cluster(view(cluster.server(), &csrs, &nodes, &ops, &boot, &error));
             }
         }

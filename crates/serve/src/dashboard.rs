@@ -471,20 +471,26 @@ fn warnings(doc: &Value, now: OffsetDateTime) -> Vec<String> {
         .into_iter()
         .flatten()
     {
-        for b in fe["backends"].as_array().into_iter().flatten() {
-            if b["up"] == false {
-                let since = b["since_unix_ms"]
-                    .as_i64()
-                    .and_then(|ms| {
-                        OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok()
-                    })
+        let backends: Vec<&Value> = fe["backends"].as_array().into_iter().flatten().collect();
+        let any_up = backends.iter().any(|b| b["up"] == true);
+        for b in &backends {
+            // A backend that never passed a check is a host not serving
+            // yet: the table shows it, the warnings keep to changes.
+            if b["up"] == false && b["last_ok_unix_ms"].is_u64() {
+                let since = from_unix_ms(&b["since_unix_ms"])
                     .map(|t| ago(t, now))
                     .unwrap_or_default();
+                let fe_name = fe["name"].as_str().unwrap_or("");
                 w.push(format!(
-                    "load balancer backend {} of {} is DOWN (since {since}): {}",
+                    "load balancer backend {} ({}) of {fe_name} went DOWN {since}: {}; {}",
                     b["name"].as_str().unwrap_or(""),
-                    fe["name"].as_str().unwrap_or(""),
-                    b["last_check"]["detail"].as_str().unwrap_or("no check yet")
+                    b["addr"].as_str().unwrap_or(""),
+                    b["last_check"]["detail"].as_str().unwrap_or("no check yet"),
+                    if any_up {
+                        "its traffic goes to the backends still UP".to_string()
+                    } else {
+                        format!("no backend of {fe_name} is UP, so its clients get no answer")
+                    }
                 ));
             }
         }
@@ -656,14 +662,13 @@ pub(crate) fn page(doc: &Value, now: OffsetDateTime) -> String {
             for fe in fes {
                 for b in fe["backends"].as_array().into_iter().flatten() {
                     let up = b["up"] == true;
-                    let since = b["since_unix_ms"]
-                        .as_i64()
-                        .and_then(|ms| {
-                            OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-                                .ok()
-                        })
-                        .map(|t| format!(" since {}", ago(t, now)))
-                        .unwrap_or_default();
+                    let since = match from_unix_ms(&b["since_unix_ms"]) {
+                        _ if !up && !b["last_ok_unix_ms"].is_u64() => {
+                            ", no check passed yet".to_string()
+                        }
+                        Some(t) => format!(" since {}", ago(t, now)),
+                        None => String::new(),
+                    };
                     main += &format!(
                         "<tr><th scope=\"row\">{} <small>{}</small></th><td>{} <small>{}</small></td><td class=\"{}\">{}{since}</td><td>{}</td><td>{} / {}</td><td>{} / {}</td></tr>",
                         esc(fe["name"].as_str().unwrap_or("")),
@@ -685,7 +690,7 @@ pub(crate) fn page(doc: &Value, now: OffsetDateTime) -> String {
     }
     main += "</section>";
     format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><link rel=\"icon\" href=\"data:,\">\
 <title>{cluster}: install status</title><style>{STYLE}</style></head><body><header><h1>{cluster}: install status</h1>\
 <p>serve running since {} · <a href=\"/status\">JSON</a> · <a href=\"/metrics\">metrics</a></p></header>\
 <main id=\"main\">{main}</main><script>{SCRIPT}</script></body></html>\n",
@@ -717,7 +722,7 @@ mod tests {
                 {"name": "bootstrap", "addr": "192.168.120.102:6443", "up": true, "since_unix_ms": 1795514700000u64,
                  "last_check": {"detail": "HTTP 200"}, "active_connections": 2, "connections_total": 40, "bytes_in": 2048, "bytes_out": 3_000_000},
                 {"name": "master", "addr": "192.168.120.103:6443", "up": false, "since_unix_ms": 1795999200000u64,
-                 "last_check": {"detail": "connection refused"}, "active_connections": 0, "connections_total": 0, "bytes_in": 0, "bytes_out": 0},
+                 "last_ok_unix_ms": 1795999100000u64, "last_check": {"detail": "connection refused"}, "active_connections": 0, "connections_total": 0, "bytes_in": 0, "bytes_out": 0},
             ]}, {"name": "machine-config", "bind": "192.168.120.101:22623", "backends": [
                 {"name": "bootstrap", "addr": "192.168.120.102:22623", "up": false, "since_unix_ms": 1795514400000u64,
                  "last_check": {"detail": "HTTP 503"}, "active_connections": 0, "connections_total": 0, "bytes_in": 0, "bytes_out": 0},
@@ -1022,10 +1027,13 @@ mod tests {
             "{w:?}"
         );
         assert!(
-            w.iter().any(
-                |x| x.starts_with("load balancer backend master of api is DOWN (since ")
-                    && x.ends_with("connection refused")
-            ),
+            w.contains(&"load balancer backend master (192.168.120.103:6443) of api went DOWN 5 min ago: connection refused; its traffic goes to the backends still UP"),
+            "{w:?}"
+        );
+        // The bootstrap's machine-config server never passed a check: a
+        // host not serving yet is in the table, not in the warnings.
+        assert!(
+            !w.iter().any(|x| x.contains("(192.168.120.102:22623)")),
             "{w:?}"
         );
         assert!(
@@ -1045,6 +1053,10 @@ mod tests {
         );
         assert!(
             html.contains("<td class=\"down\">DOWN since 5 min ago</td>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<td class=\"down\">DOWN, no check passed yet</td>"),
             "{html}"
         );
         assert!(html.contains("2.9 MiB"), "{html}");

@@ -130,7 +130,14 @@ impl ControlPlane {
     /// Starts a control plane for asset directory `dir` (after `create
     /// ignition-configs`). `None` when the kit or a tool is missing.
     pub fn start(dir: &Path, scratch: &Path, with: With) -> Option<ControlPlane> {
-        let mut cp = Self::start_processes(dir, scratch, with)?;
+        Self::start_on(dir, scratch, with, 101)
+    }
+
+    /// [`ControlPlane::start`] with the control plane at `192.168.120.<host>`
+    /// (102 is the inventory's bootstrap host, behind serve's load balancer
+    /// on the bastion's 101).
+    pub fn start_on(dir: &Path, scratch: &Path, with: With, host: u8) -> Option<ControlPlane> {
+        let mut cp = Self::start_processes(dir, scratch, with, host)?;
         cp.bootstrap_rbac();
         if with == With::ControllerManager {
             cp.start_controller_manager();
@@ -141,10 +148,10 @@ impl ControlPlane {
     /// etcd + kube-apiserver only, ready, with nothing applied: for
     /// certificates the clients will refuse (expired serving certificates).
     pub fn start_unready(dir: &Path, scratch: &Path) -> Option<ControlPlane> {
-        Self::start_processes(dir, scratch, With::ApiServer)
+        Self::start_processes(dir, scratch, With::ApiServer, 101)
     }
 
-    fn start_processes(dir: &Path, scratch: &Path, with: With) -> Option<ControlPlane> {
+    fn start_processes(dir: &Path, scratch: &Path, with: With, host: u8) -> Option<ControlPlane> {
         let bin = kit(with)?;
         let root = apply_ignition(&dir.join("bootstrap.ign"), &scratch.join("ign"));
         let meta: serde_json::Value =
@@ -158,7 +165,7 @@ impl ControlPlane {
             .unwrap_or_else(|| format!("{name}.example"));
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
         let ns = format!("okdk{}-{n}", std::process::id());
-        let addr = format!("{NET}.101");
+        let addr = format!("{NET}.{host}");
         let mut cp = ControlPlane {
             ns: ns.clone(),
             addr: addr.clone(),

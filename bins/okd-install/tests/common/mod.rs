@@ -2,6 +2,7 @@
 //! copy of an example, find the real programs, decode Ignition configs.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod kube;
 pub mod manifests;
 pub mod netns;

@@ -87,16 +87,20 @@ pub fn ignition_files(root: &Path, run: &Path, stub: &Path) -> std::process::Out
 /// Runs Ignition's fetch stage for `pointer` inside `ns` (bounded by `timeout`),
 /// then, if it succeeded, the files stage into a fresh root. Returns (ok, log, root).
 pub fn ignite(
-    lab: &Lab,
+    _lab: &Lab,
     ns: &str,
     pointer: &Path,
     scratch: &Path,
     secs: u64,
 ) -> (bool, String, PathBuf) {
+    ignite_in(ns, pointer, scratch, secs)
+}
+
+/// [`ignite`] in any namespace `ns` (a lab's or a control plane's node).
+pub fn ignite_in(ns: &str, pointer: &Path, scratch: &Path, secs: u64) -> (bool, String, PathBuf) {
     let (root, run, stub) = ignition_root(scratch);
     let cache = run.join("ignition.json");
-    let out = lab
-        .cmd(ns, "timeout")
+    let out = super::kube::in_ns(ns, "timeout")
         .arg(secs.to_string())
         .arg(IGNITION)
         .args(["-platform=file", "-stage=fetch", "-log-to-stdout"])
