@@ -93,6 +93,7 @@ pub struct Driver {
     /// Its log file (chromedriver's and Chromium's output).
     pub log: PathBuf,
     profile: tempfile::TempDir,
+    sessions: std::sync::atomic::AtomicU32,
 }
 
 /// `chromium` and `chromedriver` if installed (Debian packages `chromium`
@@ -127,6 +128,7 @@ impl Driver {
             port: 9515,
             log,
             profile: tempfile::tempdir().unwrap(),
+            sessions: std::sync::atomic::AtomicU32::new(0),
         };
         let start = Instant::now();
         while connect_in(ns, SocketAddr::from(([127, 0, 0, 1], d.port))).is_err() {
@@ -140,9 +142,14 @@ impl Driver {
         Some(d)
     }
 
-    /// A new headless Chromium session of `width`×`height` pixels.
+    /// A new headless Chromium session of `width`×`height` pixels, with a
+    /// fresh profile of its own.
     pub async fn session(&self, width: u32, height: u32) -> fantoccini::Client {
         let (chromium, _) = tools().expect("chromium");
+        let n = self
+            .sessions
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let profile = self.profile.path().join(format!("session-{n}"));
         let mut caps = serde_json::Map::new();
         caps.insert(
             "goog:chromeOptions".into(),
@@ -159,7 +166,7 @@ impl Driver {
                     "--disable-component-update",
                     "--disable-sync",
                     "--disable-extensions",
-                    format!("--user-data-dir={}", self.profile.path().display()),
+                    format!("--user-data-dir={}", profile.display()),
                     format!("--window-size={width},{height}"),
                 ],
             }),

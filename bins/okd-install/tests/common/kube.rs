@@ -272,6 +272,14 @@ openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out c
         }
     }
 
+    /// The PID of the process started as `label`.
+    pub fn pid(&self, label: &str) -> Option<u32> {
+        self.children
+            .iter()
+            .find(|(l, _)| l == label)
+            .map(|(_, c)| c.id())
+    }
+
     /// The log of `label`.
     pub fn log(&self, label: &str) -> String {
         std::fs::read_to_string(self.scratch.join(format!("{label}.log"))).unwrap_or_default()
