@@ -404,7 +404,7 @@ fn the_page_follows_an_install_in_a_browser() {
         let bootstrap_kc_ns = scratch.path().join("kubeconfig-bootstrap");
         std::fs::copy(&bootstrap_kc, &bootstrap_kc_ns).unwrap();
         file_csr(
-            &cp,
+            cp,
             &bootstrap_kc_ns,
             "node-master-client",
             &client_pem,
@@ -424,7 +424,7 @@ fn the_page_follows_an_install_in_a_browser() {
             .await;
         assert!(done(&snap, "master").len() == 2, "{snap:#}");
         page.shot("client-csr-pending", 1280).await;
-        approve(&cp, &bastion_ns);
+        approve(cp, bastion_ns);
         let approved = unix_ms();
         page.until("the approved client CSR", 30, approved, &ctx, |s| {
             done(s, "master")
@@ -434,7 +434,7 @@ fn the_page_follows_an_install_in_a_browser() {
         .await;
 
         // 4. The serving CSR, filed with the node's own new certificate.
-        let cert = issued(&cp, "node-master-client");
+        let cert = issued(cp, "node-master-client");
         let node_pem = d.join("node.pem");
         let mut both = cert.clone();
         both.extend(std::fs::read(d.join("client.key")).unwrap());
@@ -448,14 +448,14 @@ fn the_page_follows_an_install_in_a_browser() {
             Some(&format!("DNS:master,IP:{master_ip}")),
         );
         file_csr(
-            &cp,
+            cp,
             &node_kc,
             "node-master-serving",
             &serving,
             "kubernetes.io/kubelet-serving",
             &["digital signature", "server auth"],
         );
-        approve(&cp, &bastion_ns);
+        approve(cp, bastion_ns);
         let approved = unix_ms();
         page.until("the approved serving CSR", 30, approved, &ctx, |s| {
             done(s, "master")
