@@ -15,30 +15,11 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use common::kube::{ControlPlane, NET, User, With, csr_pem, tail};
-
-/// Files a CSR object as the user of kubeconfig `kc`.
-fn file_csr(cp: &ControlPlane, kc: &Path, name: &str, pem: &[u8], signer: &str, usages: &[&str]) {
-    let obj = serde_json::json!({
-        "apiVersion": "certificates.k8s.io/v1",
-        "kind": "CertificateSigningRequest",
-        "metadata": {"name": name},
-        "spec": {
-            "request": base64::engine::general_purpose::STANDARD.encode(pem),
-            "signerName": signer,
-            "usages": usages,
-        }
-    });
-    let f = cp.scratch.join(format!("{name}.json"));
-    std::fs::write(&f, obj.to_string()).unwrap();
-    let out = cp.kubectl(kc, &["create", "-f", f.to_str().unwrap()]);
-    assert!(out.status.success(), "filing {name}: {out:?}");
-}
+use common::kube::{ControlPlane, NET, User, With, csr_pem, file_csr, tail};
 
 /// `Approved`, `Pending` (no condition) or other, per CSR name.
 fn condition(cp: &ControlPlane, name: &str) -> String {

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use common::browser::{Driver, artifacts, png_size};
-use common::kube::{ControlPlane, NET, User, With, csr_pem, in_ns, tail};
+use common::kube::{ControlPlane, NET, User, With, csr_pem, file_csr, in_ns, tail};
 use serde_json::Value;
 
 /// What the page shows, read in one go from the DOM: per host row its
@@ -135,6 +135,22 @@ impl Page<'_> {
         }
     }
 
+    /// [`Page::until`] the stage of `host` whose text starts with `prefix` is done.
+    async fn until_stage(
+        &self,
+        host: &str,
+        prefix: &str,
+        since_ms: i64,
+        ctx: &dyn Fn() -> String,
+    ) -> Value {
+        let what = format!("{host}: {prefix}");
+        self.until(&what, 30, since_ms, ctx, |s| {
+            done(s, host).iter().any(|t| t.starts_with(prefix))
+        })
+        .await
+        .0
+    }
+
     /// Keeps a screenshot of the page as `<n>-<name>.png` and checks it is
     /// an image of the window's width.
     async fn shot(&mut self, name: &str, width: u32) {
@@ -146,24 +162,6 @@ impl Page<'_> {
         std::fs::write(&path, &png).unwrap();
         eprintln!("screenshot {} ({} bytes)", path.display(), png.len());
     }
-}
-
-/// Files CSR `name` (PEM `pem`) as the user of kubeconfig `kc`.
-fn file_csr(cp: &ControlPlane, kc: &Path, name: &str, pem: &[u8], signer: &str, usages: &[&str]) {
-    let obj = serde_json::json!({
-        "apiVersion": "certificates.k8s.io/v1",
-        "kind": "CertificateSigningRequest",
-        "metadata": {"name": name},
-        "spec": {
-            "request": base64::engine::general_purpose::STANDARD.encode(pem),
-            "signerName": signer,
-            "usages": usages,
-        }
-    });
-    let f = cp.scratch.join(format!("{name}.json"));
-    std::fs::write(&f, obj.to_string()).unwrap();
-    let out = cp.kubectl(kc, &["create", "-f", f.to_str().unwrap()]);
-    assert!(out.status.success(), "filing {name}: {out:?}");
 }
 
 /// `okd-install approve-csr` once, in the bastion's namespace.
@@ -361,12 +359,7 @@ fn the_page_follows_an_install_in_a_browser() {
             .output()
             .unwrap();
         assert!(out.status.success(), "bootstrap.ign: {out:?}");
-        page.until("the bootstrap's Ignition fetch", 30, unix_ms(), &ctx, |s| {
-            done(s, "bootstrap")
-                .iter()
-                .any(|t| t.starts_with("Ignition fetched (bootstrap.ign over HTTP)"))
-        })
-        .await;
+        page.until_stage("bootstrap", "Ignition fetched (bootstrap.ign over HTTP)", unix_ms(), &ctx).await;
 
         // 2. The real Ignition on the master: DNS, then its config from the
         // machine-config server through the balancer.
@@ -381,13 +374,7 @@ fn the_page_follows_an_install_in_a_browser() {
         let fetched = unix_ms();
         assert!(ok, "Ignition failed:\n{log}\n{}", ctx());
         assert!(root.join("etc/kubernetes/kubeconfig").is_file());
-        let (snap, _) = page
-            .until("the master's Ignition fetch", 30, fetched, &ctx, |s| {
-                done(s, "master")
-                    .iter()
-                    .any(|t| t.starts_with("Ignition fetched (pool master, spec 3."))
-            })
-            .await;
+        let snap = page.until_stage("master", "Ignition fetched (pool master, spec 3.", fetched, &ctx).await;
         let d = done(&snap, "master");
         assert!(
             d[0].starts_with(&format!("DNS answered (api-int.{}. A", cp.domain)),
@@ -426,12 +413,7 @@ fn the_page_follows_an_install_in_a_browser() {
         page.shot("client-csr-pending", 1280).await;
         approve(cp, bastion_ns);
         let approved = unix_ms();
-        page.until("the approved client CSR", 30, approved, &ctx, |s| {
-            done(s, "master")
-                .iter()
-                .any(|t| t.starts_with("CSR client approved (node-master-client)"))
-        })
-        .await;
+        page.until_stage("master", "CSR client approved (node-master-client)", approved, &ctx).await;
 
         // 4. The serving CSR, filed with the node's own new certificate.
         let cert = issued(cp, "node-master-client");
@@ -457,12 +439,7 @@ fn the_page_follows_an_install_in_a_browser() {
         );
         approve(cp, bastion_ns);
         let approved = unix_ms();
-        page.until("the approved serving CSR", 30, approved, &ctx, |s| {
-            done(s, "master")
-                .iter()
-                .any(|t| t.starts_with("CSR serving approved (node-master-serving)"))
-        })
-        .await;
+        page.until_stage("master", "CSR serving approved (node-master-serving)", approved, &ctx).await;
         page.shot("csrs-approved", 1280).await;
 
         // 5. The node registers and reports Ready with its own identity.
@@ -506,11 +483,7 @@ fn the_page_follows_an_install_in_a_browser() {
         }
         assert!(posted.is_some(), "the Node status kept conflicting");
         let ready = unix_ms();
-        let (snap, _) = page
-            .until("the master Ready", 30, ready, &ctx, |s| {
-                done(s, "master").iter().any(|t| t.starts_with("Node Ready"))
-            })
-            .await;
+        let snap = page.until_stage("master", "Node Ready", ready, &ctx).await;
         assert_eq!(done(&snap, "master").len(), 5, "{snap:#}");
         assert!(
             snap["cluster"].as_str().unwrap_or("").contains("0 CSRs pending, 1 nodes"),
@@ -525,21 +498,8 @@ fn the_page_follows_an_install_in_a_browser() {
             boot.iter().any(|t| t.starts_with("API up on bootstrap")),
             "{snap:#}"
         );
-        cp.admin(&[
-            "create",
-            "configmap",
-            "bootstrap",
-            "-n",
-            "kube-system",
-            "--from-literal=status=complete",
-        ]);
-        let (snap, _) = page
-            .until("the bootstrap complete", 30, unix_ms(), &ctx, |s| {
-                done(s, "bootstrap")
-                    .iter()
-                    .any(|t| t.starts_with("Bootstrap complete (ConfigMap kube-system/bootstrap)"))
-            })
-            .await;
+        cp.report_bootstrap("complete");
+        let snap = page.until_stage("bootstrap", "Bootstrap complete (ConfigMap kube-system/bootstrap)", unix_ms(), &ctx).await;
         assert!(
             snap["warnings"].as_array().unwrap().iter().any(|w| w.as_str().is_some_and(|w| {
                 w.starts_with("bootstrap complete ")
@@ -576,13 +536,7 @@ fn the_page_follows_an_install_in_a_browser() {
             .output()
             .unwrap();
         assert!(out.status.success(), "destroy bootstrap: {out:?}");
-        let (snap, _) = page
-            .until("the bootstrap removed", 30, unix_ms(), &ctx, |s| {
-                done(s, "bootstrap")
-                    .iter()
-                    .any(|t| t.starts_with("Removed from load balancer"))
-            })
-            .await;
+        let snap = page.until_stage("bootstrap", "Removed from load balancer", unix_ms(), &ctx).await;
         assert!(lb_row(&snap, "api ", "bootstrap").is_none(), "{snap:#}");
         page.shot("bootstrap-removed", 1280).await;
 

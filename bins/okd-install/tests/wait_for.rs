@@ -280,14 +280,7 @@ fn bootstrap_complete_messages_timeouts_and_an_api_restart() {
         "bootstrap=3m,etcd=3m,progress=1s",
     );
     wait_text(&log, "for bootstrapping to complete...", 30);
-    cp.admin(&[
-        "create",
-        "configmap",
-        "bootstrap",
-        "-n",
-        "kube-system",
-        "--from-literal=status=progressing",
-    ]);
+    cp.report_bootstrap("progressing");
     wait_text(&log, "Bootstrap status: progressing", 30);
     cp.kill("kube-apiserver");
     std::thread::sleep(Duration::from_secs(3));

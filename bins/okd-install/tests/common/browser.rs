@@ -203,12 +203,18 @@ pub fn png_size(png: &[u8]) -> Option<(u32, u32)> {
 }
 
 /// Where screenshots are kept: `$OKD_ARTIFACTS/<test>` (CI sets it outside
-/// the clone), else `<temp>/okd-install-artifacts/<test>`.
+/// the clone), else `<temp>/okd-install-artifacts/<test>`; emptied of the
+/// previous run's screenshots.
 pub fn artifacts(test: &str) -> PathBuf {
     let base = std::env::var_os("OKD_ARTIFACTS")
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("okd-install-artifacts"));
     let d = base.join(test);
     std::fs::create_dir_all(&d).unwrap();
+    for e in std::fs::read_dir(&d).unwrap().flatten() {
+        if e.path().extension().is_some_and(|x| x == "png") {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
     d
 }

@@ -272,6 +272,20 @@ openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out c
         }
     }
 
+    /// Creates the ConfigMap `kube-system/bootstrap` with `data.status`
+    /// as the bootstrap's report-progress.sh does (openshift/installer
+    /// `data/data/bootstrap/files/usr/local/bin/report-progress.sh`).
+    pub fn report_bootstrap(&self, status: &str) {
+        self.admin(&[
+            "create",
+            "configmap",
+            "bootstrap",
+            "-n",
+            "kube-system",
+            &format!("--from-literal=status={status}"),
+        ]);
+    }
+
     /// The PID of the process started as `label`.
     pub fn pid(&self, label: &str) -> Option<u32> {
         self.children
@@ -637,6 +651,33 @@ pub fn csr_pem(dir: &Path, label: &str, subject: &str, sans: Option<&str>) -> Ve
     let o = c.output().unwrap();
     assert!(o.status.success(), "{o:?}");
     std::fs::read(out).unwrap()
+}
+
+/// Files CSR object `name` (PKCS#10 PEM `pem`, signer, usages) as the user
+/// of kubeconfig `kc`; asserts the API server took it.
+pub fn file_csr(
+    cp: &ControlPlane,
+    kc: &Path,
+    name: &str,
+    pem: &[u8],
+    signer: &str,
+    usages: &[&str],
+) {
+    use base64::Engine as _;
+    let obj = serde_json::json!({
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": {"name": name},
+        "spec": {
+            "request": base64::engine::general_purpose::STANDARD.encode(pem),
+            "signerName": signer,
+            "usages": usages,
+        }
+    });
+    let f = cp.scratch.join(format!("{name}.json"));
+    std::fs::write(&f, obj.to_string()).unwrap();
+    let out = cp.kubectl(kc, &["create", "-f", f.to_str().unwrap()]);
+    assert!(out.status.success(), "filing {name}: {out:?}");
 }
 
 /// Writes a CertificateSigningRequest object `node-<name>` (JSON) for a
