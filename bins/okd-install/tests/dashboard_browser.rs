@@ -742,6 +742,11 @@ fn bench_dashboard_against_haproxy_stats() {
         }
         for cycle in 0..cycles * 2 {
             let up = cycle % 2 == 0;
+            // Each change at another moment of both pages' refresh cycles
+            // (a cycle starts when both showed the last change, which
+            // would otherwise keep it in step with HAProxy's 10 s refresh).
+            let jitter = (cycle as u64 * 3_700) % 10_000;
+            tokio::time::sleep(Duration::from_millis(jitter)).await;
             let t0 = unix_ms();
             if up {
                 lab.cp.spawn_in(
