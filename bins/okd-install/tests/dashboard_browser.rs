@@ -517,6 +517,13 @@ fn the_page_follows_an_install_in_a_browser() {
                 lb_row(s, "api ", "bootstrap").is_some_and(|r| r[1].0 == "down")
             })
             .await;
+        // The stage it reached stays reached, and says it is DOWN now.
+        assert!(
+            done(&snap, "bootstrap")
+                .iter()
+                .any(|t| t.starts_with("API up on bootstrap (DOWN now: ")),
+            "{snap:#}"
+        );
         let row = lb_row(&snap, "api ", "bootstrap").unwrap();
         assert!(row[1].1.starts_with("DOWN since "), "{row:?}");
         assert!(
@@ -742,11 +749,14 @@ fn bench_dashboard_against_haproxy_stats() {
         }
         for cycle in 0..cycles * 2 {
             let up = cycle % 2 == 0;
-            // Each change at another moment of both pages' refresh cycles
-            // (a cycle starts when both showed the last change, which
-            // would otherwise keep it in step with HAProxy's 10 s refresh).
+            // Each change at another moment of HAProxy's page's refresh
+            // cycle (a cycle starts when both showed the last change, which
+            // would otherwise keep it in step with its 10 s refresh).
             let jitter = (cycle as u64 * 3_700) % 10_000;
             tokio::time::sleep(Duration::from_millis(jitter)).await;
+            // Our page reloaded at a moment of its own, so its 1 s refresh
+            // is not in step with the balancer's 2 s checks either.
+            ours.refresh().await.unwrap();
             let t0 = unix_ms();
             if up {
                 lab.cp.spawn_in(

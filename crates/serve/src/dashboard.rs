@@ -187,7 +187,8 @@ fn backend_in<'a>(frontends: &'a Value, h: &Value, svc: okd_lb::Service) -> Opti
 }
 
 /// "API up on bootstrap" / "Machine-config server up on bootstrap": the
-/// bootstrap's backend in the frontend of `svc` is UP; after
+/// bootstrap's backend in the frontend of `svc` is UP or has passed a check
+/// (time: since when UP, else the last passed check); after
 /// `remove-bootstrap`, as it was just before.
 fn lb_stage(stage: &str, h: &Value, ctx: &Value, svc: okd_lb::Service) -> Value {
     if !ctx["loadBalancer"]["frontends"].is_array() {
@@ -204,18 +205,27 @@ fn lb_stage(stage: &str, h: &Value, ctx: &Value, svc: okd_lb::Service) -> Value 
         return json!({"stage": stage, "done": false, "time": null,
             "detail": format!("not a backend of the {} frontend", svc.name())});
     };
+    // A stage once reached stays done: a backend that passed a check and
+    // is DOWN now came up and went down again (the warnings say so).
     let up = b["up"] == true;
-    let mut detail = b["last_check"]["detail"]
-        .as_str()
-        .unwrap_or("no check yet")
-        .to_string();
+    let came_up = up || b["last_ok_unix_ms"].is_u64();
+    let check = b["last_check"]["detail"].as_str().unwrap_or("no check yet");
+    let mut detail = if came_up && !up {
+        format!("DOWN now: {check}")
+    } else {
+        check.to_string()
+    };
     if removed {
         detail += " (before its removal from the load balancer)";
     }
     json!({
         "stage": stage,
-        "done": up,
-        "time": if up { rfc3339(from_unix_ms(&b["since_unix_ms"])) } else { Value::Null },
+        "done": came_up,
+        "time": match (up, came_up) {
+            (true, _) => rfc3339(from_unix_ms(&b["since_unix_ms"])),
+            (false, true) => rfc3339(from_unix_ms(&b["last_ok_unix_ms"])),
+            _ => Value::Null,
+        },
         "detail": detail,
     })
 }
@@ -858,6 +868,25 @@ mod tests {
             "{:?}",
             warns(&done)
         );
+    }
+
+    #[test]
+    fn bootstrap_api_that_went_down_stays_reached() {
+        let now = datetime!(2026-11-24 10:40 UTC);
+        let mut d = doc();
+        let b = &mut d["loadBalancer"]["frontends"][0]["backends"][0];
+        b["up"] = json!(false);
+        b["last_ok_unix_ms"] = json!(1795516800000u64); // 10:40:00Z
+        b["last_check"]["detail"] = json!("connection refused");
+        annotate(&mut d, now);
+        let api = boot_stage(&d, "API up on bootstrap");
+        assert_eq!(api["done"], true, "{api}");
+        assert_eq!(api["time"], "2026-11-24T10:40:00Z");
+        assert_eq!(api["detail"], "DOWN now: connection refused");
+        // Never passed a check: not reached.
+        let mcs = boot_stage(&d, "Machine-config server up on bootstrap");
+        assert_eq!(mcs["done"], false, "{mcs}");
+        assert_eq!(mcs["detail"], "HTTP 503");
     }
 
     #[test]
