@@ -557,6 +557,15 @@ fn the_page_follows_an_install_in_a_browser() {
             .await
             .unwrap();
         assert_eq!(stacked, "none");
+        // Each stacked cell names its column.
+        let label = client
+            .execute(
+                "return getComputedStyle(document.querySelector('#main td[data-label=Address]'), '::before').content",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(label, "\"Address: \"");
         let snap = page.snapshot().await;
         assert_eq!(done(&snap, "master").len(), 5, "{snap:#}");
         page.shot("phone-width", 412).await;

@@ -558,7 +558,7 @@ th,td{border-bottom:1px solid #ccc;padding:.35rem .5rem;text-align:left;vertical
 ol.st{list-style:none;margin:0;padding:0;display:flex;flex-wrap:wrap;gap:.25rem .75rem}ol.st li::before{content:'○ '}\
 ol.st li.done::before{content:'● ';color:#1a7f37}ol.st li.todo{color:#666}.up{color:#1a7f37;font-weight:600}.down{color:#b42318;font-weight:600}\
 ul.warn li{color:#8a4b00}time{color:#444;font-size:.9em}\
-@media (max-width:40rem){table,thead,tbody,tr,th,td{display:block}thead{display:none}td{border:0;padding:.15rem 0}tr{border-bottom:1px solid #ccc;padding:.5rem 0}}";
+@media (max-width:40rem){table,thead,tbody,tr,th,td{display:block}thead{display:none}td{border:0;padding:.15rem 0}tr{border-bottom:1px solid #ccc;padding:.5rem 0}td[data-label]::before{content:attr(data-label) ': ';color:#555}}";
 
 /// Keeps the page current: fetches it again every second and swaps `<main>`.
 const SCRIPT: &str = "setInterval(async()=>{try{const r=await fetch(location.pathname,{cache:'no-store'});\
@@ -605,7 +605,7 @@ pub(crate) fn page(doc: &Value, now: OffsetDateTime) -> String {
         }
         st += "</ol>";
         main += &format!(
-            "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{st}</td></tr>",
+            "<tr><th scope=\"row\">{}</th><td data-label=\"Role\">{}</td><td data-label=\"Address\">{}</td><td data-label=\"MAC\">{}</td><td data-label=\"Stages\">{st}</td></tr>",
             esc(h["hostname"].as_str().unwrap_or("")),
             esc(h["role"].as_str().unwrap_or("")),
             esc(h["address"].as_str().unwrap_or("")),
@@ -680,7 +680,7 @@ pub(crate) fn page(doc: &Value, now: OffsetDateTime) -> String {
                         None => String::new(),
                     };
                     main += &format!(
-                        "<tr><th scope=\"row\">{} <small>{}</small></th><td>{} <small>{}</small></td><td class=\"{}\">{}{since}</td><td>{}</td><td>{} / {}</td><td>{} / {}</td></tr>",
+                        "<tr><th scope=\"row\">{} <small>{}</small></th><td data-label=\"Backend\">{} <small>{}</small></td><td class=\"{}\" data-label=\"State\">{}{since}</td><td data-label=\"Last check\">{}</td><td data-label=\"Connections (now / total)\">{} / {}</td><td data-label=\"Bytes in / out\">{} / {}</td></tr>",
                         esc(fe["name"].as_str().unwrap_or("")),
                         esc(fe["bind"].as_str().unwrap_or("")),
                         esc(b["name"].as_str().unwrap_or("")),
@@ -1081,11 +1081,11 @@ mod tests {
             "{html}"
         );
         assert!(
-            html.contains("<td class=\"down\">DOWN since 5 min ago</td>"),
+            html.contains("<td class=\"down\" data-label=\"State\">DOWN since 5 min ago</td>"),
             "{html}"
         );
         assert!(
-            html.contains("<td class=\"down\">DOWN, no check passed yet</td>"),
+            html.contains("<td class=\"down\" data-label=\"State\">DOWN, no check passed yet</td>"),
             "{html}"
         );
         assert!(html.contains("2.9 MiB"), "{html}");
