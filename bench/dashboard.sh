@@ -10,5 +10,5 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR
 OKD_KUBE_BIN="$(bash tests/kube/build.sh)"
 export OKD_KUBE_BIN
-exec cargo test --release -p okd-install --test dashboard_browser -- \
+exec cargo test --release -p okd-install --test dashboard_bench -- \
     bench_dashboard_against_haproxy_stats --ignored --exact --nocapture --test-threads=1

@@ -114,15 +114,6 @@ fn now_rfc3339() -> String {
         .unwrap()
 }
 
-fn vm_hwm_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// The approve-csr.sh loop of the bootstrap node (installer.md §8), with
 /// kubectl for oc, every `every`.
 fn peer_loop(cp: &ControlPlane, every: Duration) -> okd_test_utils::ChildGuard {
@@ -178,7 +169,7 @@ fn bench_cluster_commands() {
         .unwrap_or(500);
     let seq = drive(&cp, "sequential", n, "bench-s");
     let burst = drive(&cp, "burst", n, "bench-b");
-    let hwm = vm_hwm_kib(pid);
+    let hwm = okd_test_utils::proc_status_kib(pid, "VmHWM");
 
     // Idle: approve-csr alone for a minute.
     let idle = Duration::from_secs(

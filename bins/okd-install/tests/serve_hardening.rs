@@ -57,16 +57,6 @@ fn curl_in(lab: &Lab, ns: &str, url: &str) -> (u16, String) {
     (code.trim().parse().unwrap_or(0), body.to_string())
 }
 
-/// Resident memory of process `pid` in KiB (`VmRSS` of /proc/PID/status).
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 #[test]
 fn bootstrap_ign_reaches_only_the_bootstrap_host() {
     if !common::netns::available() || tool("curl", &["/usr/bin/curl"]).is_none() {
@@ -151,7 +141,7 @@ fn status_stays_bounded_under_a_spoofed_source_dns_flood() {
     let d = served_dir();
     let (lab, pid, _log) = lab_with_serve(d.path(), "of", &[]);
     let bastion = lab.bastion.ns.clone();
-    let idle = rss_kib(pid);
+    let idle = okd_test_utils::proc_status_kib(pid, "VmRSS");
     // 20 000 queries, each from its own loopback source address inside the
     // bastion namespace (addresses the test owns), to serve's DNS.
     let flood = r#"
@@ -195,7 +185,7 @@ for i in range(20000):
         metrics.contains("okd_serve_unknown_clients 10"),
         "{metrics}"
     );
-    let flooded = rss_kib(pid);
+    let flooded = okd_test_utils::proc_status_kib(pid, "VmRSS");
     eprintln!("serve RSS idle {idle} KiB, after the flood {flooded} KiB");
     assert!(idle > 0 && idle < 50 * 1024, "idle RSS {idle} KiB");
     assert!(flooded < 100 * 1024, "RSS after the flood {flooded} KiB");
@@ -341,7 +331,7 @@ fn slow_client_flood_leaves_the_other_hosts_served() {
         std::fs::read_to_string(&serve_log).unwrap_or_default()
     );
     // prlimit execs serve, so its PID is serve's.
-    let flooded = rss_kib(serve_pid);
+    let flooded = okd_test_utils::proc_status_kib(serve_pid, "VmRSS");
     eprintln!("serve RSS while 2 800 slow connections are held: {flooded} KiB");
     assert!(
         flooded > 0 && flooded < 100 * 1024,

@@ -127,20 +127,65 @@ pub fn served_reflector(
     futures_util::stream::BoxStream<'static, Option<String>>,
 ) {
     use futures_util::StreamExt as _;
-    use kube::runtime::WatchStreamExt as _;
     let writer = kube::runtime::reflector::store::Writer::<DynamicObject>::new(resource);
     let reader = writer.as_reader();
     let probe = api.clone();
-    let watch = kube::runtime::reflector(writer, kube::runtime::watcher(api, cfg))
-        .default_backoff()
-        .map(|e| e.err().map(|e| crate::ApiCause::of_watch(&e).to_string()));
     let stream = futures_util::stream::once(async move {
         until_served(&probe).await;
         None
     })
-    .chain(watch)
+    .chain(watch_into(writer, api, cfg))
     .boxed();
     (reader, stream)
+}
+
+/// A List+Watch of a built-in kind `K` (CSRs, Nodes, ConfigMaps) kept in a
+/// store, with the default backoff. Like [`served_reflector`], the stream
+/// must be polled; each item is `Some(cause)` (the [`crate::ApiCause`]
+/// text) for a failed request, `None` for anything else.
+pub fn reflected<K>(
+    api: Api<K>,
+    cfg: kube::runtime::watcher::Config,
+) -> (
+    kube::runtime::reflector::Store<K>,
+    futures_util::stream::BoxStream<'static, Option<String>>,
+)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    use futures_util::StreamExt as _;
+    let (reader, writer) = kube::runtime::reflector::store();
+    (reader, watch_into(writer, api, cfg).boxed())
+}
+
+/// The watch of `api` applied to `writer`, each event mapped to its error's
+/// classified cause or `None`.
+fn watch_into<K>(
+    writer: kube::runtime::reflector::store::Writer<K>,
+    api: Api<K>,
+    cfg: kube::runtime::watcher::Config,
+) -> impl futures_util::Stream<Item = Option<String>> + Send + 'static
+where
+    K: kube::Resource
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
+{
+    use futures_util::StreamExt as _;
+    use kube::runtime::WatchStreamExt as _;
+    kube::runtime::reflector(writer, kube::runtime::watcher(api, cfg))
+        .default_backoff()
+        .map(|e| e.err().map(|e| crate::ApiCause::of_watch(&e).to_string()))
 }
 
 /// How many ClusterOperators there are, how many are Available, and the

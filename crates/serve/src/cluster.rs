@@ -16,8 +16,8 @@ use futures_util::StreamExt as _;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::{Api, DynamicObject};
-use kube::runtime::reflector::{self, Store, reflector};
-use kube::runtime::{WatchStreamExt as _, watcher};
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher;
 use okd_cluster::openshift;
 use serde_json::{Value, json};
 
@@ -145,45 +145,16 @@ pub(crate) async fn watch(
         }
     };
     let client = cluster.client();
-    let (csrs, csr_w) = reflector::store();
-    let (nodes, node_w) = reflector::store();
-    let csr_s = reflector(
-        csr_w,
-        watcher::watcher(
-            Api::<CertificateSigningRequest>::all(client.clone()),
-            watcher::Config::default(),
-        ),
-    )
-    .default_backoff()
-    .map(|e| {
-        e.err()
-            .map(|e| okd_cluster::ApiCause::of_watch(&e).to_string())
-    })
-    .boxed();
-    let node_s = reflector(
-        node_w,
-        watcher::watcher(Api::<Node>::all(client.clone()), watcher::Config::default()),
-    )
-    .default_backoff()
-    .map(|e| {
-        e.err()
-            .map(|e| okd_cluster::ApiCause::of_watch(&e).to_string())
-    })
-    .boxed();
-    let (boot, boot_w) = reflector::store();
-    let boot_s = reflector(
-        boot_w,
-        watcher::watcher(
-            Api::<ConfigMap>::namespaced(client.clone(), BOOTSTRAP_CM.0),
-            watcher::Config::default().fields(&format!("metadata.name={}", BOOTSTRAP_CM.1)),
-        ),
-    )
-    .default_backoff()
-    .map(|e| {
-        e.err()
-            .map(|e| okd_cluster::ApiCause::of_watch(&e).to_string())
-    })
-    .boxed();
+    let (csrs, csr_s) = openshift::reflected(
+        Api::<CertificateSigningRequest>::all(client.clone()),
+        watcher::Config::default(),
+    );
+    let (nodes, node_s) =
+        openshift::reflected(Api::<Node>::all(client.clone()), watcher::Config::default());
+    let (boot, boot_s) = openshift::reflected(
+        Api::<ConfigMap>::namespaced(client.clone(), BOOTSTRAP_CM.0),
+        watcher::Config::default().fields(&format!("metadata.name={}", BOOTSTRAP_CM.1)),
+    );
     let (ops, op_s) = openshift::served_reflector(
         openshift::cluster_operators(client),
         openshift::resource_of("ClusterOperator"),
@@ -222,6 +193,7 @@ pub(crate) async fn watch(
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+    use kube::runtime::reflector;
 
     fn cm(ns: &str, name: &str, status: Option<&str>) -> ConfigMap {
         ConfigMap {

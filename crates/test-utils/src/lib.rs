@@ -141,3 +141,14 @@ pub fn start_docker_registry(bin: &Path, config: &Path, log: &Path, port: u16) -
     }
     guard
 }
+
+/// A size field of `/proc/<pid>/status` in KiB (`VmRSS`, `VmHWM`, …; see
+/// proc_pid_status(5)); 0 when the process or the field is gone.
+pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}

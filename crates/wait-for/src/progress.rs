@@ -13,8 +13,8 @@ use futures_util::StreamExt as _;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DynamicObject};
-use kube::runtime::reflector::{Store, reflector};
-use kube::runtime::{WatchStreamExt as _, watcher};
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher;
 use okd_cluster::Cluster;
 use tracing::info;
 
@@ -148,25 +148,12 @@ fn okd_pending(c: &CertificateSigningRequest) -> bool {
 pub fn spawn(cluster: Cluster, dir: PathBuf, every: Duration) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let client = cluster.client();
-        let (csrs, csr_writer) = kube::runtime::reflector::store();
-        let (nodes, node_writer) = kube::runtime::reflector::store();
-        let csr_stream = reflector(
-            csr_writer,
-            watcher::watcher(
-                Api::<CertificateSigningRequest>::all(client.clone()),
-                watcher::Config::default(),
-            ),
-        )
-        .default_backoff()
-        .map(|e| e.err().map(|e| e.to_string()))
-        .boxed();
-        let node_stream = reflector(
-            node_writer,
-            watcher::watcher(Api::<Node>::all(client.clone()), watcher::Config::default()),
-        )
-        .default_backoff()
-        .map(|e| e.err().map(|e| e.to_string()))
-        .boxed();
+        let (csrs, csr_stream) = resources::reflected(
+            Api::<CertificateSigningRequest>::all(client.clone()),
+            watcher::Config::default(),
+        );
+        let (nodes, node_stream) =
+            resources::reflected(Api::<Node>::all(client.clone()), watcher::Config::default());
         let (operators, op_stream) = resources::served_reflector(
             resources::cluster_operators(client.clone()),
             resources::resource_of("ClusterOperator"),

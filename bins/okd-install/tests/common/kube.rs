@@ -25,6 +25,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use super::netns::ip;
 use super::serve::IGNITION;
 use super::*;
 
@@ -68,15 +69,6 @@ pub fn in_ns(ns: &str, program: impl AsRef<std::ffi::OsStr>) -> Command {
     let mut c = Command::new("ip");
     c.args(["netns", "exec", ns]).arg(program);
     c
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("run ip");
-    assert!(
-        out.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// Applies a full Ignition config (not a pointer) with the real Ignition

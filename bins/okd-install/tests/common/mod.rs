@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod dashboard;
 pub mod kube;
 pub mod manifests;
 pub mod netns;

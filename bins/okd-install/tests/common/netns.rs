@@ -26,7 +26,8 @@ pub struct Lab {
     children: Vec<Child>,
 }
 
-fn ip(args: &[&str]) {
+/// Runs `ip args…`; asserts it succeeded.
+pub fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().expect("run ip");
     assert!(
         out.status.success(),
