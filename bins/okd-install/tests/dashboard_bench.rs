@@ -243,8 +243,13 @@ fn bench_dashboard_against_haproxy_stats() {
         spread(&mut peer_kill),
     );
     eprintln!(
-        "\n== dashboard benchmark ({} changes, release build) ==",
-        cycles * 2
+        "\n== dashboard benchmark ({} changes, {} build) ==",
+        cycles * 2,
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        }
     );
     eprintln!(
         "change to page, ours:           p50 {} ms, p95 {} ms, max {} ms",

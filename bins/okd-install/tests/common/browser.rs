@@ -11,13 +11,14 @@
 //! Chromium runs with the flags that keep it from calling home (no
 //! background networking, component updates, sync or QUIC) in a fresh
 //! profile; the namespace has no route outside the test's bridge anyway.
-//! Drop ends the session and kills chromedriver by PID (Chromium is its
-//! child and exits with it).
+//! Drop kills chromedriver's process group, Chromium's processes with it,
+//! also when the test fails mid-session.
 #![allow(dead_code)]
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::os::fd::AsFd as _;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::process::{Child, Stdio};
@@ -115,8 +116,12 @@ impl Driver {
         let (_, driver) = tools()?;
         let log = scratch.join("chromedriver.log");
         let f = std::fs::File::create(&log).unwrap();
+        // A process group of its own: Chromium's processes are in it too,
+        // and drop kills the whole group (killing chromedriver alone would
+        // leave the browser running).
         let child = super::kube::in_ns(ns, &driver)
             .args(["--port=9515", "--log-level=WARNING"])
+            .process_group(0)
             .stdin(Stdio::null())
             .stdout(f.try_clone().unwrap())
             .stderr(f)
@@ -166,6 +171,8 @@ impl Driver {
                     "--disable-component-update",
                     "--disable-sync",
                     "--disable-extensions",
+                    "--disable-crash-reporter",
+                    "--disable-breakpad",
                     format!("--user-data-dir={}", profile.display()),
                     format!("--window-size={width},{height}"),
                 ],
@@ -186,6 +193,10 @@ impl Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        // The group's ID is chromedriver's PID (`ip netns exec` execs it).
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -23,16 +23,16 @@ use super::kube::{ControlPlane, With, tail};
 /// stages (`{done, text}`), the load balancer rows, the warnings, the
 /// cluster line and the browser's clock.
 pub const SNAPSHOT: &str = r#"
-pub const rows = {};
+const rows = {};
 for (const tr of document.querySelectorAll('#main section[aria-labelledby=hosts] tbody tr')) {
   rows[tr.querySelector('th').textContent.trim()] = Array.from(tr.querySelectorAll('ol.st li'))
     .map(li => ({done: li.classList.contains('done'), text: li.textContent.trim()}));
 }
-pub const lb = Array.from(document.querySelectorAll('#main section[aria-labelledby=lb] tbody tr'))
+const lb = Array.from(document.querySelectorAll('#main section[aria-labelledby=lb] tbody tr'))
   .map(tr => ({frontend: tr.querySelector('th').textContent.trim(),
                cells: Array.from(tr.querySelectorAll('td')).map(td => ({cls: td.className, text: td.textContent.trim()}))}));
-pub const warnings = Array.from(document.querySelectorAll('#main ul.warn li')).map(li => li.textContent.trim());
-pub const cluster = (document.querySelector('#main section[aria-labelledby=hosts] p') || {}).textContent || '';
+const warnings = Array.from(document.querySelectorAll('#main ul.warn li')).map(li => li.textContent.trim());
+const cluster = (document.querySelector('#main section[aria-labelledby=hosts] p') || {}).textContent || '';
 return {rows, lb, warnings, cluster, now: Date.now()};
 "#;
 
@@ -83,10 +83,10 @@ pub struct Page<'a> {
 
 impl Page<'_> {
     pub async fn snapshot(&self) -> Value {
-        self.client
-            .execute(SNAPSHOT, vec![])
-            .await
-            .unwrap_or(Value::Null)
+        match self.client.execute(SNAPSHOT, vec![]).await {
+            Ok(v) => v,
+            Err(e) => serde_json::json!({"error": e.to_string()}),
+        }
     }
 
     /// Polls the open page (every 50 ms, bounded by `secs`) until `f`
