@@ -793,66 +793,105 @@ fn credentials_never_follow_an_upload_location_to_another_host() {
     }
 }
 
-/// A release version from image-references, or from an archive's
-/// `okd-release.json`, that is not an OCI tag (issue #18, 7) is refused:
-/// `../../../other-team/app/manifests/latest` must not write a manifest
-/// into `other-team/app`.
-#[test]
-fn release_tags_cannot_leave_the_target_repository() {
+const TRAVERSAL: &str = "../../../other-team/app/manifests/latest";
+
+/// For the tag traversal tests: a plain registry holding a release
+/// image whose image-references names `version`, at `okd/okd:rel`, and
+/// the same image in `other-team/app:v1` (so that repository holds the
+/// blobs and a manifest PUT there would be accepted). Returns the temp
+/// dir, the registry's guard, its address and skopeo.
+fn traversal_lab(
+    version: &str,
+) -> Option<(
+    tempfile::TempDir,
+    okd_test_utils::ChildGuard,
+    String,
+    std::path::PathBuf,
+)> {
     let (Some(registry), Some(skopeo)) = (
         need("docker-registry", "docker-registry"),
         need("skopeo", "skopeo"),
     ) else {
-        return;
+        return None;
     };
     let d = tempfile::tempdir().unwrap();
     let t = d.path();
-    let (_a, a) = start_plain_registry(&registry, t, free_tcp_port());
-    let evil = "../../../other-team/app/manifests/latest";
-    let other_team_has_latest = || {
-        Command::new(&skopeo)
-            .args(["inspect", "--raw", "--tls-verify=false"])
-            .arg(format!("docker://{a}/other-team/app:latest"))
-            .output()
-            .unwrap()
-            .status
-            .success()
-    };
-    let assets = t.join("assets");
-    std::fs::create_dir_all(&assets).unwrap();
+    let (guard, a) = start_plain_registry(&registry, t, free_tcp_port());
+    push_bare_release(
+        &skopeo,
+        &t.join("rel"),
+        version,
+        &format!("{a}/okd/okd:rel"),
+    );
+    let out = Command::new(&skopeo)
+        .args(["copy", "--src-tls-verify=false", "--dest-tls-verify=false"])
+        .arg(format!("docker://{a}/okd/okd:rel"))
+        .arg(format!("docker://{a}/other-team/app:v1"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out).1);
+    std::fs::create_dir_all(t.join("assets")).unwrap();
+    assert!(!other_team_has_latest(&skopeo, &a));
+    Some((d, guard, a, skopeo))
+}
 
-    // From image-references (mirror release).
-    push_bare_release(&skopeo, &t.join("evil"), evil, &format!("{a}/okd/okd:evil"));
-    let from = format!("{a}/okd/okd:evil");
-    let to = format!("{a}/mirror/okd");
+fn other_team_has_latest(skopeo: &Path, a: &str) -> bool {
+    Command::new(skopeo)
+        .args(["inspect", "--raw", "--tls-verify=false"])
+        .arg(format!("docker://{a}/other-team/app:latest"))
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+/// A release version from image-references that is not an OCI tag
+/// (issue #18, 7) is refused: `../../../other-team/app/manifests/latest`
+/// must not write a manifest into `other-team/app`.
+#[test]
+fn an_image_references_version_cannot_leave_the_target_repository() {
+    let Some((d, _a, a, skopeo)) = traversal_lab(TRAVERSAL) else {
+        return;
+    };
+    let (from, to) = (format!("{a}/okd/okd:rel"), format!("{a}/mirror/okd"));
     let out = run_bounded(
-        &assets,
+        &d.path().join("assets"),
         &mirror_args(&from, &to, &a),
         &[],
         Duration::from_secs(60),
     );
+    assert!(
+        !other_team_has_latest(&skopeo, &a),
+        "a manifest landed in other-team/app: {}",
+        text(&out).1
+    );
     assert_fails_with(
         &out,
         &format!(
-            "metadata.name {evil:?} (the release version, used as a tag) must match [a-zA-Z0-9_][a-zA-Z0-9._-]{{0,127}}"
+            "metadata.name {TRAVERSAL:?} (the release version, used as a tag) must match [a-zA-Z0-9_][a-zA-Z0-9._-]{{0,127}}"
         ),
     );
-    assert!(
-        !other_team_has_latest(),
-        "a manifest landed in other-team/app"
-    );
+}
 
-    // From an archive whose okd-release.json was edited (from-disk).
+/// The same for an archive whose `okd-release.json` was edited
+/// (`from-disk`): its version, digests and repositories are checked like
+/// image-references, naming the file and the field.
+#[test]
+fn an_archive_version_cannot_leave_the_target_repository() {
     let good = "4.15.0-0.okd-tags";
-    push_bare_release(&skopeo, &t.join("good"), good, &format!("{a}/okd/okd:good"));
-    let archive = t.join("archive");
+    let Some((d, _a, a, skopeo)) = traversal_lab(good) else {
+        return;
+    };
+    let assets = d.path().join("assets");
+    let archive = d.path().join("archive");
+    let to = format!("{a}/mirror/okd");
     okd_ok(
         &assets,
         &[
             "mirror",
             "to-disk",
             "--from",
-            &format!("{a}/okd/okd:good"),
+            &format!("{a}/okd/okd:rel"),
             "--archive",
             archive.to_str().unwrap(),
             "--plain-http",
@@ -862,7 +901,7 @@ fn release_tags_cannot_leave_the_target_repository() {
     let meta = archive.join("okd-release.json");
     let text_before = std::fs::read_to_string(&meta).unwrap();
     assert!(text_before.contains(good), "{text_before}");
-    std::fs::write(&meta, text_before.replace(good, evil)).unwrap();
+    std::fs::write(&meta, text_before.replace(good, TRAVERSAL)).unwrap();
     let from_disk = [
         "mirror",
         "from-disk",
@@ -874,15 +913,16 @@ fn release_tags_cannot_leave_the_target_repository() {
         &a,
     ];
     let out = run_bounded(&assets, &from_disk, &[], Duration::from_secs(60));
+    assert!(
+        !other_team_has_latest(&skopeo, &a),
+        "a manifest landed in other-team/app: {}",
+        text(&out).1
+    );
     let err = assert_fails_with(&out, &meta.display().to_string());
     assert!(
-        err.contains(&format!("version {evil:?}"))
+        err.contains(&format!("version {TRAVERSAL:?}"))
             && err.contains("[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}"),
         "{err}"
-    );
-    assert!(
-        !other_team_has_latest(),
-        "a manifest landed in other-team/app"
     );
 
     // A digest or source in the archive outside the grammar is refused the same way.

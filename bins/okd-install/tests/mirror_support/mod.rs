@@ -25,6 +25,7 @@ impl Drop for PidGuard {
     fn drop(&mut self) {
         let _ = Command::new("kill")
             .args(["-KILL", &self.0.to_string()])
+            .stderr(std::process::Stdio::null())
             .status();
     }
 }
