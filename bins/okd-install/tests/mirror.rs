@@ -282,6 +282,11 @@ fn init_again_keeps_the_login_and_rotate_password_replaces_it() {
     assert!(out.status.success(), "{stderr}");
     let _registry = PidGuard(registry_pid(&reg));
     let pw = generated_password(&stdout).expect("a generated password");
+    assert_eq!(
+        common::mode(&reg),
+        0o750,
+        "mirror-registry/ as create makes folders"
+    );
     let status = |password: &str| {
         let out = std::process::Command::new(&curl)
             .args([

@@ -195,6 +195,29 @@ fn to_disk_twice_keeps_both_releases_and_from_disk_pushes_both() {
         assert_eq!(common::mode(&p), 0o750, "{}", p.display());
     }
     let to = format!("{a}/mirror/okd");
+    // One release tag cannot name two releases.
+    let rel_image = format!("{a}/mirror/release:one");
+    let out = common::okd(
+        &assets,
+        &[
+            "mirror",
+            "from-disk",
+            "--archive",
+            arch,
+            "--to",
+            &to,
+            "--plain-http",
+            &a,
+            "--to-release-image",
+            &rel_image,
+        ],
+    );
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("holds 2 releases, one tag cannot name them all"),
+        "{stderr}"
+    );
     let out = common::okd(
         &assets,
         &[
