@@ -197,6 +197,11 @@ pub struct InitArgs {
     /// Where to write the registry files (default: <dir>/mirror-registry).
     #[arg(long = "output-dir")]
     output_dir: Option<PathBuf>,
+    /// Replace the login of an earlier init (with --password-file's or a generated
+    /// password) in htpasswd, pull-secret.json and install-config.yaml's pullSecret;
+    /// without it a re-run keeps the existing login.
+    #[arg(long = "rotate-password")]
+    rotate_password: bool,
     /// Then start the registry in the background (as `mirror registry start`).
     #[arg(long)]
     start: bool,
@@ -256,6 +261,7 @@ pub fn run(dir: &Path, cmd: &MirrorCmd, target: ReleaseTarget) -> anyhow::Result
                     port: a.port,
                     username: a.username.clone(),
                     password: None,
+                    rotate_password: a.rotate_password,
                     load_options: okd_installconfig::LoadOptions {
                         target,
                         host_fips: false,

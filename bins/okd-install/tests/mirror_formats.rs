@@ -7,38 +7,12 @@
 mod common;
 mod mirror_support;
 
-use std::io::Write as _;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use common::okd_ok;
-use mirror_support::{need, push_image, start_plain_registry, text};
+use mirror_support::{need, push_bare_release, push_image, start_plain_registry, tar_gz, text};
 use okd_test_utils::free_tcp_port;
 use serde_json::Value;
-
-/// A gzip tar with one file `name` holding `data` (python3's tarfile).
-fn tar_gz(name: &str, data: &[u8]) -> Vec<u8> {
-    let py = r#"
-import gzip, io, sys, tarfile
-name, data = sys.argv[1], sys.stdin.buffer.read()
-buf = io.BytesIO()
-with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
-    ti = tarfile.TarInfo(name)
-    ti.size = len(data)
-    t.addfile(ti, io.BytesIO(data))
-sys.stdout.buffer.write(gzip.compress(buf.getvalue(), mtime=0))
-"#;
-    let python = need("python3", "python3").unwrap();
-    let mut child = Command::new(python)
-        .args(["-c", py, name])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(data).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success());
-    out.stdout
-}
 
 #[test]
 fn to_disk_and_from_disk_keep_a_docker_v2s2_release() {
@@ -162,6 +136,117 @@ fn to_disk_and_from_disk_keep_a_docker_v2s2_release() {
         assert_eq!(
             okd_mirror::oci::Digest::of(&raw(&format!("{to}@{d}"))).to_string(),
             *d
+        );
+    }
+}
+
+/// Issue #26, 6: a second `to-disk` into the same archive keeps the first
+/// release: okd-release.json lists both, and `from-disk` pushes both
+/// (each tagged with its version). The archive's folders are 0750.
+#[test]
+fn to_disk_twice_keeps_both_releases_and_from_disk_pushes_both() {
+    let (Some(registry), Some(skopeo)) = (
+        need("docker-registry", "docker-registry"),
+        need("skopeo", "skopeo"),
+    ) else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path();
+    let (_a, a) = start_plain_registry(&registry, t, free_tcp_port());
+    let versions = ["4.15.0-0.okd-first", "4.16.0-0.okd-second"];
+    let mut digests = Vec::new();
+    for (i, v) in versions.iter().enumerate() {
+        digests.push(push_bare_release(
+            &skopeo,
+            &t.join(format!("rel{i}")),
+            v,
+            &format!("{a}/okd/okd:{v}"),
+        ));
+    }
+    let assets = t.join("assets");
+    std::fs::create_dir_all(&assets).unwrap();
+    let archive = t.join("archive");
+    let arch = archive.to_str().unwrap();
+    for v in versions {
+        okd_ok(
+            &assets,
+            &[
+                "mirror",
+                "to-disk",
+                "--from",
+                &format!("{a}/okd/okd:{v}"),
+                "--archive",
+                arch,
+                "--plain-http",
+                &a,
+            ],
+        );
+    }
+    let meta = std::fs::read_to_string(archive.join("okd-release.json")).unwrap();
+    for v in versions {
+        assert!(meta.contains(&format!("\"{v}\"")), "{v} in {meta}");
+    }
+    for p in [
+        archive.clone(),
+        archive.join("blobs"),
+        archive.join("blobs/sha256"),
+    ] {
+        assert_eq!(common::mode(&p), 0o750, "{}", p.display());
+    }
+    let to = format!("{a}/mirror/okd");
+    // One release tag cannot name two releases.
+    let rel_image = format!("{a}/mirror/release:one");
+    let out = common::okd(
+        &assets,
+        &[
+            "mirror",
+            "from-disk",
+            "--archive",
+            arch,
+            "--to",
+            &to,
+            "--plain-http",
+            &a,
+            "--to-release-image",
+            &rel_image,
+        ],
+    );
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("holds 2 releases, one tag cannot name them all"),
+        "{stderr}"
+    );
+    let out = common::okd(
+        &assets,
+        &[
+            "mirror",
+            "from-disk",
+            "--archive",
+            arch,
+            "--to",
+            &to,
+            "--plain-http",
+            &a,
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    for (v, digest) in versions.iter().zip(&digests) {
+        let out = Command::new(&skopeo)
+            .args(["inspect", "--raw", "--tls-verify=false"])
+            .arg(format!("docker://{to}:{v}"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{v} pushed: {}", text(&out).1);
+        assert_eq!(
+            &okd_mirror::oci::Digest::of(&out.stdout).to_string(),
+            digest
+        );
+        assert!(
+            stdout.contains(&format!("Update image:  {to}:{v}\n")),
+            "{stdout}"
         );
     }
 }

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use common::okd_ok;
 use mirror_support::{
-    Lab, PidGuard, TokenService, assert_fails_with, assert_refused_before_login, need, push_image,
-    registry_init, registry_pid, start_plain_registry, text,
+    Lab, PidGuard, TokenService, assert_fails_with, assert_refused_before_login, need,
+    push_bare_release, push_image, registry_init, registry_pid, start_plain_registry, text,
 };
 use okd_test_utils::{free_tcp_port, start_docker_registry};
 
@@ -89,7 +89,13 @@ fn read_head(conn: &mut TcpStream) -> String {
 
 impl Server {
     fn start(handler: Arc<Handler>) -> Server {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        Server::start_on(Ipv4Addr::LOCALHOST, handler)
+    }
+
+    /// [`Server::start`] on a loopback address of its own (`127.0.0.x`).
+    fn start_on(ip: Ipv4Addr, handler: Arc<Handler>) -> Server {
+        assert!(ip.is_loopback());
+        let listener = TcpListener::bind((ip, 0)).unwrap();
         listener.set_nonblocking(true).unwrap();
         let port = listener.local_addr().unwrap().port();
         let heads = Arc::new(Mutex::new(Vec::new()));
@@ -702,4 +708,238 @@ fn https_proxy_from_the_environment(lab: &Lab) {
         seen,
         "the proxy was bypassed"
     );
+}
+
+/// A registry answering the upload `POST` with a `Location` on another
+/// loopback address and port (issue #18, 6): the upload goes there without
+/// the `Authorization` header, which only the registry's own scheme, host
+/// and port receive.
+#[test]
+fn credentials_never_follow_an_upload_location_to_another_host() {
+    let (Some(registry), Some(skopeo)) = (
+        need("docker-registry", "docker-registry"),
+        need("skopeo", "skopeo"),
+    ) else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path();
+    let (_a, a) = start_plain_registry(&registry, t, free_tcp_port());
+    push_bare_release(
+        &skopeo,
+        &t.join("layout"),
+        "4.15.0-0.okd-hostile",
+        &format!("{a}/okd/okd:rel"),
+    );
+    // The foreign upload endpoint: records what it is sent, accepts nothing.
+    let foreign = Server::start_on(
+        Ipv4Addr::new(127, 0, 0, 2),
+        Arc::new(|_: &str, mut c: TcpStream, _: &AtomicBool| {
+            let _ = c.write_all(
+                b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+            let _ = c.shutdown(Shutdown::Both);
+        }),
+    );
+    let location = format!("http://127.0.0.2:{}/upload/1", foreign.port);
+    // The hostile registry: Basic auth on /v2/, no blobs, uploads sent away.
+    let hostile = Server::start(Arc::new(
+        move |head: &str, mut c: TcpStream, _: &AtomicBool| {
+            let authorized = head
+                .lines()
+                .any(|l| l.to_ascii_lowercase().starts_with("authorization: basic "));
+            let answer = if head.starts_with("GET /v2/ ") && !authorized {
+                "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"hostile\"\r\nContent-Length: 0\r\n".to_string()
+            } else if head.starts_with("GET /v2/ ") {
+                "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n".to_string()
+            } else if head.starts_with("POST ") && head.contains("/blobs/uploads/") {
+                format!("HTTP/1.1 202 Accepted\r\nLocation: {location}\r\nContent-Length: 0\r\n")
+            } else {
+                "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n".to_string()
+            };
+            let _ = c.write_all(format!("{answer}Connection: close\r\n\r\n").as_bytes());
+            let _ = c.shutdown(Shutdown::Both);
+        },
+    ));
+    let h = hostile.addr();
+    let auth = t.join("auth.json");
+    let secret = base64::engine::general_purpose::STANDARD.encode("robot:h0stile-pass");
+    std::fs::write(
+        &auth,
+        format!(r#"{{"auths":{{"{h}":{{"auth":"{secret}"}}}}}}"#),
+    )
+    .unwrap();
+    let (from, to) = (format!("{a}/okd/okd:rel"), format!("{h}/x/y"));
+    let mut args = mirror_args(&from, &to, &a);
+    args.extend(["--plain-http", &h, "-a", auth.to_str().unwrap()]);
+    let out = run_bounded(t, &args, &[], Duration::from_secs(60));
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out).1);
+    assert!(
+        hostile
+            .heads
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|h| h.to_ascii_lowercase().contains("authorization: basic")),
+        "the registry itself got the login"
+    );
+    let sent = foreign.heads.lock().unwrap().clone();
+    assert!(!sent.is_empty(), "the upload went to the Location");
+    for head in &sent {
+        assert!(
+            !head.to_ascii_lowercase().contains("authorization"),
+            "credentials sent to the foreign Location: {head}"
+        );
+    }
+}
+
+const TRAVERSAL: &str = "../../../other-team/app/manifests/latest";
+
+/// For the tag traversal tests: a plain registry holding a release
+/// image whose image-references names `version`, at `okd/okd:rel`, and
+/// the same image in `other-team/app:v1` (so that repository holds the
+/// blobs and a manifest PUT there would be accepted). Returns the temp
+/// dir, the registry's guard, its address and skopeo.
+fn traversal_lab(
+    version: &str,
+) -> Option<(
+    tempfile::TempDir,
+    okd_test_utils::ChildGuard,
+    String,
+    std::path::PathBuf,
+)> {
+    let (Some(registry), Some(skopeo)) = (
+        need("docker-registry", "docker-registry"),
+        need("skopeo", "skopeo"),
+    ) else {
+        return None;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path();
+    let (guard, a) = start_plain_registry(&registry, t, free_tcp_port());
+    push_bare_release(
+        &skopeo,
+        &t.join("rel"),
+        version,
+        &format!("{a}/okd/okd:rel"),
+    );
+    let out = Command::new(&skopeo)
+        .args(["copy", "--src-tls-verify=false", "--dest-tls-verify=false"])
+        .arg(format!("docker://{a}/okd/okd:rel"))
+        .arg(format!("docker://{a}/other-team/app:v1"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out).1);
+    std::fs::create_dir_all(t.join("assets")).unwrap();
+    assert!(!other_team_has_latest(&skopeo, &a));
+    Some((d, guard, a, skopeo))
+}
+
+fn other_team_has_latest(skopeo: &Path, a: &str) -> bool {
+    Command::new(skopeo)
+        .args(["inspect", "--raw", "--tls-verify=false"])
+        .arg(format!("docker://{a}/other-team/app:latest"))
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+/// A release version from image-references that is not an OCI tag
+/// (issue #18, 7) is refused: `../../../other-team/app/manifests/latest`
+/// must not write a manifest into `other-team/app`.
+#[test]
+fn an_image_references_version_cannot_leave_the_target_repository() {
+    let Some((d, _a, a, skopeo)) = traversal_lab(TRAVERSAL) else {
+        return;
+    };
+    let (from, to) = (format!("{a}/okd/okd:rel"), format!("{a}/mirror/okd"));
+    let out = run_bounded(
+        &d.path().join("assets"),
+        &mirror_args(&from, &to, &a),
+        &[],
+        Duration::from_secs(60),
+    );
+    assert!(
+        !other_team_has_latest(&skopeo, &a),
+        "a manifest landed in other-team/app: {}",
+        text(&out).1
+    );
+    assert_fails_with(
+        &out,
+        &format!(
+            "metadata.name {TRAVERSAL:?} (the release version, used as a tag) must match [a-zA-Z0-9_][a-zA-Z0-9._-]{{0,127}}"
+        ),
+    );
+}
+
+/// The same for an archive whose `okd-release.json` was edited
+/// (`from-disk`): its version, digests and repositories are checked like
+/// image-references, naming the file and the field.
+#[test]
+fn an_archive_version_cannot_leave_the_target_repository() {
+    let good = "4.15.0-0.okd-tags";
+    let Some((d, _a, a, skopeo)) = traversal_lab(good) else {
+        return;
+    };
+    let assets = d.path().join("assets");
+    let archive = d.path().join("archive");
+    let to = format!("{a}/mirror/okd");
+    okd_ok(
+        &assets,
+        &[
+            "mirror",
+            "to-disk",
+            "--from",
+            &format!("{a}/okd/okd:rel"),
+            "--archive",
+            archive.to_str().unwrap(),
+            "--plain-http",
+            &a,
+        ],
+    );
+    let meta = archive.join("okd-release.json");
+    let text_before = std::fs::read_to_string(&meta).unwrap();
+    assert!(text_before.contains(good), "{text_before}");
+    std::fs::write(&meta, text_before.replace(good, TRAVERSAL)).unwrap();
+    let from_disk = [
+        "mirror",
+        "from-disk",
+        "--archive",
+        archive.to_str().unwrap(),
+        "--to",
+        &to,
+        "--plain-http",
+        &a,
+    ];
+    let out = run_bounded(&assets, &from_disk, &[], Duration::from_secs(60));
+    assert!(
+        !other_team_has_latest(&skopeo, &a),
+        "a manifest landed in other-team/app: {}",
+        text(&out).1
+    );
+    let err = assert_fails_with(&out, &meta.display().to_string());
+    assert!(
+        err.contains(&format!("version {TRAVERSAL:?}"))
+            && err.contains("[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}"),
+        "{err}"
+    );
+
+    // A digest or source in the archive outside the grammar is refused the same way.
+    for (field, bad) in [
+        (
+            "digest",
+            text_before.replacen("\"sha256:", "\"sha256:../", 1),
+        ),
+        (
+            "source",
+            text_before.replace("/okd/okd\"", "/okd/../../okd\""),
+        ),
+    ] {
+        assert_ne!(bad, text_before, "{field} edited");
+        std::fs::write(&meta, &bad).unwrap();
+        let out = run_bounded(&assets, &from_disk, &[], Duration::from_secs(60));
+        let err = assert_fails_with(&out, &meta.display().to_string());
+        assert!(err.contains(field), "{field}: {err}");
+    }
 }

@@ -49,11 +49,25 @@ pub fn init(c: &Init, stdout: &mut dyn Write) -> Result<(), MirrorError> {
         out.output_dir.display(),
         if out.ca_reused { "existing" } else { "new" }
     );
-    info!(
-        "Start it with: okd-install mirror registry start --dir {} (or docker-registry serve {})",
-        c.setup.dir.display(),
-        out.config.display()
-    );
+    if out.login_kept {
+        info!(
+            "Kept the existing login of user {} (pass --rotate-password to replace it)",
+            out.username
+        );
+    } else if c.setup.rotate_password {
+        info!(
+            "New password for user {} in htpasswd and {}; the registry reads htpasswd again on its next request",
+            out.username,
+            out.pull_secret.display()
+        );
+    }
+    if c.start.is_none() {
+        info!(
+            "Start it with: okd-install mirror registry start --dir {} (or docker-registry serve {})",
+            c.setup.dir.display(),
+            out.config.display()
+        );
+    }
     info!(
         "Clients trust it with its CA {} (e.g. curl --cacert)",
         out.ca_cert.display()

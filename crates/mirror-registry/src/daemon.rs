@@ -139,22 +139,93 @@ pub fn running(dir: &Path, program: &Path) -> Option<u32> {
     }
 }
 
-fn connectable(addr: &str) -> bool {
-    let addrs: Vec<SocketAddr> = addr
-        .to_socket_addrs()
-        .map(|a| a.collect())
-        .unwrap_or_default();
+/// Where to probe a listen address `http.addr` (`host:port`, `:port`,
+/// `[v6]:port`): the address itself, or loopback for a wildcard (empty
+/// host, `0.0.0.0`, `[::]`). `None` when the port cannot be read.
+pub fn probe_addrs(addr: &str) -> Option<Vec<SocketAddr>> {
+    let (host, port) = addr.rsplit_once(':')?;
+    let port: u16 = port.parse().ok()?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let v4 = SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port));
+    let v6 = SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port));
+    match host {
+        "" => Some(vec![v4, v6]),
+        "0.0.0.0" => Some(vec![v4]),
+        "::" => Some(vec![v6, v4]),
+        _ => Some((host, port).to_socket_addrs().ok()?.collect()),
+    }
+}
+
+fn connectable(addrs: &[SocketAddr]) -> bool {
     addrs
         .iter()
         .any(|a| TcpStream::connect_timeout(a, Duration::from_millis(200)).is_ok())
 }
 
+/// Inodes of the TCP sockets listening on `port` (`/proc/net/tcp`,
+/// `/proc/net/tcp6`: `local_address` `HEX:PORT`, `st` `0A` = LISTEN).
+fn listening_inodes(port: u16) -> Vec<u64> {
+    let mut out = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(table).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() < 10 || f[3] != "0A" {
+                continue;
+            }
+            let local_port = f[1]
+                .rsplit_once(':')
+                .and_then(|(_, p)| u16::from_str_radix(p, 16).ok());
+            if local_port == Some(port)
+                && let Ok(inode) = f[9].parse::<u64>()
+            {
+                out.push(inode);
+            }
+        }
+    }
+    out
+}
+
+/// Whether process `pid` holds a socket listening on `port`: one of its
+/// file descriptors (`/proc/PID/fd`, `socket:[INODE]`) is a listening
+/// socket of [`listening_inodes`]. This tells our registry from another
+/// process that holds the port.
+pub fn listens_on(pid: u32, port: u16) -> bool {
+    let inodes = listening_inodes(port);
+    if inodes.is_empty() {
+        return false;
+    }
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path()).is_ok_and(|l| {
+            l.to_str()
+                .and_then(|s| s.strip_prefix("socket:["))
+                .and_then(|s| s.strip_suffix(']'))
+                .and_then(|s| s.parse::<u64>().ok())
+                .is_some_and(|i| inodes.contains(&i))
+        })
+    })
+}
+
+/// The last `n` lines of `log`, joined with ` | `, control characters escaped.
+fn log_tail(log: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut tail: Vec<&str> = text.lines().rev().take(n).collect();
+    tail.reverse();
+    crate::escape_controls(&tail.join(" | "))
+}
+
 /// Starts `program serve <dir>/config.yml` in its own process group, output
 /// appended to `<dir>/registry.log`, PID in `<dir>/registry.pid`, and waits
-/// (at most [`WAIT`]) until its `http.addr` accepts connections. Does
-/// nothing when it already runs. Errors: no config.yml (run init first),
-/// the program missing, the registry exiting (its log's last lines are in
-/// the message), or the port not opening in time.
+/// (at most [`WAIT`]) until that child itself listens on the port of
+/// `http.addr` ([`listens_on`]) and the address accepts connections
+/// (loopback for a wildcard address, [`probe_addrs`]). Does nothing when
+/// it already runs. Errors: no config.yml (run init first), the program
+/// missing, the registry exiting (e.g. its port is held by another
+/// process), or not ready in time; in every case the child is stopped
+/// first and the message carries the last lines of its log.
 pub fn start(dir: &Path, program: &Path) -> Result<Started, MirrorError> {
     let config = dir.join(files::CONFIG);
     if !config.is_file() {
@@ -164,6 +235,15 @@ pub fn start(dir: &Path, program: &Path) -> Result<Started, MirrorError> {
         )));
     }
     let addr = listen_addr(&config)?;
+    let probe = probe_addrs(&addr)
+        .filter(|a| !a.is_empty())
+        .ok_or_else(|| {
+            opt(format!(
+                "{}: http.addr {addr:?} is not host:port",
+                config.display()
+            ))
+        })?;
+    let port = probe[0].port();
     let log = dir.join(LOG_FILE);
     if let Some(pid) = running(dir, program) {
         return Ok(Started {
@@ -203,15 +283,13 @@ pub fn start(dir: &Path, program: &Path) -> Result<Started, MirrorError> {
     loop {
         if let Ok(Some(status)) = child.try_wait() {
             let _ = std::fs::remove_file(&pid_path);
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            let tail: Vec<&str> = text.lines().rev().take(3).collect();
             return Err(opt(format!(
                 "the registry exited ({status}) at start; last lines of {}: {}",
                 log.display(),
-                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+                log_tail(&log, 3)
             )));
         }
-        if connectable(&addr) {
+        if listens_on(pid, port) && connectable(&probe) {
             return Ok(Started {
                 pid,
                 addr,
@@ -220,10 +298,17 @@ pub fn start(dir: &Path, program: &Path) -> Result<Started, MirrorError> {
             });
         }
         if t0.elapsed() > WAIT {
+            // Not ready: stop it (its whole process group) so nothing is left behind.
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{pid}")])
+                .status();
+            let _ = child.wait();
+            let _ = std::fs::remove_file(&pid_path);
             return Err(opt(format!(
-                "the registry (PID {pid}) did not open {addr} within {}s; see {}",
+                "the registry (PID {pid}) did not listen on {addr} within {}s and was stopped; last lines of {}: {}",
                 WAIT.as_secs(),
-                log.display()
+                log.display(),
+                log_tail(&log, 3)
             )));
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -269,4 +354,43 @@ pub fn stop(dir: &Path, program: &Path) -> Result<Option<u32>, MirrorError> {
     }
     let _ = std::fs::remove_file(&pid_path);
     Ok(Some(pid))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_addresses() {
+        let a = |s: &str| s.parse::<SocketAddr>().unwrap();
+        assert_eq!(
+            probe_addrs(":5000").unwrap(),
+            vec![a("127.0.0.1:5000"), a("[::1]:5000")]
+        );
+        assert_eq!(
+            probe_addrs("0.0.0.0:5000").unwrap(),
+            vec![a("127.0.0.1:5000")]
+        );
+        assert_eq!(probe_addrs("[::]:5000").unwrap()[0], a("[::1]:5000"));
+        assert_eq!(
+            probe_addrs("192.0.2.7:5000").unwrap(),
+            vec![a("192.0.2.7:5000")]
+        );
+        assert_eq!(
+            probe_addrs("[fd00::1]:443").unwrap(),
+            vec![a("[fd00::1]:443")]
+        );
+        assert!(probe_addrs("5000").is_none() && probe_addrs(":x").is_none());
+    }
+
+    #[test]
+    fn listens_on_tells_the_listening_process() {
+        let l = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let port = l.local_addr().unwrap().port();
+        assert!(listens_on(std::process::id(), port));
+        // PID 1 (init) does not hold our socket.
+        assert!(!listens_on(1, port));
+        drop(l);
+        assert!(!listens_on(std::process::id(), port));
+    }
 }

@@ -85,8 +85,13 @@ pub struct InitOptions {
     pub port: u16,
     /// The htpasswd user.
     pub username: String,
-    /// The user's password; `None` generates one ([`GENERATED_PASSWORD_LEN`] characters).
+    /// The user's password; `None` keeps the existing login (see
+    /// `rotate_password`), else generates one ([`GENERATED_PASSWORD_LEN`] characters).
     pub password: Option<String>,
+    /// Replace an existing login with `password` (or a generated one). Without
+    /// it a re-run keeps the login the registry already has, so clients and
+    /// install-configs holding it keep working.
+    pub rotate_password: bool,
     /// Release and host options the edited install-config is validated with.
     pub load_options: okd_installconfig::LoadOptions,
 }
@@ -104,6 +109,8 @@ pub struct InitOutput {
     pub password: String,
     /// True when the password was generated here (print it once).
     pub password_generated: bool,
+    /// True when the existing login (htpasswd and password) was kept.
+    pub login_kept: bool,
     /// True when an existing `ca.crt`/`ca.key` in the output dir was reused.
     pub ca_reused: bool,
     /// Path of `config.yml` (run `docker-registry serve <it>`).
@@ -466,6 +473,84 @@ fn splice_key(text: &str, key: &str, value: &str) -> Option<String> {
     }
 }
 
+/// The login an earlier `init` left in `out`.
+struct KeptLogin {
+    password: String,
+    /// The htpasswd file as it is.
+    htpasswd: String,
+}
+
+/// The login of an existing registry in `out`, to keep: `None` when `out`
+/// has no htpasswd file (a first run). The password is the one given in
+/// `opts`, else the one of `out`'s pull-secret.json (any entry of user
+/// `opts.username`); either must match the htpasswd hash of that user.
+///
+/// # Errors
+/// [`MirrorError::Options`] when the login cannot be kept: a given
+/// password that is not the registry's, a user without an htpasswd line, or
+/// no password in the pull secret that matches; the message names
+/// `--rotate-password`.
+fn existing_login(out: &Path, opts: &InitOptions) -> Result<Option<KeptLogin>, MirrorError> {
+    let hp = out.join(files::HTPASSWD);
+    let htpasswd = match std::fs::read_to_string(&hp) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(MirrorError::io("reading", &hp, e)),
+    };
+    let refuse = |why: String| {
+        Err(MirrorError::Options(format!(
+            "{} already holds the registry's login: {why}; pass --rotate-password to replace it (the new password goes into htpasswd, pull-secret.json and install-config.yaml's pullSecret)",
+            hp.display()
+        )))
+    };
+    let user = opts.username.as_str();
+    let Some(hash) = htpasswd
+        .lines()
+        .find_map(|l| l.strip_prefix(user).and_then(|r| r.strip_prefix(':')))
+    else {
+        return refuse(format!("it has no user {user:?}"));
+    };
+    let matches = |pw: &str| bcrypt::verify(pw, hash.trim()).unwrap_or(false);
+    let kept = |password: String| {
+        Ok(Some(KeptLogin {
+            password,
+            htpasswd: htpasswd.clone(),
+        }))
+    };
+    if let Some(p) = &opts.password {
+        if matches(p) {
+            return kept(p.clone());
+        }
+        return refuse(format!(
+            "the given password is not the one it holds for user {user:?}"
+        ));
+    }
+    let ps = out.join(files::PULL_SECRET);
+    let text = std::fs::read_to_string(&ps).unwrap_or_default();
+    let doc: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    let found = doc
+        .get("auths")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|a| a.values())
+        .filter_map(|e| e.get("auth").and_then(Value::as_str))
+        .filter_map(|a| STANDARD.decode(a).ok())
+        .filter_map(|b| String::from_utf8(b).ok())
+        .filter_map(|pair| {
+            pair.split_once(':')
+                .filter(|(u, _)| *u == user)
+                .map(|(_, p)| p.to_string())
+        })
+        .find(|p| matches(p));
+    match found {
+        Some(p) => kept(p),
+        None => refuse(format!(
+            "{} has no password of user {user:?} that matches it (give the current one with --password-file)",
+            ps.display()
+        )),
+    }
+}
+
 /// Reads `ca.crt` + `ca.key` from `out` when both exist.
 fn existing_ca(out: &Path) -> Result<Option<CertKey>, MirrorError> {
     let (cp, kp) = (out.join(files::CA_CERT), out.join(files::CA_KEY));
@@ -507,7 +592,7 @@ fn mkdir(path: &Path, mode: u32) -> Result<(), MirrorError> {
         .map_err(|e| MirrorError::io("creating directory", path, e))
 }
 
-/// Writes the registry's files into `out` (created 0755, `data/` 0700):
+/// Writes the registry's files into `out` (created 0750, `data/` 0700):
 /// keys, htpasswd and the pull secret 0600, the rest 0644.
 fn write_registry_files(
     out: &Path,
@@ -515,7 +600,7 @@ fn write_registry_files(
     generated: &Generated,
     pull_secret: &str,
 ) -> Result<(), MirrorError> {
-    mkdir(out, 0o755)?;
+    mkdir(out, 0o750)?;
     mkdir(&paths.data_dir, 0o700)?;
     let w =
         |name: &str, data: &str, mode: u32| write_atomic(&out.join(name), data.as_bytes(), mode);
@@ -565,9 +650,15 @@ pub fn init(opts: &InitOptions) -> Result<InitOutput, MirrorError> {
             .join(out)
     };
     let registry = registry_name(&opts.hostnames, &opts.addresses, opts.port)?;
-    let (password, password_generated) = match &opts.password {
-        Some(p) => (p.clone(), false),
-        None => (generate_password(), true),
+    let kept = if opts.rotate_password {
+        None
+    } else {
+        existing_login(&out, opts)?
+    };
+    let (password, password_generated) = match (&kept, &opts.password) {
+        (Some(k), _) => (k.password.clone(), false),
+        (None, Some(p)) => (p.clone(), false),
+        (None, None) => (generate_password(), true),
     };
 
     // Everything that can fail on bad input happens before anything is written.
@@ -591,7 +682,11 @@ pub fn init(opts: &InitOptions) -> Result<InitOutput, MirrorError> {
     let ca = existing_ca(&out)?;
     let ca_reused = ca.is_some();
     let paths = ConfigPaths::in_dir(&out);
-    let generated = generate(opts, &password, ca, &paths, OffsetDateTime::now_utc())?;
+    let mut generated = generate(opts, &password, ca, &paths, OffsetDateTime::now_utc())?;
+    if let Some(k) = &kept {
+        // The same login: the htpasswd file stays byte for byte.
+        generated.htpasswd = k.htpasswd.clone();
+    }
     let pull_secret = merge_pull_secret(
         old.as_ref().and_then(|(p, _)| p.as_deref()),
         &registry,
@@ -642,6 +737,7 @@ pub fn init(opts: &InitOptions) -> Result<InitOutput, MirrorError> {
         username: opts.username.clone(),
         password,
         password_generated,
+        login_kept: kept.is_some(),
         ca_reused,
         install_config,
         warnings,
@@ -743,6 +839,7 @@ mod tests {
             port: 5000,
             username: "okd".into(),
             password: Some("pw".into()),
+            rotate_password: false,
             load_options: Default::default(),
         };
         assert!(check_options(&base).is_ok());

@@ -25,6 +25,7 @@ fn opts(dir: &Path, port: u16) -> InitOptions {
         port,
         username: "okd".into(),
         password: Some("s3cret:with colon".into()),
+        rotate_password: false,
         load_options: Default::default(),
     }
 }
@@ -60,6 +61,7 @@ fn files_modes_and_pull_secret_without_install_config() {
         (files::CONFIG, 0o644),
         (files::PULL_SECRET, 0o600),
         (files::DATA_DIR, 0o700),
+        ("", 0o750),
     ] {
         assert_eq!(mode(&reg.join(f)), m, "{f}");
     }
@@ -81,9 +83,21 @@ fn files_modes_and_pull_secret_without_install_config() {
     let srv1 = std::fs::read_to_string(reg.join(files::SERVER_CERT)).unwrap();
     let mut o = opts(d.path(), 5000);
     o.password = None;
+    let htpasswd = std::fs::read(reg.join(files::HTPASSWD)).unwrap();
     let again = registry::init(&o).unwrap();
-    assert!(again.ca_reused && again.password_generated);
-    assert_eq!(again.password.len(), registry::GENERATED_PASSWORD_LEN);
+    assert!(again.ca_reused && again.login_kept && !again.password_generated);
+    assert_eq!(again.password, "s3cret:with colon", "the login is kept");
+    assert_eq!(std::fs::read(reg.join(files::HTPASSWD)).unwrap(), htpasswd);
+    // A password other than the registry's needs --rotate-password.
+    o.password = Some("other".into());
+    let e = registry::init(&o).unwrap_err().to_string();
+    assert!(e.contains("pass --rotate-password"), "{e}");
+    o.password = None;
+    o.rotate_password = true;
+    let rotated = registry::init(&o).unwrap();
+    assert!(rotated.password_generated && !rotated.login_kept);
+    assert_eq!(rotated.password.len(), registry::GENERATED_PASSWORD_LEN);
+    assert_ne!(std::fs::read(reg.join(files::HTPASSWD)).unwrap(), htpasswd);
     assert_eq!(
         std::fs::read_to_string(reg.join(files::CA_CERT)).unwrap(),
         ca1

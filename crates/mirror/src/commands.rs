@@ -242,32 +242,51 @@ fn summarize(report: &CopyReport, what: &str) -> Result<(), CommandError> {
     })
 }
 
-/// Prints the install-config block and the mirror set, oc-style, and writes them on request.
+/// Prints the install-config block and the mirror set, oc-style, for the
+/// releases `rels` (one block for all: their mirror maps merged; the field
+/// by the last release's version), and writes them on request.
 fn print_sources(
-    rel: &Release,
+    rels: &[Release],
     tgt: &Target,
     jobs: &[Job],
     out: &Output,
     stdout: &mut dyn Write,
 ) -> Result<(), CommandError> {
+    let Some(last) = rels.last() else {
+        return Ok(());
+    };
     let field = out
         .sources_field
-        .unwrap_or_else(|| SourcesField::for_version(&rel.version));
-    let map = release::mirror_map(rel, tgt);
+        .unwrap_or_else(|| SourcesField::for_version(&last.version));
+    let mut map = std::collections::BTreeMap::<String, Vec<String>>::new();
+    for rel in rels {
+        for (source, mirrors) in release::mirror_map(rel, tgt) {
+            let e = map.entry(source).or_default();
+            for m in mirrors {
+                if !e.contains(&m) {
+                    e.push(m);
+                }
+            }
+        }
+    }
     let block = release::install_config_block(&map, field);
     let idms = release::image_digest_mirror_set(&map, "okd-mirror");
     let icsp = release::image_content_source_policy(&map, "okd-mirror");
-    let rel_ref = match &tgt.release {
-        Some(r) => format!(
-            "{}:{}",
-            r.repo,
-            r.tag.clone().unwrap_or_else(|| rel.version.clone())
-        ),
-        None => format!("{}:{}", tgt.to, rel.version),
-    };
+    let mut updates = String::new();
+    for rel in rels {
+        let rel_ref = match &tgt.release {
+            Some(r) => format!(
+                "{}:{}",
+                r.repo,
+                r.tag.clone().unwrap_or_else(|| rel.version.clone())
+            ),
+            None => format!("{}:{}", tgt.to, rel.version),
+        };
+        updates.push_str(&format!("Update image:  {rel_ref}\n"));
+    }
     write!(
         stdout,
-        "Success\nUpdate image:  {rel_ref}\nMirror prefix: {}\n\n\
+        "Success\n{updates}Mirror prefix: {}\n\n\
          To use the new mirrored repository to install, add the following section to the install-config.yaml:\n\n\
          {block}\n\
          To use the new mirrored repository for upgrades, use the following to create an ImageDigestMirrorSet:\n\n\
@@ -276,12 +295,12 @@ fn print_sources(
     )
     .map_err(io("writing to stdout"))?;
     if let Some(d) = &out.output_dir {
-        std::fs::create_dir_all(d).map_err(io(format!("creating {}", d.display())))?;
+        crate::layout::mkdir(d).map_err(io(format!("creating {}", d.display())))?;
         let files = [
             ("install-config-mirror.yaml", block),
             ("image-digest-mirror-set.yaml", idms),
             ("image-content-source-policy.yaml", icsp),
-            ("mapping.txt", release::mapping(rel, jobs)),
+            ("mapping.txt", release::mapping(last, jobs)),
         ];
         for (name, text) in files {
             crate::layout::write_file(&d.join(name), text.as_bytes())?;
@@ -342,15 +361,18 @@ pub fn release(
         let report =
             crate::copy::copy(&src, &src, jobs.clone(), &copy_options(dir, connect)).await?;
         summarize(&report, "Mirrored")?;
-        print_sources(&rel, &tgt, &jobs, output, stdout)
+        print_sources(std::slice::from_ref(&rel), &tgt, &jobs, output, stdout)
     })
 }
 
 /// `mirror to-disk`: the release at `from` into the OCI layout `archive`
-/// with its metadata file.
+/// with its metadata file. An archive holding other releases keeps them:
+/// the metadata lists every release (a release of the same version is
+/// replaced), and `from-disk` pushes them all.
 ///
 /// # Errors
-/// [`CommandError`].
+/// [`CommandError`]; an existing metadata file that cannot be read or
+/// does not validate (nothing is copied then).
 pub fn to_disk(
     dir: &Path,
     from: &str,
@@ -360,6 +382,11 @@ pub fn to_disk(
     let from = parse_from(from)?;
     let src = Endpoint::Registry(registries(dir, connect)?);
     let layout = Arc::new(Layout::open(archive, true)?);
+    let mut releases = if archive.join(release::ARCHIVE_METADATA).is_file() {
+        release::read_archive_metadata(archive)?
+    } else {
+        Vec::new()
+    };
     runtime()?.block_on(async {
         let rel = read_release_logged(&src, &from, &connect.arch).await?;
         // In the archive, tags are the ref names; repositories do not matter.
@@ -376,21 +403,26 @@ pub fn to_disk(
         )
         .await?;
         summarize(&report, "Archived")?;
-        release::write_archive_metadata(archive, &rel)?;
+        releases.retain(|r| r.version != rel.version);
+        releases.push(rel);
+        release::write_archive_metadata(archive, &releases)?;
+        let versions: Vec<&str> = releases.iter().map(|r| r.version.as_str()).collect();
         info!(
-            "Archive {} holds release {}; take it to the mirror site and run: okd-install mirror from-disk --archive <dir> --to <registry>/<repository>",
+            "Archive {} holds release{} {}; take it to the mirror site and run: okd-install mirror from-disk --archive <dir> --to <registry>/<repository>",
             archive.display(),
-            rel.version
+            if versions.len() == 1 { "" } else { "s" },
+            versions.join(", ")
         );
         Ok(())
     })
 }
 
-/// `mirror from-disk`: the archive of `to-disk` into `target`, then the
-/// sources block on `stdout`.
+/// `mirror from-disk`: every release of the archive of `to-disk` into
+/// `target`, then the sources block on `stdout`.
 ///
 /// # Errors
-/// [`CommandError`].
+/// [`CommandError`]; `--to-release-image` with a tag for an archive of
+/// more than one release (one tag cannot name them all).
 pub fn from_disk(
     dir: &Path,
     archive: &Path,
@@ -399,18 +431,29 @@ pub fn from_disk(
     output: &Output,
     stdout: &mut dyn Write,
 ) -> Result<(), CommandError> {
-    let rel = release::read_archive_metadata(archive)?;
+    let rels = release::read_archive_metadata(archive)?;
     let layout = Arc::new(Layout::open(archive, false)?);
     let tgt = target.parse()?;
+    if rels.len() > 1 && tgt.release.as_ref().is_some_and(|r| r.tag.is_some()) {
+        return Err(CommandError::Options(format!(
+            "--to-release-image: {} holds {} releases, one tag cannot name them all; give the repository without a tag (each release is tagged with its version)",
+            archive.display(),
+            rels.len()
+        )));
+    }
     let regs = registries(dir, connect)?;
     runtime()?.block_on(async {
-        let jobs = release::jobs(&rel, &tgt)?;
-        info!(
-            "Pushing release {} ({} images) from {}",
-            rel.version,
-            jobs.len(),
-            archive.display()
-        );
+        let mut jobs = Vec::new();
+        for rel in &rels {
+            let own = release::jobs(rel, &tgt)?;
+            info!(
+                "Pushing release {} ({} images) from {}",
+                rel.version,
+                own.len(),
+                archive.display()
+            );
+            jobs.extend(own);
+        }
         let report = crate::copy::copy(
             &Endpoint::Layout(layout),
             &Endpoint::Registry(regs),
@@ -419,6 +462,6 @@ pub fn from_disk(
         )
         .await?;
         summarize(&report, "Mirrored")?;
-        print_sources(&rel, &tgt, &jobs, output, stdout)
+        print_sources(&rels, &tgt, &jobs, output, stdout)
     })
 }

@@ -15,7 +15,7 @@ use tokio::io::AsyncWriteExt as _;
 
 use crate::client::OciError;
 use crate::client::body::MAX_MANIFEST;
-use crate::oci::{Digest, Hasher, Manifest, OCI_INDEX};
+use crate::oci::{Digest, Hasher, Manifest, OCI_INDEX, check_tag};
 
 /// The annotation naming a tag in `index.json`.
 pub const REF_NAME: &str = "org.opencontainers.image.ref.name";
@@ -43,8 +43,19 @@ pub(crate) fn write_atomic(path: &Path, data: &[u8]) -> Result<(), OciError> {
     Ok(okd_fs::write_atomic(path, data, 0o600)?)
 }
 
+/// Creates `path` and its missing parents with mode 0750 (as `create`
+/// makes the asset directory); existing folders are left as they are.
+pub(crate) fn mkdir(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o750)
+        .create(path)
+}
+
 impl Layout {
-    /// Opens `dir`, creating an empty layout when `create` and it has none.
+    /// Opens `dir`, creating an empty layout when `create` and it has none
+    /// (folders 0750).
     /// Errors: no `oci-layout` / `index.json` (when not creating), bad JSON.
     pub fn open(dir: &Path, create: bool) -> Result<Layout, OciError> {
         let marker = dir.join("oci-layout");
@@ -56,11 +67,10 @@ impl Layout {
                     detail: "not an OCI image layout (no oci-layout file)".into(),
                 });
             }
-            std::fs::create_dir_all(dir.join("blobs/sha256"))
-                .map_err(io(format!("creating {}", dir.display())))?;
+            mkdir(&dir.join("blobs/sha256")).map_err(io(format!("creating {}", dir.display())))?;
             write_atomic(&marker, br#"{"imageLayoutVersion":"1.0.0"}"#)?;
         }
-        std::fs::create_dir_all(dir.join("blobs/sha256"))
+        mkdir(&dir.join("blobs/sha256"))
             .map_err(io(format!("creating {}/blobs/sha256", dir.display())))?;
         // A layout being written is locked, and blobs a killed run left
         // half-written (`.partial-*`) are removed before anything is reused.
@@ -253,6 +263,7 @@ impl Layout {
 
     /// Stores a manifest blob and, with `tag`, names it in `index.json`
     /// (written atomically; an older entry with the same name is replaced).
+    /// Errors: a tag outside the OCI tag grammar ([`check_tag`]).
     pub async fn put_manifest(
         &self,
         tag: Option<&str>,
@@ -264,6 +275,10 @@ impl Layout {
             write_atomic(&p, &m.bytes)?;
         }
         let Some(tag) = tag else { return Ok(()) };
+        check_tag(tag).map_err(|e| OciError::Format {
+            what: format!("{}/index.json", self.dir.display()),
+            detail: e.0,
+        })?;
         let mut idx = self.index.lock().await;
         let list = idx
             .get_mut("manifests")

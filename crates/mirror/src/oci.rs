@@ -162,6 +162,31 @@ fn valid_path_component(c: &str) -> bool {
     true
 }
 
+/// The tag grammar of the OCI distribution spec (`spec.md`, "Pulling
+/// manifests"), as the spec writes it.
+pub const TAG_GRAMMAR: &str = "[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}";
+
+/// Checks a tag against [`TAG_GRAMMAR`]: 1 to 128 characters, no `/`, no
+/// leading `.` or `-`, so a tag can never become another path of a URL or
+/// of a layout. Errors: `tag "<t>" must match <grammar>`.
+pub fn check_tag(t: &str) -> Result<(), FormatError> {
+    if valid_tag(t) {
+        Ok(())
+    } else {
+        Err(FormatError(format!("tag {t:?} must match {TAG_GRAMMAR}")))
+    }
+}
+
+/// Checks a manifest reference: a tag ([`check_tag`]) or a digest
+/// ([`Digest::parse`]); what goes into `/v2/<name>/manifests/<reference>`.
+pub fn check_reference(r: &str) -> Result<(), FormatError> {
+    if r.contains(':') {
+        Digest::parse(r).map(|_| ())
+    } else {
+        check_tag(r)
+    }
+}
+
 fn valid_tag(t: &str) -> bool {
     let b = t.as_bytes();
     !b.is_empty()
@@ -191,12 +216,8 @@ impl Reference {
             Some(i) => (&name_tag[..slash + i], Some(&name_tag[slash + i + 1..])),
             None => (name_tag, None),
         };
-        if let Some(t) = tag
-            && !valid_tag(t)
-        {
-            return Err(err(&format!(
-                "tag {t:?} must match [A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}}"
-            )));
+        if let Some(t) = tag {
+            check_tag(t).map_err(|e| err(&e.0))?;
         }
         let repo = Repo::parse(name).map_err(|e| err(&e.0))?;
         Ok(Reference {
@@ -426,6 +447,20 @@ mod tests {
         assert!(Reference::parse("quay.io/Openshift/okd:1").is_err());
         assert!(Reference::parse("quay.io/openshift/okd@sha256:xyz").is_err());
         assert!(Reference::parse("quay.io/openshift/okd:-bad").is_err());
+        for bad in ["", "..", ".x", "-x", "a/b", "a:b", &"x".repeat(129)] {
+            assert!(check_tag(bad).is_err(), "{bad:?}");
+            assert!(check_reference(bad).is_err(), "{bad:?}");
+        }
+        for good in [
+            "latest",
+            "_x",
+            "4.15.0-0.okd-2024-01-01-000000",
+            &"x".repeat(128),
+        ] {
+            assert!(check_tag(good).is_ok(), "{good:?}");
+        }
+        assert!(check_reference(&d).is_ok());
+        assert!(check_reference("sha256:../../x").is_err());
         assert!(Repo::parse("registry.okd.example:5000/openshift/okd").is_ok());
     }
 

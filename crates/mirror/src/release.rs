@@ -17,7 +17,7 @@ use futures_util::StreamExt as _;
 
 use crate::client::OciError;
 use crate::copy::{Endpoint, Job};
-use crate::oci::{Manifest, Parsed, Reference, Repo};
+use crate::oci::{Digest, Manifest, Parsed, Reference, Repo, TAG_GRAMMAR, check_tag};
 #[cfg(test)]
 use std::io::Read as _;
 
@@ -50,6 +50,41 @@ pub struct Release {
     pub components: Vec<Component>,
 }
 
+impl Release {
+    /// Checks every field against the grammar it has in the mirror, as
+    /// image-references is checked ([`parse_image_references`]): `version`
+    /// and each component `name` the OCI tag grammar ([`TAG_GRAMMAR`]),
+    /// `source` a repository and `digest` a sha256 digest (distribution
+    /// spec `spec.md`). Errors name the field (`<at>version`,
+    /// `<at>components[i].digest`, ...) and the rule.
+    pub fn validate(&self, at: &str) -> Result<(), String> {
+        let tag = |field: String, t: &str| {
+            check_tag(t)
+                .map_err(|_| format!("{field} {t:?} (used as a tag) must match {TAG_GRAMMAR}"))
+        };
+        let repo = |field: String, r: &str| {
+            Repo::parse(r)
+                .map(|_| ())
+                .map_err(|e| format!("{field}: {}", e.0))
+        };
+        let digest = |field: String, d: &str| {
+            Digest::parse(d)
+                .map(|_| ())
+                .map_err(|e| format!("{field}: {}", e.0))
+        };
+        tag(format!("{at}version"), &self.version)?;
+        repo(format!("{at}source"), &self.source)?;
+        digest(format!("{at}digest"), &self.digest)?;
+        for (i, c) in self.components.iter().enumerate() {
+            let f = |k: &str| format!("{at}components[{i}].{k}");
+            tag(f("name"), &c.name)?;
+            repo(f("source"), &c.source)?;
+            digest(f("digest"), &c.digest)?;
+        }
+        Ok(())
+    }
+}
+
 fn format_err(what: &str, detail: impl Into<String>) -> OciError {
     OciError::Format {
         what: what.to_string(),
@@ -74,11 +109,14 @@ pub fn parse_image_references(
         .filter(|s| !s.is_empty())
         .ok_or_else(|| format_err(what, "metadata.name (the release version) is missing"))?
         .to_string();
-    // Names end up in log lines and tags: no terminal control characters.
-    if version.chars().any(char::is_control) {
+    // The version is the release's tag in the mirror: the OCI tag grammar,
+    // so it can name no other path (and carries no control characters).
+    if check_tag(&version).is_err() {
         return Err(format_err(
             what,
-            format!("metadata.name {version:?} has control characters"),
+            format!(
+                "metadata.name {version:?} (the release version, used as a tag) must match {TAG_GRAMMAR}"
+            ),
         ));
     }
     let tags = v
@@ -96,6 +134,12 @@ pub fn parse_image_references(
             return Err(format_err(
                 what,
                 format!("spec.tags[{i}].name {name:?} has control characters"),
+            ));
+        }
+        if check_tag(name).is_err() {
+            return Err(format_err(
+                what,
+                format!("spec.tags[{i}].name {name:?} (part of a tag) must match {TAG_GRAMMAR}"),
             ));
         }
         if !seen.insert(name.to_string()) {
@@ -386,8 +430,12 @@ pub fn component_tag(version: &str, name: &str) -> String {
 
 /// The copy jobs for `release` into `target`: the release first, then the
 /// components; a component image shared by two tags is copied once and
-/// tagged for the first.
+/// tagged for the first. Errors: a release field outside its grammar
+/// ([`Release::validate`]).
 pub fn jobs(release: &Release, target: &Target) -> Result<Vec<Job>, OciError> {
+    release
+        .validate("")
+        .map_err(|e| format_err(&format!("release {}", release.version.escape_debug()), e))?;
     let src = Repo::parse(&release.source).map_err(|e| format_err("release source", e.0))?;
     let (rel_repo, rel_tag) = match &target.release {
         Some(r) => (
@@ -515,14 +563,19 @@ pub fn mapping(release: &Release, jobs: &[Job]) -> String {
     s
 }
 
-/// Writes the archive metadata next to a layout (atomically).
-pub fn write_archive_metadata(dir: &Path, release: &Release) -> Result<(), OciError> {
-    let text = serde_json::to_vec_pretty(release).expect("JSON");
+/// Writes the archive metadata next to a layout (atomically):
+/// `{"releases": [<Release>, ...]}`, every release the archive holds.
+pub fn write_archive_metadata(dir: &Path, releases: &[Release]) -> Result<(), OciError> {
+    let text =
+        serde_json::to_vec_pretty(&serde_json::json!({ "releases": releases })).expect("JSON");
     crate::layout::write_atomic(&dir.join(ARCHIVE_METADATA), &text)
 }
 
-/// Reads the archive metadata of `mirror to-disk`.
-pub fn read_archive_metadata(dir: &Path) -> Result<Release, OciError> {
+/// Reads the archive metadata of `mirror to-disk`: the releases of
+/// `{"releases": [...]}`, or the one release of the single-release form
+/// written before; every release checked with [`Release::validate`].
+/// Errors name the file, the field and the rule.
+pub fn read_archive_metadata(dir: &Path) -> Result<Vec<Release>, OciError> {
     let p = dir.join(ARCHIVE_METADATA);
     let text = std::fs::read(&p).map_err(|source| OciError::Io {
         what: format!(
@@ -532,7 +585,35 @@ pub fn read_archive_metadata(dir: &Path) -> Result<Release, OciError> {
         ),
         source,
     })?;
-    serde_json::from_slice(&text).map_err(|e| format_err(&p.display().to_string(), e.to_string()))
+    let what = p.display().to_string();
+    let v: serde_json::Value =
+        serde_json::from_slice(&text).map_err(|e| format_err(&what, e.to_string()))?;
+    let (releases, many) = match v.get("releases") {
+        Some(list) => (
+            serde_json::from_value::<Vec<Release>>(list.clone())
+                .map_err(|e| format_err(&what, format!("releases: {e}")))?,
+            true,
+        ),
+        None => (
+            vec![
+                serde_json::from_value::<Release>(v)
+                    .map_err(|e| format_err(&what, e.to_string()))?,
+            ],
+            false,
+        ),
+    };
+    if releases.is_empty() {
+        return Err(format_err(&what, "releases is empty"));
+    }
+    for (i, r) in releases.iter().enumerate() {
+        let at = if many {
+            format!("releases[{i}].")
+        } else {
+            String::new()
+        };
+        r.validate(&at).map_err(|e| format_err(&what, e))?;
+    }
+    Ok(releases)
 }
 
 #[cfg(test)]
@@ -556,6 +637,22 @@ mod tests {
             e.contains("spec.tags[0] (cli)") && e.contains("pinned by digest"),
             "{e}"
         );
+        let up = text.replace("4.5.0-0.okd-2020-08-12-020541", "../../../t/a/manifests/x");
+        let e = parse_image_references(up.as_bytes(), "x")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(r#"metadata.name "../../../t/a/manifests/x" (the release version, used as a tag) must match"#),
+            "{e}"
+        );
+        let slash = text.replace(r#""name":"cli""#, r#""name":"a/b""#);
+        let e = parse_image_references(slash.as_bytes(), "x")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(r#"spec.tags[0].name "a/b" (part of a tag)"#),
+            "{e}"
+        );
         let esc = text.replace(r#""name":"cli""#, r#""name":"cli\u001b[2J""#);
         let e = parse_image_references(esc.as_bytes(), "x")
             .unwrap_err()
@@ -563,6 +660,53 @@ mod tests {
         assert!(
             e.contains(r#"spec.tags[0].name "cli\u{1b}[2J" has control characters"#),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn archive_metadata_lists_releases_and_is_validated() {
+        let d = tempfile::tempdir().unwrap();
+        let rel = |v: &str| Release {
+            version: v.into(),
+            source: "quay.io/openshift/okd".into(),
+            digest: format!("sha256:{}", "c".repeat(64)),
+            components: vec![],
+        };
+        write_archive_metadata(d.path(), &[rel("4.15.0-a"), rel("4.16.0-b")]).unwrap();
+        let got = read_archive_metadata(d.path()).unwrap();
+        assert_eq!(got, vec![rel("4.15.0-a"), rel("4.16.0-b")]);
+        // The single-release form of earlier versions still reads.
+        let p = d.path().join(ARCHIVE_METADATA);
+        std::fs::write(&p, serde_json::to_vec(&rel("4.14.0-c")).unwrap()).unwrap();
+        assert_eq!(
+            read_archive_metadata(d.path()).unwrap(),
+            vec![rel("4.14.0-c")]
+        );
+        let mut bad = rel("../x");
+        write_archive_metadata(d.path(), &[rel("4.15.0-a"), bad.clone()]).unwrap();
+        let e = read_archive_metadata(d.path()).unwrap_err().to_string();
+        assert!(
+            e.contains(ARCHIVE_METADATA)
+                && e.contains(r#"releases[1].version "../x" (used as a tag) must match"#),
+            "{e}"
+        );
+        bad.version = "4.15.0".into();
+        bad.components.push(Component {
+            name: "cli".into(),
+            source: "quay.io/openshift/okd-content".into(),
+            digest: "sha256:../../x".into(),
+        });
+        let e = bad.validate("").unwrap_err();
+        assert!(e.starts_with("components[0].digest: "), "{e}");
+        assert!(
+            jobs(
+                &bad,
+                &Target {
+                    to: Repo::parse("r.example/a/b").unwrap(),
+                    release: None
+                }
+            )
+            .is_err()
         );
     }
 

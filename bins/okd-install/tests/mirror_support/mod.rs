@@ -25,6 +25,7 @@ impl Drop for PidGuard {
     fn drop(&mut self) {
         let _ = Command::new("kill")
             .args(["-KILL", &self.0.to_string()])
+            .stderr(std::process::Stdio::null())
             .status();
     }
 }
@@ -591,4 +592,51 @@ pub fn push_image(
         .unwrap()
         .trim()
         .to_string()
+}
+
+/// A gzip tar with one file `name` holding `data` (python3's tarfile).
+pub fn tar_gz(name: &str, data: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let py = r#"
+import gzip, io, sys, tarfile
+name, data = sys.argv[1], sys.stdin.buffer.read()
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
+    ti = tarfile.TarInfo(name)
+    ti.size = len(data)
+    t.addfile(ti, io.BytesIO(data))
+sys.stdout.buffer.write(gzip.compress(buf.getvalue(), mtime=0))
+"#;
+    let python = need("python3", "python3").unwrap();
+    let mut child = Command::new(python)
+        .args(["-c", py, name])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(data).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    out.stdout
+}
+
+/// Pushes a release image with no components whose image-references
+/// names the release `version` (taken as is, hostile or not) to `dest`
+/// (plain HTTP) via a layout in `dir`; returns its digest.
+pub fn push_bare_release(skopeo: &Path, dir: &Path, version: &str, dest: &str) -> String {
+    let irefs = serde_json::json!({
+        "kind": "ImageStream", "apiVersion": "image.openshift.io/v1",
+        "metadata": {"name": version}, "spec": {"tags": []}
+    });
+    push_image(
+        skopeo,
+        dir,
+        &tar_gz(
+            "release-manifests/image-references",
+            irefs.to_string().as_bytes(),
+        ),
+        "rel",
+        dest,
+        None,
+    )
 }

@@ -15,7 +15,9 @@
 //! Against a hostile network: the login goes to a token realm only when it
 //! is https (or the registry itself is plain HTTP by `--plain-http`) and on
 //! the registry's own host and port (or one allowed by
-//! [`ClientOptions::allow_token_realms`]); manifests are read up to
+//! [`ClientOptions::allow_token_realms`]); an `Authorization` header goes
+//! to an upload `Location` only on the registry's own scheme, host and port
+//! (or an allowed realm host), never to another server the registry names; manifests are read up to
 //! [`body::MAX_MANIFEST`], token answers and error bodies up to
 //! [`body::MAX_SMALL_BODY`]; every wait for an answer or the next bytes of
 //! a body is bounded by [`ClientOptions::read_timeout`]; proxies come from
@@ -39,7 +41,7 @@ pub use error::OciError;
 pub(crate) use error::root_cause;
 
 use crate::auth::{Challenge, Credentials, Login};
-use crate::oci::{Digest, MANIFEST_ACCEPT, Manifest, Repo};
+use crate::oci::{Digest, MANIFEST_ACCEPT, Manifest, Repo, check_reference};
 use crate::proxy::ProxyEnv;
 use body::{MAX_MANIFEST, MAX_SMALL_BODY, error_text, idle, read_capped, sanitize};
 
@@ -183,7 +185,23 @@ fn authority(u: &Url) -> (String, u16) {
     )
 }
 
+/// Whether `a` and `b` have the same scheme, host and port (the scheme's
+/// default port made explicit): the origin of RFC 6454.
+fn same_origin(a: &Url, b: &Url) -> bool {
+    a.scheme() == b.scheme() && authority(a) == authority(b)
+}
+
 impl Registries {
+    /// Whether `url`'s host (any port) or `host:port` is one of
+    /// [`ClientOptions::allow_token_realms`].
+    fn realm_allowed(&self, url: &Url) -> bool {
+        let (host, port) = authority(url);
+        self.opts.allow_token_realms.iter().any(|a| {
+            let a = a.to_ascii_lowercase();
+            a == host || a == format!("{host}:{port}")
+        })
+    }
+
     /// Builds the HTTP client. Errors: a CA file that cannot be read or parsed.
     pub fn new(opts: ClientOptions) -> Result<Registries, OciError> {
         let certs = read_ca_files(&opts.ca_files)?;
@@ -339,10 +357,8 @@ impl Registries {
         if (host.clone(), port) == authority(&s.base) {
             return Ok(());
         }
-        let allowed = self.opts.allow_token_realms.iter().any(|a| {
-            let a = a.to_ascii_lowercase();
-            a == host || a == format!("{host}:{port}")
-        }) || (s.registry == "docker.io" && host == "auth.docker.io" && port == 443);
+        let allowed = self.realm_allowed(&url)
+            || (s.registry == "docker.io" && host == "auth.docker.io" && port == 443);
         if allowed {
             return Ok(());
         }
@@ -630,9 +646,15 @@ impl Registries {
 
     /// `GET` a manifest by tag or digest, at most [`MAX_MANIFEST`] bytes.
     /// When `reference` is a digest the bytes are checked against it.
-    /// Errors: not found, too large, bad JSON, schema 1.
+    /// Errors: a reference that is neither a tag nor a digest
+    /// ([`check_reference`], nothing is sent), not found, too large, bad
+    /// JSON, schema 1.
     pub async fn get_manifest(&self, repo: &Repo, reference: &str) -> Result<Manifest, OciError> {
         let what = format!("manifest {repo}:{reference}");
+        check_reference(reference).map_err(|e| OciError::Format {
+            what: what.clone(),
+            detail: e.0,
+        })?;
         let (s, resp) = self
             .call(
                 repo,
@@ -755,12 +777,18 @@ impl Registries {
     }
 
     /// `PUT` a manifest under `reference` (tag or digest), bytes unchanged.
+    /// Errors: a reference outside the tag and digest grammar
+    /// ([`check_reference`]: nothing is sent), or the registry's refusal.
     pub async fn put_manifest(
         &self,
         repo: &Repo,
         reference: &str,
         m: &Manifest,
     ) -> Result<(), OciError> {
+        check_reference(reference).map_err(|e| OciError::Format {
+            what: format!("PUT manifest {repo}:{reference}"),
+            detail: e.0,
+        })?;
         let (s, resp) = self
             .call(
                 repo,

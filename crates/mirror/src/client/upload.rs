@@ -97,6 +97,27 @@ struct Segment<'a> {
 }
 
 impl Registries {
+    /// The `Authorization` value `auth` for a request to `url` (an upload
+    /// `Location` the registry named): kept only when `url` has the
+    /// registry's own scheme, host and port, or its host is a token realm
+    /// the user allowed ([`super::ClientOptions::allow_token_realms`]);
+    /// anywhere else the request goes without credentials, so a registry
+    /// cannot send the login to another server by its `Location` header.
+    fn auth_for(&self, s: &Session, url: &Url, auth: Option<String>) -> Option<String> {
+        if super::same_origin(url, &s.base) || self.realm_allowed(url) {
+            auth
+        } else {
+            if auth.is_some() {
+                tracing::debug!(
+                    "registry {}: upload location on {}, sent without the login",
+                    s.registry,
+                    url.host_str().unwrap_or_default()
+                );
+            }
+            None
+        }
+    }
+
     fn location(s: &Session, resp: &reqwest::Response, what: &str) -> Result<Url, OciError> {
         let loc = resp
             .headers()
@@ -163,6 +184,7 @@ impl Registries {
         }
         let location = Self::location(&s, &resp, &what)?;
         let auth = self.authorization(&s, &scopes, false).await?;
+        let auth = self.auth_for(&s, &location, auth);
         let content = Content {
             stream: source().await?,
             hasher: Hasher::new(),
@@ -173,7 +195,7 @@ impl Registries {
             done: false,
             what: what.clone(),
         };
-        self.upload_content(&s, location, &auth, content, progress)
+        self.upload_content(&s, location, auth, content, progress)
             .await
     }
 
@@ -183,13 +205,14 @@ impl Registries {
         &self,
         s: &Session,
         mut location: Url,
-        auth: &Option<String>,
+        auth: Option<String>,
         mut content: Content<S>,
         progress: &(dyn Fn(u64) + Send + Sync),
     ) -> Result<BlobOutcome, OciError>
     where
         S: Stream<Item = Result<Bytes, OciError>> + Unpin,
     {
+        let mut auth = auth;
         let (size, what) = (content.size, content.what.clone());
         let chunk = if self.opts.chunk_size == 0 || size <= self.opts.chunk_size {
             size.max(1)
@@ -215,12 +238,12 @@ impl Registries {
                 start,
                 len,
                 last: start.saturating_add(len) >= size,
-                auth,
+                auth: &auth,
             };
             let resp = match self.send_segment(s, &seg, &mut content, progress).await {
                 Ok(r) => r,
                 Err(e) => {
-                    let _ = self.cancel(&location, auth).await;
+                    let _ = self.cancel(&location, &auth).await;
                     return Err(e);
                 }
             };
@@ -237,11 +260,13 @@ impl Registries {
                     .await);
             }
             location = Self::location(s, &resp, &what)?;
+            let next_auth = self.auth_for(s, &location, auth.clone());
             if seg.last {
                 return self
-                    .close_upload(s, &location, auth, &content.digest, &what, size)
+                    .close_upload(s, &location, &next_auth, &content.digest, &what, size)
                     .await;
             }
+            auth = next_auth;
         }
     }
 
