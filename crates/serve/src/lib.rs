@@ -23,6 +23,7 @@ mod app;
 mod cluster;
 mod control;
 mod dashboard;
+mod inputs;
 mod run;
 mod status;
 
