@@ -190,3 +190,57 @@ fn control_characters_from_user_files_are_escaped_in_stderr_and_log() {
         }
     }
 }
+
+/// Issue #26 item 3: `create bastion-configs` owns the per-host files it
+/// writes. A MAC replaced in agent-config.yaml (as the example tells users to
+/// do with its placeholders) leaves no PXE entry of the old MAC behind, each
+/// of which would still install to `/dev/sda`; a file the user put beside
+/// them (the kernel of the TFTP root) stays.
+#[test]
+fn bastion_configs_remove_the_pxe_files_of_a_replaced_mac() {
+    let d = common::serve::served_dir();
+    okd_ok(d.path(), &["create", "bastion-configs"]);
+    let pxe = d.path().join("bastion/pxe");
+    let old = [
+        "pxelinux.cfg/01-52-54-00-12-01-03",
+        "grub.cfg-01-52-54-00-12-01-03",
+        "ipxe/52:54:00:12:01:03.ipxe",
+    ];
+    for f in old {
+        let text = std::fs::read_to_string(pxe.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert!(
+            text.contains("coreos.inst.install_dev=/dev/sda"),
+            "{f}: {text}"
+        );
+    }
+    std::fs::write(pxe.join("fedora-coreos-kernel-x86_64"), b"kernel").unwrap();
+
+    let agent = d.path().join("agent-config.yaml");
+    let text = std::fs::read_to_string(&agent).unwrap();
+    std::fs::write(
+        &agent,
+        text.replace("52:54:00:12:01:03", "52:54:00:aa:bb:cc"),
+    )
+    .unwrap();
+    let err = okd_ok(d.path(), &["create", "bastion-configs"]);
+
+    for f in old {
+        assert!(!pxe.join(f).exists(), "stale {f} left behind");
+        assert!(err.contains(f), "removal of {f} not logged: {err}");
+    }
+    for f in [
+        "pxelinux.cfg/01-52-54-00-aa-bb-cc",
+        "grub.cfg-01-52-54-00-aa-bb-cc",
+        "ipxe/52:54:00:aa:bb:cc.ipxe",
+        "ipxe/boot.ipxe",
+        // The bootstrap's files are untouched.
+        "ipxe/52:54:00:12:01:02.ipxe",
+    ] {
+        assert!(pxe.join(f).is_file(), "{f} missing");
+    }
+    assert_eq!(
+        std::fs::read(pxe.join("fedora-coreos-kernel-x86_64")).unwrap(),
+        b"kernel",
+        "a file that is not ours was touched"
+    );
+}

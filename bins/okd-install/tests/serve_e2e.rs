@@ -306,3 +306,126 @@ fn nodes_ignite_through_generated_haproxy_and_dnsmasq() {
         "our machine-config server served both nodes: {status:#}"
     );
 }
+
+/// Issue #26 item 2: with serve running, the user adds a worker
+/// MachineConfig and re-runs `create ignition-configs`. serve must not hand
+/// out the new Ignition configs beside the machine-config pools it rendered
+/// at start: it logs what changed and refuses Ignition, machine-config and
+/// PXE requests with 503 until restarted; the restarted serve gives the real
+/// Ignition the new worker config.
+#[test]
+fn regenerated_assets_are_never_served_mixed_with_the_old() {
+    if !common::netns::available() || tool("ignition", &[IGNITION]).is_none() {
+        return;
+    }
+    let d = served_dir();
+    let prefix = format!("rg{}", std::process::id() % 100000);
+    let mut lab = Lab::new(
+        &prefix,
+        "192.168.120.101",
+        &[("worker", "192.168.120.104")],
+        "okd.example",
+    );
+    let bastion = lab.bastion.ns.clone();
+    let worker = lab.nodes[0].ns.clone();
+    let dir = d.path().to_string_lossy().into_owned();
+    let serve_log = d.path().join("serve.log");
+    let pid = lab.spawn(
+        &bastion,
+        env!("CARGO_BIN_EXE_okd-install"),
+        &["serve", "--dir", &dir],
+        &serve_log,
+    );
+    wait_ready(&serve_log);
+    let scratch = tempfile::tempdir().unwrap();
+    let (ok, log, root) = ignite(
+        &lab,
+        &worker,
+        &d.path().join("worker.ign"),
+        &scratch.path().join("before"),
+        90,
+    );
+    assert!(ok, "{log}");
+    assert!(!root.join("etc/okd-extra").exists());
+
+    // The user's new MachineConfig, then the re-run.
+    std::fs::create_dir_all(d.path().join("openshift")).unwrap();
+    std::fs::write(
+        d.path().join("openshift/99-worker-extra.yaml"),
+        "apiVersion: machineconfiguration.openshift.io/v1\n\
+         kind: MachineConfig\n\
+         metadata:\n  labels:\n    machineconfiguration.openshift.io/role: worker\n  name: 99-worker-extra\n\
+         spec:\n  config:\n    ignition:\n      version: 3.2.0\n    storage:\n      files:\n      \
+         - path: /etc/okd-extra\n        mode: 420\n        contents:\n          source: data:,extra\n",
+    )
+    .unwrap();
+    okd_ok(d.path(), &["create", "ignition-configs"]);
+
+    // Within a few checks serve says what changed and refuses to mix.
+    let curl = |path: &str| {
+        let out = lab
+            .cmd(&worker, "curl")
+            .args(["-sk", "--max-time", "5", "-w", "\n%{http_code}"])
+            .arg(format!("https://192.168.120.101:22623{path}"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let start = Instant::now();
+    loop {
+        let log = std::fs::read_to_string(&serve_log).unwrap_or_default();
+        if log.contains("changed under serve") {
+            assert!(
+                log.contains(".openshift_install_state.json (rewritten with other content)"),
+                "{log}"
+            );
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "serve did not notice the regenerated assets:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let answer = curl("/config/worker");
+    assert!(answer.ends_with("\n503"), "{answer}");
+    assert!(answer.contains("restart okd-install serve"), "{answer}");
+    let http = lab
+        .cmd(&worker, "curl")
+        .args([
+            "-s",
+            "--max-time",
+            "5",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+        ])
+        .arg("http://192.168.120.101:8080/ignition/worker.ign")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&http.stdout), "503");
+
+    // Restarted, serve renders the new pools: the real Ignition gets the file.
+    lab.kill(pid);
+    let serve_log2 = d.path().join("serve2.log");
+    lab.spawn(
+        &bastion,
+        env!("CARGO_BIN_EXE_okd-install"),
+        &["serve", "--dir", &dir],
+        &serve_log2,
+    );
+    wait_ready(&serve_log2);
+    let (ok, log, root) = ignite(
+        &lab,
+        &worker,
+        &d.path().join("worker.ign"),
+        &scratch.path().join("after"),
+        90,
+    );
+    assert!(ok, "{log}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("etc/okd-extra")).unwrap(),
+        "extra"
+    );
+}

@@ -129,6 +129,80 @@ pub fn write_generated(root: &Path, files: &[GeneratedFile]) -> Result<(), okd_f
     Ok(())
 }
 
+/// Whether `path` (relative to `bastion/`, `/`-separated) has the shape of a
+/// per-host or per-zone file that [`bastion_configs`] writes: a PXE file of
+/// one MAC (`pxe/pxelinux.cfg/01-*`, `pxe/grub.cfg-01-*`, `pxe/ipxe/*.ipxe`)
+/// or a zone file (`bind/db.*`, `coredns/db.*`). Only such files can go
+/// stale when the inventory changes; anything else under `bastion/` (the
+/// CoreOS kernel and initramfs copied into the TFTP root beside the PXE
+/// files, the user's own notes) is not ours to remove.
+pub fn is_per_host_or_zone_file(path: &str) -> bool {
+    let name = |prefix: &str| {
+        path.strip_prefix(prefix)
+            .filter(|n| !n.is_empty() && !n.contains('/'))
+    };
+    name("pxe/pxelinux.cfg/01-").is_some()
+        || name("pxe/grub.cfg-01-").is_some()
+        || name("pxe/ipxe/").is_some_and(|n| n.ends_with(".ipxe"))
+        || name("bind/db.").is_some()
+        || name("coredns/db.").is_some()
+}
+
+/// Removes the files under `root` of hosts, MACs or zones that are no longer
+/// in `files` (each a path [`is_per_host_or_zone_file`] accepts), so a
+/// machine whose MAC was removed from the inventory or replaced cannot boot
+/// a stale PXE entry that still installs to its disk. Returns the removed
+/// paths (relative to `root`, sorted) for the caller to log. Directories
+/// that do not exist are skipped; symbolic links are not followed.
+///
+/// # Errors
+/// [`okd_fs::FsError::Io`] naming the directory that could not be read or
+/// the file that could not be removed (files removed before it stay removed).
+pub fn remove_stale(root: &Path, files: &[GeneratedFile]) -> Result<Vec<String>, okd_fs::FsError> {
+    let keep: std::collections::BTreeSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    let mut removed = Vec::new();
+    for dir in ["pxe/pxelinux.cfg", "pxe", "pxe/ipxe", "bind", "coredns"] {
+        let d = root.join(dir);
+        let entries = match std::fs::read_dir(&d) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => {
+                return Err(okd_fs::FsError::Io {
+                    action: "listing",
+                    path: d,
+                    source,
+                });
+            }
+        };
+        for entry in entries {
+            let entry = entry.map_err(|source| okd_fs::FsError::Io {
+                action: "listing",
+                path: d.clone(),
+                source,
+            })?;
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            let rel = format!("{dir}/{name}");
+            let is_file = entry
+                .file_type()
+                .is_ok_and(|t| t.is_file() || t.is_symlink());
+            if !is_file || !is_per_host_or_zone_file(&rel) || keep.contains(rel.as_str()) {
+                continue;
+            }
+            let path = entry.path();
+            std::fs::remove_file(&path).map_err(|source| okd_fs::FsError::Io {
+                action: "removing the stale file",
+                path: path.clone(),
+                source,
+            })?;
+            removed.push(rel);
+        }
+    }
+    removed.sort();
+    Ok(removed)
+}
+
 /// `haproxy.cfg`: TCP frontends `api` (6443), `machine-config` (22623),
 /// `ingress-http` (80), `ingress-https` (443) with `balance source`; the API
 /// and machine-config backends are bootstrap + masters health-checked over

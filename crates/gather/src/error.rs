@@ -9,8 +9,14 @@ use std::path::PathBuf;
 pub enum GatherError {
     /// No `--bootstrap` (openshift-install's text: on platform none there is
     /// no provider to ask for the address).
-    #[error("must provide bootstrap host address")]
+    #[error(
+        "must provide bootstrap host address: give --bootstrap, or put bastion-config.yaml and agent-config.yaml with the bootstrap host beside the assets"
+    )]
     NoBootstrap,
+    /// The inventory beside the assets (`agent-config.yaml`,
+    /// `bastion-config.yaml`), read for the bootstrap's address, does not load.
+    #[error("reading the hosts for the bootstrap's address")]
+    Hosts(#[source] okd_hosts::HostsError),
     /// A `--bootstrap`/`--master`/`--ssh-user` value that is not a host
     /// name, an IP address or a user name (it goes on an SSH command line).
     #[error("{flag} {value:?}: {rule}")]

@@ -107,11 +107,29 @@ fn gather_id() -> String {
 /// every key (naming the host and the keys), the script failing there, the
 /// bundle not arriving or not readable.
 pub fn gather_bootstrap(dir: &Path, opts: &GatherOptions) -> Result<PathBuf, GatherError> {
-    let bootstrap = opts
-        .bootstrap
-        .as_deref()
-        .filter(|b| !b.is_empty())
-        .ok_or(GatherError::NoBootstrap)?;
+    let from_inventory = if opts.bootstrap.as_deref().is_none_or(str::is_empty) {
+        inventory_hosts(dir)?
+    } else {
+        None
+    };
+    let bootstrap = match (&from_inventory, opts.bootstrap.as_deref()) {
+        (_, Some(b)) if !b.is_empty() => b.to_string(),
+        (Some(h), _) => {
+            info!(
+                "Bootstrap host {} ({}) from {}",
+                h.bootstrap,
+                h.bootstrap_name,
+                okd_hosts::BASTION_CONFIG_FILE
+            );
+            h.bootstrap.clone()
+        }
+        _ => return Err(GatherError::NoBootstrap),
+    };
+    let bootstrap = bootstrap.as_str();
+    let masters = match &from_inventory {
+        Some(h) if opts.masters.is_empty() => h.masters.clone(),
+        _ => opts.masters.clone(),
+    };
     if !is_host(bootstrap) {
         return Err(GatherError::BadArgument {
             flag: "--bootstrap",
@@ -119,7 +137,7 @@ pub fn gather_bootstrap(dir: &Path, opts: &GatherOptions) -> Result<PathBuf, Gat
             rule: HOST_RULE,
         });
     }
-    if let Some(m) = opts.masters.iter().find(|m| !is_host(m)) {
+    if let Some(m) = masters.iter().find(|m| !is_host(m)) {
         return Err(GatherError::BadArgument {
             flag: "--master",
             value: m.clone(),
@@ -220,7 +238,7 @@ pub fn gather_bootstrap(dir: &Path, opts: &GatherOptions) -> Result<PathBuf, Gat
     };
     let id = gather_id();
     info!("Pulling debug logs from the bootstrap machine");
-    let cluster_bundle = pull(dir, &target, &id, &opts.masters, &tried)?;
+    let cluster_bundle = pull(dir, &target, &id, &masters, &tried)?;
     // The temporary key file and the agent are no longer needed.
     drop(bootstrap_key);
     drop(own_agent);
@@ -273,6 +291,51 @@ fn default_keys() -> Vec<ssh::Key> {
 /// The installer's bootstrap SSH private key from `<dir>/.openshift_install_state.json`
 /// (`*tls.BootstrapSSHKeyPair`), in a 0600 temporary file removed on drop;
 /// `None` when there is no state file or it has no such key.
+/// The hosts `gather bootstrap` reaches when no `--bootstrap` is given:
+/// the bootstrap host's address and the control-plane addresses from the
+/// inventory (`agent-config.yaml` + `bastion-config.yaml` beside the assets).
+struct InventoryHosts {
+    bootstrap: String,
+    bootstrap_name: String,
+    masters: Vec<String>,
+}
+
+/// Reads the inventory of `dir` for [`InventoryHosts`]: `None` when the
+/// directory has no `bastion-config.yaml` or no recorded install-config (the
+/// cluster's name and domain), or the inventory names no bootstrap host.
+///
+/// # Errors
+/// [`GatherError::State`] for an unreadable state file,
+/// [`GatherError::Hosts`] for inventory files that do not load.
+fn inventory_hosts(dir: &Path) -> Result<Option<InventoryHosts>, GatherError> {
+    if !dir.join(okd_hosts::BASTION_CONFIG_FILE).exists() {
+        return Ok(None);
+    }
+    let Some(recorded) = okd_assets::recorded::Recorded::load(dir).map_err(GatherError::State)?
+    else {
+        return Ok(None);
+    };
+    let Some(ic) = recorded
+        .get::<okd_assets::installconfig::InstallConfigAsset>()
+        .map_err(GatherError::State)?
+    else {
+        return Ok(None);
+    };
+    let inv = okd_hosts::Inventory::load(dir, &ic.config.metadata.name, &ic.config.base_domain)
+        .map_err(GatherError::Hosts)?;
+    let Some(b) = inv.role(okd_hosts::Role::Bootstrap).next() else {
+        return Ok(None);
+    };
+    Ok(Some(InventoryHosts {
+        bootstrap: b.address.to_string(),
+        bootstrap_name: b.fqdn.clone(),
+        masters: inv
+            .role(okd_hosts::Role::Master)
+            .map(|n| n.address.to_string())
+            .collect(),
+    }))
+}
+
 fn bootstrap_key_file(dir: &Path) -> Result<Option<tempfile::NamedTempFile>, GatherError> {
     use std::io::Write as _;
     let Some(recorded) = okd_assets::recorded::Recorded::load(dir).map_err(GatherError::State)?

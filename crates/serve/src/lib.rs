@@ -23,6 +23,7 @@ mod app;
 mod cluster;
 mod control;
 mod dashboard;
+mod inputs;
 mod run;
 mod status;
 
@@ -31,7 +32,7 @@ use std::path::Path;
 use anyhow::Context as _;
 use okd_hosts::Inventory;
 use okd_types::release::ReleaseTarget;
-use tracing::info;
+use tracing::{info, warn};
 
 /// What a served directory needs besides its hosts: the cluster's name and
 /// base domain and the target release, read from the state file that
@@ -132,6 +133,14 @@ pub fn create_bastion_configs(dir: &Path) -> anyhow::Result<()> {
     let root = dir.join("bastion");
     okd_bastion::configs::write_generated(&root, &files)
         .with_context(|| format!("writing {}", root.display()))?;
+    let removed = okd_bastion::configs::remove_stale(&root, &files)
+        .with_context(|| format!("removing stale files from {}", root.display()))?;
+    for path in &removed {
+        warn!(
+            "Removed {}: its host, MAC or zone is no longer in the inventory",
+            root.join(path).display()
+        );
+    }
     info!(
         "Bastion configs created in: {} ({} files: haproxy, keepalived, dnsmasq, BIND, CoreDNS, PXE)",
         root.display(),

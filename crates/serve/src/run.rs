@@ -13,6 +13,7 @@ use tokio::task::JoinSet;
 use tracing::info;
 
 use crate::app::{Observer, StatusApp, control_reply, status_router};
+use crate::inputs;
 use crate::status::Status;
 use crate::{BOOTSTRAP_URL_FILE, ClusterInfo, ServeOptions, Service, control};
 
@@ -200,6 +201,7 @@ fn spawn_all<F, Fut>(
     app: &StatusApp,
     inv: &Inventory,
     obs: &Arc<Observer>,
+    stale: &Arc<inputs::Stale>,
     stopped: F,
 ) where
     F: Fn() -> Fut,
@@ -211,16 +213,22 @@ fn spawn_all<F, Fut>(
         status,
         control: control_listener,
     } = servers;
+    let guard = || axum::middleware::from_fn_with_state(stale.clone(), inputs::refuse_when_stale);
     if let Some((st, l)) = mcs {
         let (o, s) = (obs.clone(), stopped());
+        let router = guard();
         tasks.spawn(async move {
-            okd_mcs::serve_tls(l, st, Some(o), s)
-                .await
-                .context("machine-config server")
+            let tls = okd_mcs::tls_config(&st.inputs().tls_cert_pem, &st.inputs().tls_key_pem)
+                .context("machine-config server")?;
+            let l = okd_listen::Listener::from_std(l, okd_listen::Limits::default())
+                .context("machine-config server")?;
+            let router = okd_mcs::router(st, Some(o)).layer(router);
+            okd_listen::serve_router(l, router, Some(Arc::new(tls)), s).await;
+            Ok(())
         });
     }
     if let Some((l, st)) = http {
-        let router = okd_bootserver::router(st, Some(obs.clone()));
+        let router = okd_bootserver::router(st, Some(obs.clone())).layer(guard());
         let s = stopped();
         tasks.spawn(async move {
             okd_bootserver::serve(l, router, s)
@@ -254,6 +262,9 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Res
         Ok(l) => tracing::debug!("open files limit {:?} (was {:?})", l.after, l.before),
         Err(e) => tracing::warn!("cannot raise the open files limit: {e}"),
     }
+    // Fingerprinted before anything is read, so a change while loading
+    // counts as a change.
+    let start_inputs = inputs::Inputs::read(&dir);
     let (info, inv) = crate::load(&dir)?;
     let status = Arc::new(
         Status::new(inv.clone())
@@ -284,7 +295,17 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Res
             Ok(())
         });
     }
-    spawn_all(&mut tasks, bound.servers, &app, &inv, &obs, stopped);
+    let stale = Arc::new(inputs::Stale::default());
+    {
+        let (stale, s) = (stale.clone(), stopped());
+        tasks.spawn(async move {
+            inputs::watch(start_inputs, stale, s).await;
+            // Done watching once the inputs changed; the refusals go on.
+            std::future::pending::<()>().await;
+            Ok(())
+        });
+    }
+    spawn_all(&mut tasks, bound.servers, &app, &inv, &obs, &stale, stopped);
 
     info!("Serving {}: {}", inv.cluster_domain, bound.ready.join(", "));
     if serves_http {
