@@ -266,18 +266,14 @@ fn token_survives_ranges_and_dropped_transfers() {
     let drop_early = r#"
 import socket, sys
 s = socket.create_connection((sys.argv[1], 8080), timeout=10)
-s.sendall(b"GET " + sys.argv[2].encode() + b" HTTP/1.1
-Host: x
-
-")
+s.sendall(b"GET " + sys.argv[2].encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n")
 got = b""
 while len(got) < 180:
     c = s.recv(180 - len(got))
     if not c:
         break
     got += c
-print(got.split(b"
-")[0].decode())
+print(got.split(b"\r\n")[0].decode())
 s.close()
 "#;
     let out = lab
