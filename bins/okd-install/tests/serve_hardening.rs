@@ -388,8 +388,19 @@ fn remove_bootstrap_survives_a_restart() {
     lab.kill(pid);
     let out = control(d.path(), "restore-bootstrap");
     assert!(out.contains("undone"), "{out}");
-    let (_pid, _log) = restart_serve(&mut lab, d.path(), 0, &args, "serve3.log");
+    let (pid, _log) = restart_serve(&mut lab, d.path(), 0, &args, "serve3.log");
     assert_eq!(curl_in(&lab, &boot, &url).0, 200, "after restore-bootstrap");
+
+    // With no serve running, remove-bootstrap records it for the next one.
+    lab.kill(pid);
+    let out = control(d.path(), "remove-bootstrap");
+    assert!(out.contains("no serve is running: recorded"), "{out}");
+    let (_pid, _log) = restart_serve(&mut lab, d.path(), 0, &args, "serve4.log");
+    assert_eq!(
+        curl_in(&lab, &boot, &url).0,
+        403,
+        "after an offline remove-bootstrap"
+    );
 }
 
 #[test]
