@@ -137,8 +137,13 @@ impl ServiceArg {
 enum ServeCmd {
     /// Print what each host fetched and the load balancer's health (JSON).
     Status,
-    /// Remove the bootstrap from every load-balancer pool (after bootstrap-complete).
+    /// Remove the bootstrap from every load-balancer pool and stop serving
+    /// bootstrap.ign (after bootstrap-complete); recorded in the directory,
+    /// so later serves keep it removed (also when no serve runs now).
     RemoveBootstrap,
+    /// Undo a recorded `remove-bootstrap` (with no serve running): the next
+    /// serve serves bootstrap.ign and balances to the bootstrap again.
+    RestoreBootstrap,
 }
 
 #[derive(Subcommand, Debug)]
@@ -267,9 +272,23 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
             )
             .map_err(fail),
             Some(ServeCmd::Status) => okd_serve::control_request(&cli.dir, "status").map_err(fail),
-            Some(ServeCmd::RemoveBootstrap) => {
-                okd_serve::control_request(&cli.dir, "remove-bootstrap").map_err(fail)
-            }
+            Some(ServeCmd::RemoveBootstrap) => match okd_serve::remove_bootstrap(&cli.dir) {
+                Ok(Some(reply)) => {
+                    print!("{reply}");
+                    Ok(())
+                }
+                Ok(None) => {
+                    println!(
+                        "no serve is running: recorded in {}; the next serve neither serves bootstrap.ign nor balances to the bootstrap",
+                        cli.dir.join(okd_serve::BOOTSTRAP_REMOVED_FILE).display()
+                    );
+                    Ok(())
+                }
+                Err(e) => Err(fail(e.into())),
+            },
+            Some(ServeCmd::RestoreBootstrap) => okd_serve::restore_bootstrap(&cli.dir)
+                .map(|t| print!("{t}"))
+                .map_err(fail),
         },
         Cmd::ApproveCsr {
             watch,

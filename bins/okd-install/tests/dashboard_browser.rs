@@ -150,7 +150,15 @@ fn the_page_follows_an_install_in_a_browser() {
             .output()
             .unwrap();
         assert!(out.status.success(), "bootstrap.ign: {out:?}");
-        page.until_stage("bootstrap", "Ignition fetched (bootstrap.ign over HTTP)", unix_ms(), &ctx).await;
+        let snap = page.until_stage("bootstrap", "Ignition fetched (bootstrap.ign over HTTP)", unix_ms(), &ctx).await;
+        // The fetch is listed with its bytes; the unauthenticated page names no MAC.
+        assert_eq!(snap["columns"], serde_json::json!(["Host", "Role", "Address", "Stages"]), "{snap:#}");
+        assert!(
+            snap["fetches"].as_array().into_iter().flatten().any(|r| r
+                .as_str()
+                .is_some_and(|t| t.starts_with("bootstrap") && t.contains(", complete"))),
+            "{snap:#}"
+        );
 
         // 2. The real Ignition on the master: DNS, then its config from the
         // machine-config server through the balancer.

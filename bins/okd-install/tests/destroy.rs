@@ -85,6 +85,14 @@ fn destroy_bootstrap_takes_it_out_of_serve_and_lists_the_rest() {
         "the master listed:\n{out}"
     );
 
+    // The removal is recorded for the next serve (issue #26), until undone.
+    let record = d.path().join(".okd-serve-bootstrap-removed");
+    assert!(record.is_file(), "destroy bootstrap recorded nothing");
+    assert!(out.contains("serve restore-bootstrap"), "{out}");
+    let restored = control(d.path(), "restore-bootstrap");
+    assert!(restored.contains("undone"), "{restored}");
+    assert!(!record.exists());
+
     // With serve running, the bootstrap is in its pools, then gone.
     if !common::netns::available() {
         return;
@@ -126,6 +134,7 @@ fn destroy_bootstrap_takes_it_out_of_serve_and_lists_the_rest() {
         "bootstrap still a backend: {after}"
     );
     assert!(after.contains("\"master\""), "{after}");
+    assert!(record.is_file(), "the running serve recorded no removal");
 
     // Again: nothing left to remove, still exit 0.
     let (code, out, _) = destroy(d.path());

@@ -76,12 +76,94 @@ pub fn parse_range(h: Option<&HeaderValue>, len: u64) -> RangeReq {
     }
 }
 
+/// What one file body delivered, told to the `on_end` of [`send_file_then`]
+/// once the body ended or was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Delivery {
+    /// First octet of the body in the file (0 for a `200`).
+    pub(crate) start: u64,
+    /// Octets announced in `Content-Length`.
+    pub(crate) count: u64,
+    /// Octets handed to the connection.
+    pub(crate) sent: u64,
+    /// Size of the file in octets.
+    pub(crate) len: u64,
+    /// The file's modification time, so ranges of two versions of a file
+    /// are not put together.
+    pub(crate) modified: Option<SystemTime>,
+    /// Whether all `count` octets were handed to the connection: the server
+    /// took the last chunk (hyper writes a chunk into the connection's
+    /// buffer as soon as it takes it, and stops polling, dropping the body,
+    /// once `Content-Length` octets were written); false when the client
+    /// went away, the transfer timed out or the file shrank before that.
+    pub(crate) complete: bool,
+}
+
+/// Called once with the [`Delivery`] of a file body.
+pub(crate) type OnEnd = Box<dyn FnOnce(Delivery) + Send>;
+
+/// The chunks of a file body, telling `on_end` what went out when the
+/// stream ends or is dropped (after the last chunk, or when the connection
+/// closed part way).
+struct Tracked {
+    inner: std::pin::Pin<Box<dyn futures_util::Stream<Item = io::Result<Bytes>> + Send>>,
+    delivery: Delivery,
+    failed: bool,
+    on_end: Option<OnEnd>,
+}
+
+impl Tracked {
+    fn finish(&mut self) {
+        if let Some(f) = self.on_end.take() {
+            self.delivery.complete = !self.failed && self.delivery.sent == self.delivery.count;
+            f(self.delivery);
+        }
+    }
+}
+
+impl futures_util::Stream for Tracked {
+    type Item = io::Result<Bytes>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::task::Poll;
+        let item = self.inner.as_mut().poll_next(cx);
+        match &item {
+            Poll::Ready(Some(Ok(b))) => self.delivery.sent += b.len() as u64,
+            Poll::Ready(Some(Err(_))) => self.failed = true,
+            Poll::Ready(None) => self.finish(),
+            Poll::Pending => {}
+        }
+        item
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
 /// Streams `path` (or the asked range of it) without reading it whole.
 pub(crate) async fn send_file(
     path: &Path,
     headers: &HeaderMap,
     head: bool,
     content_type: &str,
+) -> Response {
+    send_file_then(path, headers, head, content_type, None).await
+}
+
+/// [`send_file`], telling `on_end` what the body delivered when it ends
+/// (never for `HEAD`, errors and `416`; at once for an empty body).
+pub(crate) async fn send_file_then(
+    path: &Path,
+    headers: &HeaderMap,
+    head: bool,
+    content_type: &str,
+    on_end: Option<OnEnd>,
 ) -> Response {
     let mut file = match tokio::fs::File::open(path).await {
         Ok(f) => f,
@@ -130,7 +212,21 @@ pub(crate) async fn send_file(
     };
     resp.headers_mut()
         .insert(header::CONTENT_LENGTH, HeaderValue::from(count));
-    if head || count == 0 {
+    let delivery = Delivery {
+        start,
+        count,
+        sent: 0,
+        len,
+        modified: meta.modified().ok(),
+        complete: count == 0,
+    };
+    if head {
+        return resp;
+    }
+    if count == 0 {
+        if let Some(f) = on_end {
+            f(delivery);
+        }
         return resp;
     }
     if start > 0
@@ -162,7 +258,12 @@ pub(crate) async fn send_file(
             Err(e) => Some((Err(e), (f, 0))),
         }
     });
-    *resp.body_mut() = Body::from_stream(stream);
+    *resp.body_mut() = Body::from_stream(Tracked {
+        inner: Box::pin(stream),
+        delivery,
+        failed: false,
+        on_end,
+    });
     resp
 }
 

@@ -30,8 +30,17 @@
 //! address is the bootstrap host's in the inventory (`bastion-config.yaml`
 //! `bootstrap`), only until [`HttpState::remove_bootstrap`], and, when a
 //! one-time token is set ([`HttpState::with_bootstrap_token`]), only with
-//! `?token=<token>`, which the first complete `GET` answered 200 uses up.
-//! Anything else gets 403 and a `warn` line naming the client. The image
+//! `?token=<token>`. The token is used up when the whole file has gone out:
+//! at the end of the first complete `200` body, or once the complete `206`
+//! bodies together cover every octet of the file; a transfer that breaks
+//! off (client gone, timeout) uses up nothing, so the bootstrap host may
+//! retry or resume, and `HEAD` is no fetch. "Complete" means the server
+//! took the body's last chunk, i.e. every octet was handed to the
+//! connection (the body stream counts what it yields and reports when it is
+//! dropped or ends); octets still in the connection's or the kernel's
+//! buffers when a client resets are not seen. Only answers to the bootstrap host's own
+//! address carry the token in the PXE scripts. Anything else gets 403 and
+//! a `warn` line naming the client. The image
 //! routes never answer dotfiles or `*.ign` files, so the state file,
 //! `auth/` and the Ignition configs cannot be reached through them even when
 //! `osImages.directory` is misconfigured.
@@ -58,22 +67,42 @@ use tokio::net::TcpListener;
 
 use okd_bastion::pxe;
 
+mod counted;
 mod files;
 
-use files::send_file;
 pub use files::{RangeReq, http_date, parse_range};
+use files::{send_file, send_file_then};
 
 /// Size of one chunk of a streamed file body, in bytes.
 const CHUNK_BYTES: usize = 64 * 1024;
 
+/// One answered request whose body ended or broke off, for [`HttpObserver`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Served<'a> {
+    /// The client's address (`0.0.0.0:0` when the router runs without
+    /// connect info).
+    pub peer: SocketAddr,
+    /// The request path, without the query (so never a token).
+    pub path: &'a str,
+    /// The HTTP status code.
+    pub status: u16,
+    /// Body octets handed to the connection.
+    pub sent: u64,
+    /// Body octets announced in `Content-Length` (0 for `HEAD`), `None`
+    /// when the length was not announced.
+    pub size: Option<u64>,
+    /// Whether the whole body went out: the body reached its end (or, with
+    /// a known size, all `size` octets were handed over). False when the
+    /// client went away or the transfer failed part way.
+    pub complete: bool,
+}
+
 /// Told about every answered request, for the status page.
 pub trait HttpObserver: Send + Sync {
-    /// One request was answered: `peer` is the client's address (or
-    /// `0.0.0.0:0` when the router runs without connect info), `path` the
-    /// request path without query, `status` the HTTP status code, `bytes` the
-    /// body length announced in `Content-Length` (0 for `HEAD` and for bodies
-    /// of unknown length).
-    fn served(&self, peer: SocketAddr, path: &str, status: u16, bytes: u64);
+    /// One request was answered and its body ended or was dropped (so a
+    /// large download is told about when it is over, with the octets that
+    /// actually went out).
+    fn served(&self, served: Served<'_>);
 }
 
 /// Errors of the HTTP server's set-up.
@@ -112,10 +141,49 @@ pub struct HttpState {
 struct BootstrapAccess {
     /// Addresses of the inventory's bootstrap hosts.
     allowed: Vec<std::net::IpAddr>,
-    /// The one-time token while it is unused; `Some("")` once used.
-    token: Mutex<Option<String>>,
+    /// The one-time token and what of the file went out with it.
+    token: Mutex<Option<OneTime>>,
     /// Set by [`HttpState::remove_bootstrap`]; never cleared.
     removed: AtomicBool,
+}
+
+/// The one-time token of `bootstrap.ign` and the octets of the file that
+/// complete bodies delivered with it.
+#[derive(Debug, Default)]
+struct OneTime {
+    token: String,
+    used: bool,
+    /// Size and modification time of the file `covered` refers to.
+    file: Option<(u64, Option<SystemTime>)>,
+    /// Disjoint, sorted half-open octet ranges `[a, b)` delivered completely.
+    covered: Vec<(u64, u64)>,
+}
+
+impl OneTime {
+    /// Adds a complete body of octets `start..start + count` of a file of
+    /// `len` octets (modified at `modified`); returns whether every octet
+    /// of the file has now gone out. Ranges of an earlier version of the
+    /// file are forgotten.
+    fn deliver(&mut self, start: u64, count: u64, len: u64, modified: Option<SystemTime>) -> bool {
+        if self.file != Some((len, modified)) {
+            self.file = Some((len, modified));
+            self.covered.clear();
+        }
+        let (mut a, mut b) = (start, start.saturating_add(count).min(len));
+        let mut merged = Vec::with_capacity(self.covered.len() + 1);
+        for &(x, y) in &self.covered {
+            if y < a || x > b {
+                merged.push((x, y));
+            } else {
+                a = a.min(x);
+                b = b.max(y);
+            }
+        }
+        merged.push((a, b));
+        merged.sort_unstable();
+        self.covered = merged;
+        self.covered.first() == Some(&(0, len))
+    }
 }
 
 /// Why a `bootstrap.ign` request was refused (the 403 body and log line).
@@ -172,12 +240,17 @@ impl HttpState {
         }
     }
 
-    /// Requires `?token=<token>` on `bootstrap.ign` requests; the first
-    /// complete `GET` answered 200 uses it up. The bootstrap host's PXE
-    /// scripts carry the token in `coreos.inst.ignition_url`.
+    /// Requires `?token=<token>` on `bootstrap.ign` requests; it is used
+    /// up once complete `GET` bodies (one `200`, or `206`s together) have
+    /// delivered every octet of the file (see the crate docs). The PXE
+    /// scripts answered to the bootstrap host's address carry the token in
+    /// `coreos.inst.ignition_url` while it is unused.
     pub fn with_bootstrap_token(self, token: impl Into<String>) -> HttpState {
         if let Ok(mut t) = self.bootstrap.token.lock() {
-            *t = Some(token.into());
+            *t = Some(OneTime {
+                token: token.into(),
+                ..OneTime::default()
+            });
         }
         self
     }
@@ -207,14 +280,25 @@ impl HttpState {
             .unwrap_or(true)
     }
 
-    /// The unused one-time token, for the bootstrap host's PXE scripts.
-    fn unused_token(&self) -> Option<String> {
+    /// Whether the one-time token is set and used up.
+    pub fn bootstrap_token_used(&self) -> bool {
         self.bootstrap
             .token
             .lock()
-            .ok()
-            .and_then(|t| t.clone())
-            .filter(|t| !t.is_empty())
+            .map(|t| t.as_ref().is_some_and(|t| t.used))
+            .unwrap_or(false)
+    }
+
+    /// The unused one-time token, for the PXE scripts answered to `peer`:
+    /// only when `peer` is a bootstrap host's address and bootstrap.ign is
+    /// still served.
+    fn token_for(&self, peer: Option<SocketAddr>) -> Option<String> {
+        let ip = peer.map(|p| p.ip().to_canonical())?;
+        if !self.bootstrap.allowed.contains(&ip) || !self.bootstrap_served() {
+            return None;
+        }
+        let t = self.bootstrap.token.lock().ok()?;
+        t.as_ref().filter(|t| !t.used).map(|t| t.token.clone())
     }
 
     /// Checks a `bootstrap.ign` request from `peer` with `token`.
@@ -234,20 +318,51 @@ impl HttpState {
             return Err(Refusal::NotBootstrap);
         }
         let guard = self.bootstrap.token.lock().map_err(|_| Refusal::Token)?;
-        match guard.as_deref() {
+        match guard.as_ref() {
             None => Ok(()),
-            Some("") => Err(Refusal::TokenUsed),
-            Some(t) if token.is_some_and(|g| same_secret(g.as_bytes(), t.as_bytes())) => Ok(()),
+            Some(t) if t.used => Err(Refusal::TokenUsed),
+            Some(t) if token.is_some_and(|g| same_secret(g.as_bytes(), t.token.as_bytes())) => {
+                Ok(())
+            }
             Some(_) => Err(Refusal::Token),
         }
     }
 
-    /// Uses up the one-time token after a complete 200 `GET`.
-    fn use_token(&self) {
-        if let Ok(mut t) = self.bootstrap.token.lock()
-            && t.is_some()
+    /// A `bootstrap.ign` body to `client` ended: logs what went out and,
+    /// when complete bodies have now delivered the whole file, uses up the
+    /// one-time token.
+    fn bootstrap_delivered(&self, client: &str, d: files::Delivery) {
+        let range = if d.count == d.len {
+            String::new()
+        } else {
+            format!(
+                " (octets {}-{})",
+                d.start,
+                (d.start + d.count).saturating_sub(1)
+            )
+        };
+        if !d.complete {
+            tracing::warn!(
+                "bootstrap.ign to {client} broke off after {} of {} bytes{range}; the bootstrap host may retry",
+                d.sent,
+                d.count
+            );
+            return;
+        }
+        tracing::info!(
+            "bootstrap.ign sent to {client}: {} of {} bytes{range}",
+            d.sent,
+            d.len
+        );
+        if let Ok(mut guard) = self.bootstrap.token.lock()
+            && let Some(t) = guard.as_mut()
+            && !t.used
+            && t.deliver(d.start, d.count, d.len, d.modified)
         {
-            *t = Some(String::new());
+            t.used = true;
+            tracing::info!(
+                "the one-time token of bootstrap.ign is used up (the whole file went out)"
+            );
         }
     }
 
@@ -336,16 +451,26 @@ pub fn router(state: Arc<HttpState>, observer: Option<Arc<dyn HttpObserver>>) ->
                 let path = req.uri().path().to_string();
                 let head = req.method() == Method::HEAD;
                 let resp = next.run(req).await;
-                let bytes = if head {
-                    0
+                let size = if head {
+                    Some(0)
                 } else {
                     resp.headers()
                         .get(header::CONTENT_LENGTH)
                         .and_then(|v| v.to_str().ok()?.parse().ok())
-                        .unwrap_or(0)
                 };
-                obs.served(peer, &path, resp.status().as_u16(), bytes);
-                resp
+                let status = resp.status().as_u16();
+                let (parts, body) = resp.into_parts();
+                let report: counted::Report = Box::new(move |sent, complete| {
+                    obs.served(Served {
+                        peer,
+                        path: &path,
+                        status,
+                        sent,
+                        size,
+                        complete,
+                    });
+                });
+                Response::from_parts(parts, Body::new(counted::Counted::new(body, size, report)))
             }
         })),
     }
@@ -432,7 +557,7 @@ async fn ignition(
     if file != "bootstrap.ign" {
         return send_file(&path, &headers, head, "application/json").await;
     }
-    let peer = ext.get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
+    let peer = peer_of(&ext);
     if let Err(why) = st.check_bootstrap(peer, q.get("token").map(String::as_str)) {
         let client = peer.map_or_else(|| "an unknown client".to_string(), |p| p.ip().to_string());
         tracing::warn!(
@@ -445,11 +570,10 @@ async fn ignition(
         )
             .into_response();
     }
-    let resp = send_file(&path, &headers, head, "application/json").await;
-    if !head && resp.status() == StatusCode::OK {
-        st.use_token();
-    }
-    resp
+    let client = peer.map_or_else(|| "an unknown client".to_string(), |p| p.ip().to_string());
+    let state = st.clone();
+    let on_end: files::OnEnd = Box::new(move |d| state.bootstrap_delivered(&client, d));
+    send_file_then(&path, &headers, head, "application/json", Some(on_end)).await
 }
 
 async fn image(
@@ -534,10 +658,16 @@ fn node_by_mac<'a>(st: &'a HttpState, mac: Option<&str>) -> Result<&'a Node, Res
     }
 }
 
+/// The client's address, when the router runs with connect info.
+fn peer_of(ext: &axum::http::Extensions) -> Option<SocketAddr> {
+    ext.get::<ConnectInfo<SocketAddr>>().map(|c| c.0)
+}
+
 async fn pxe_file(
     State(st): State<Arc<HttpState>>,
     UrlPath(file): UrlPath<String>,
     Query(q): Query<HashMap<String, String>>,
+    ext: axum::http::Extensions,
 ) -> Response {
     let qmac = q.get("mac").map(String::as_str);
     let (kind, mac) = match file.as_str() {
@@ -564,12 +694,13 @@ async fn pxe_file(
         "grub" => pxe::grub_cfg(&st.inv, node),
         _ => pxe::pxelinux_cfg(&st.inv, node),
     };
-    text(with_token(&st, node, script))
+    text(with_token(&st, node, peer_of(&ext), script))
 }
 
-/// Adds the unused one-time token to the bootstrap host's Ignition URL.
-fn with_token(st: &HttpState, node: &Node, script: String) -> String {
-    match st.unused_token() {
+/// Adds the unused one-time token to the bootstrap host's Ignition URL when
+/// the script is answered to the bootstrap host's own address `peer`.
+fn with_token(st: &HttpState, node: &Node, peer: Option<SocketAddr>, script: String) -> String {
+    match st.token_for(peer) {
         Some(t) if node.role == Role::Bootstrap => script.replace(
             "/ignition/bootstrap.ign",
             &format!("/ignition/bootstrap.ign?token={t}"),
@@ -581,12 +712,18 @@ fn with_token(st: &HttpState, node: &Node, script: String) -> String {
 async fn pxelinux_file(
     State(st): State<Arc<HttpState>>,
     UrlPath(file): UrlPath<String>,
+    ext: axum::http::Extensions,
 ) -> Response {
     let Some(mac) = file.strip_prefix("01-") else {
         return not_found();
     };
     match node_by_mac(&st, Some(mac)) {
-        Ok(n) => text(with_token(&st, n, pxe::pxelinux_cfg(&st.inv, n))),
+        Ok(n) => text(with_token(
+            &st,
+            n,
+            peer_of(&ext),
+            pxe::pxelinux_cfg(&st.inv, n),
+        )),
         Err(r) => r,
     }
 }
@@ -629,6 +766,27 @@ mod tests {
         assert_eq!(http_date(t), "Sun, 06 Nov 1994 08:49:37 GMT");
         assert_eq!(http_date(UNIX_EPOCH), "Thu, 01 Jan 1970 00:00:00 GMT");
         assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+    }
+
+    /// Ranges merge, overlap and touch; the file is whole once `[0, len)`
+    /// is covered; a new version of the file starts over.
+    #[test]
+    fn one_time_coverage() {
+        let t0 = Some(UNIX_EPOCH);
+        let mut t = OneTime::default();
+        assert!(!t.deliver(50, 50, 100, t0));
+        assert!(!t.deliver(0, 10, 100, t0));
+        assert_eq!(t.covered, [(0, 10), (50, 100)]);
+        assert!(!t.deliver(20, 10, 100, t0));
+        assert!(
+            !t.deliver(10, 10, 100, t0),
+            "20..30 is still apart from 50.."
+        );
+        assert_eq!(t.covered, [(0, 30), (50, 100)]);
+        assert!(!t.deliver(0, 10, 101, t0), "another size: another file");
+        assert_eq!(t.covered, [(0, 10)]);
+        assert!(t.deliver(5, 96, 101, t0));
+        assert!(t.deliver(0, 0, 0, None), "an empty file is whole at once");
     }
 
     #[test]

@@ -24,14 +24,20 @@ const SECRET: &[u8] = br#"{"ignition":{"version":"3.2.0"},"storage":{"files":[{"
 struct Server {
     addr: SocketAddr,
     state: Arc<HttpState>,
+    recorder: Arc<common::Recorder>,
     _rt: tokio::runtime::Runtime,
     _dir: tempfile::TempDir,
 }
 
 fn start(token: Option<&str>) -> Server {
+    start_with(token, SECRET)
+}
+
+/// [`start`] with `bootstrap` as the content of bootstrap.ign.
+fn start_with(token: Option<&str>, bootstrap: &[u8]) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    std::fs::write(root.join("bootstrap.ign"), SECRET).unwrap();
+    std::fs::write(root.join("bootstrap.ign"), bootstrap).unwrap();
     std::fs::write(
         root.join("master.ign"),
         br#"{"ignition":{"version":"3.2.0"}}"#,
@@ -59,11 +65,16 @@ fn start(token: Option<&str>) -> Server {
         .unwrap();
     let listener = rt.block_on(bind("127.0.0.1:0".parse().unwrap())).unwrap();
     let addr = listener.local_addr().unwrap();
-    let app = router(state.clone(), None);
+    let recorder = Arc::new(common::Recorder::default());
+    let app = router(
+        state.clone(),
+        Some(recorder.clone() as Arc<dyn okd_bootserver::HttpObserver>),
+    );
     rt.spawn(serve(listener, app, std::future::pending()));
     Server {
         addr,
         state,
+        recorder,
         _rt: rt,
         _dir: dir,
     }
@@ -71,15 +82,18 @@ fn start(token: Option<&str>) -> Server {
 
 /// `curl` from source address `from`: (status, body).
 fn curl(curl: &Path, from: &str, url: &str, head: bool) -> (u16, Vec<u8>) {
+    curl_args(curl, from, url, if head { &["-I"] } else { &[] })
+}
+
+/// `curl` from source address `from` with extra `args`: (status, body).
+fn curl_args(curl: &Path, from: &str, url: &str, args: &[&str]) -> (u16, Vec<u8>) {
     let out_dir = tempfile::tempdir().unwrap();
     let body = out_dir.path().join("body");
     let mut c = Command::new(curl);
-    c.args(["-s", "--max-time", "10", "--interface", from, "-o"])
+    c.args(["-s", "--max-time", "30", "--interface", from, "-o"])
         .arg(&body)
-        .args(["-w", "%{http_code}"]);
-    if head {
-        c.arg("-I");
-    }
+        .args(["-w", "%{http_code}"])
+        .args(args);
     let out = c.arg(url).output().unwrap();
     let code = String::from_utf8_lossy(&out.stdout)
         .trim()
@@ -164,21 +178,30 @@ fn one_time_token() {
         "token from another host"
     );
 
-    // The bootstrap host's PXE script carries the token while it is unused;
-    // the master's never does.
+    // The bootstrap host's PXE scripts carry the token while it is unused,
+    // but only in answers to the bootstrap's own address: anyone naming its
+    // MAC from elsewhere gets the script without it.
     let bootstrap_mac = "52:54:00:12:01:02";
-    let (code, script) = curl(
-        &curl_bin,
-        OTHER,
-        &url(&format!("/pxe/ipxe?mac={bootstrap_mac}")),
-        false,
-    );
-    assert_eq!(code, 200);
-    let script = String::from_utf8(script).unwrap();
-    assert!(
-        script.contains(&format!("/ignition/bootstrap.ign?token={token}")),
-        "{script}"
-    );
+    for p in [
+        format!("/pxe/ipxe?mac={bootstrap_mac}"),
+        format!("/pxe/grub?mac={bootstrap_mac}"),
+        "/pxe/pxelinux.cfg/01-52-54-00-12-01-02".to_string(),
+    ] {
+        let (code, script) = curl(&curl_bin, OTHER, &url(&p), false);
+        assert_eq!(code, 200, "{p}");
+        let script = String::from_utf8(script).unwrap();
+        assert!(
+            script.contains("/ignition/bootstrap.ign") && !script.contains("token="),
+            "{p} from another host carries the token:\n{script}"
+        );
+        let (code, script) = curl(&curl_bin, BOOTSTRAP, &url(&p), false);
+        assert_eq!(code, 200, "{p}");
+        let script = String::from_utf8(script).unwrap();
+        assert!(
+            script.contains(&format!("/ignition/bootstrap.ign?token={token}")),
+            "{p} from the bootstrap:\n{script}"
+        );
+    }
 
     // HEAD does not use it up; the first complete GET does.
     assert_eq!(curl(&curl_bin, BOOTSTRAP, &ign(&good), true).0, 200);
@@ -189,11 +212,128 @@ fn one_time_token() {
     assert!(String::from_utf8_lossy(&body).contains("already used"));
     let (_, script) = curl(
         &curl_bin,
-        OTHER,
+        BOOTSTRAP,
         &url(&format!("/pxe/ipxe?mac={bootstrap_mac}")),
         false,
     );
     assert!(!String::from_utf8_lossy(&script).contains("token="));
+}
+
+/// A `Range` request does not use the token up: only complete bodies that
+/// together delivered every octet do. A range, then the whole file, then
+/// nothing; and two ranges that cover the file use it up too.
+#[test]
+fn ranges_use_the_token_up_only_once_the_whole_file_went_out() {
+    let Some(curl_bin) = okd_test_utils::tool("curl", &[], Some("curl")) else {
+        return;
+    };
+    let token = "0123456789abcdef0123456789abcdef";
+    let ign = |srv: &Server| format!("http://{}/ignition/bootstrap.ign?token={token}", srv.addr);
+
+    let srv = start(Some(token));
+    let (code, body) = curl_args(&curl_bin, BOOTSTRAP, &ign(&srv), &["--range", "0-9"]);
+    assert_eq!((code, body.as_slice()), (206, &SECRET[..10]));
+    assert!(
+        !srv.state.bootstrap_token_used(),
+        "a range used the token up"
+    );
+    let (code, body) = curl(&curl_bin, BOOTSTRAP, &ign(&srv), false);
+    assert_eq!(
+        (code, body.as_slice()),
+        (200, SECRET),
+        "the whole file after a range"
+    );
+    srv.recorder.wait_for_blocking(|(_, p, s, n, done)| {
+        p == "/ignition/bootstrap.ign" && *s == 200 && *n == SECRET.len() as u64 && *done
+    });
+    assert_eq!(
+        curl(&curl_bin, BOOTSTRAP, &ign(&srv), false).0,
+        403,
+        "the token worked after the whole file went out"
+    );
+
+    let srv = start(Some(token));
+    let (code, body) = curl_args(&curl_bin, BOOTSTRAP, &ign(&srv), &["--range", "50-"]);
+    assert_eq!((code, body.as_slice()), (206, &SECRET[50..]));
+    assert_eq!(
+        curl_args(&curl_bin, BOOTSTRAP, &ign(&srv), &["--range", "0-9"]).0,
+        206
+    );
+    assert!(
+        !srv.state.bootstrap_token_used(),
+        "octets 10-49 never went out"
+    );
+    assert_eq!(
+        curl_args(&curl_bin, BOOTSTRAP, &ign(&srv), &["--range", "0-60"]).0,
+        206
+    );
+    srv.recorder
+        .wait_for_blocking(|(_, _, s, n, done)| *s == 206 && *n == 61 && *done);
+    assert!(srv.state.bootstrap_token_used());
+    assert_eq!(
+        curl_args(&curl_bin, BOOTSTRAP, &ign(&srv), &["--range", "0-9"]).0,
+        403
+    );
+}
+
+/// A client that reads a few bytes and drops the connection uses nothing
+/// up: the bootstrap's retry gets the whole file, and the observer is told
+/// of the broken transfer (octets sent of the size). bootstrap.ign is made
+/// larger than the socket buffers (32 MiB) so the server cannot hand it all
+/// to the kernel before the client goes away.
+#[test]
+fn a_dropped_transfer_leaves_the_token_for_the_retry() {
+    let Some(curl_bin) = okd_test_utils::tool("curl", &[], Some("curl")) else {
+        return;
+    };
+    let token = "0123456789abcdef0123456789abcdef";
+    let mut big = SECRET.to_vec();
+    big.resize(32 << 20, b' ');
+    let srv = start_with(Some(token), &big);
+    let path = format!("/ignition/bootstrap.ign?token={token}");
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let head = rt.block_on(async {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let sock = tokio::net::TcpSocket::new_v4().unwrap();
+        sock.bind(format!("{BOOTSTRAP}:0").parse().unwrap())
+            .unwrap();
+        let mut s = sock.connect(srv.addr).await.unwrap();
+        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut buf = [0u8; 180];
+        s.read_exact(&mut buf).await.unwrap();
+        buf
+    });
+    assert!(
+        head.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    srv.recorder.wait_for_blocking(|(_, p, s, n, done)| {
+        p == "/ignition/bootstrap.ign" && *s == 200 && *n < big.len() as u64 && !*done
+    });
+    assert!(
+        !srv.state.bootstrap_token_used(),
+        "the dropped transfer used the token up"
+    );
+
+    let url = format!("http://{}{path}", srv.addr);
+    let (code, body) = curl(&curl_bin, BOOTSTRAP, &url, false);
+    assert_eq!(code, 200, "the retry after a dropped transfer");
+    assert!(
+        body == big,
+        "the retry got {} of {} bytes",
+        body.len(),
+        big.len()
+    );
+    srv.recorder
+        .wait_for_blocking(|(_, _, s, n, done)| *s == 200 && *n == big.len() as u64 && *done);
+    assert_eq!(curl(&curl_bin, BOOTSTRAP, &url, false).0, 403);
 }
 
 #[test]

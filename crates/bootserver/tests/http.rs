@@ -7,7 +7,7 @@ mod common;
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use okd_bastion::kernel_args;
@@ -30,17 +30,7 @@ fn image_bytes() -> Vec<u8> {
         .collect()
 }
 
-#[derive(Default)]
-struct Recorder(Mutex<Vec<(SocketAddr, String, u16, u64)>>);
-
-impl HttpObserver for Recorder {
-    fn served(&self, peer: SocketAddr, path: &str, status: u16, bytes: u64) {
-        self.0
-            .lock()
-            .unwrap()
-            .push((peer, path.to_string(), status, bytes));
-    }
-}
+use common::Recorder;
 
 struct Server {
     addr: SocketAddr,
@@ -269,14 +259,15 @@ async fn images_head_range_and_sha256() {
         404
     );
 
-    let rec = srv.recorder.0.lock().unwrap().clone();
-    assert!(
-        rec.iter().any(|(peer, p, s, b)| peer.ip().is_loopback()
-            && p == "/install/coreos.raw.xz"
-            && *s == 200
-            && *b == len as u64),
-        "{rec:?}"
-    );
+    srv.recorder
+        .wait_for(|(peer, p, s, b, done)| {
+            peer.ip().is_loopback()
+                && p == "/install/coreos.raw.xz"
+                && *s == 200
+                && *b == len as u64
+                && *done
+        })
+        .await;
     srv.stop().await;
 }
 
@@ -470,13 +461,12 @@ async fn curl_resumes_a_download() {
         std::fs::read(&out).unwrap() == srv.image,
         "resumed file differs"
     );
-    let rec = srv.recorder.0.lock().unwrap().clone();
     let resumed = (srv.image.len() - half) as u64;
-    assert!(
-        rec.iter()
-            .any(|(_, p, s, b)| p == "/images/coreos.raw.xz" && *s == 206 && *b == resumed),
-        "{rec:?}"
-    );
+    srv.recorder
+        .wait_for(|(_, p, s, b, done)| {
+            p == "/images/coreos.raw.xz" && *s == 206 && *b == resumed && *done
+        })
+        .await;
     assert!(Path::new(&out).exists());
     srv.stop().await;
 }

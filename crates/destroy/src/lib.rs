@@ -13,7 +13,9 @@
 //!    platform: [`DestroyError::Unsupported`]);
 //! 2. asks the running `okd-install serve` of the directory, through its
 //!    control socket, to take the bootstrap out of every pool and stop
-//!    serving bootstrap.ign (`remove-bootstrap`);
+//!    serving bootstrap.ign (`remove-bootstrap`), which records the removal
+//!    in the directory (`okd_serve::BOOTSTRAP_REMOVED_FILE`) so later serves
+//!    keep it; when no serve runs, records it itself;
 //! 3. prints what the user must still do: the bootstrap host to power off
 //!    (name, MAC, address, disk), and, when they run their own daemons from
 //!    `okd-install create bastion-configs`, every line of those files that
@@ -21,7 +23,8 @@
 //!    HAProxy's runtime commands.
 //!
 //! When serve is not running, nothing can be taken out of its pools; the
-//! report says so and the command still succeeds (exit code 0): a
+//! removal is recorded for the next serve, the report says so and the
+//! command still succeeds (exit code 0): a
 //! directory whose hosts are served by the user's own HAProxy and DNS has no
 //! serve to ask, and the list is the answer there.
 
@@ -285,19 +288,18 @@ pub fn destroy_bootstrap(dir: &Path) -> Result<DestroyReport, DestroyError> {
                 dir: dir.to_path_buf(),
             })?;
 
-    match okd_serve::control_reply(dir, "remove-bootstrap") {
-        Ok(reply) => {
+    match okd_serve::remove_bootstrap(dir) {
+        Ok(Some(reply)) => {
             info!(
                 "okd-install serve took the bootstrap host {} out of its pools",
                 node.hostname
             );
             report.serve_reply = Some(reply);
         }
-        Err(okd_serve::ControlError::NotRunning { socket, .. }) => {
+        Ok(None) => {
             warn!(
-                "okd-install serve is not running for {} ({} not reachable): nothing was taken out of its pools",
-                dir.display(),
-                socket.display()
+                "okd-install serve is not running for {}: nothing was taken out of its pools (the removal is recorded for the next serve)",
+                dir.display()
             );
         }
         Err(e) => return Err(DestroyError::Serve(e)),
@@ -362,8 +364,10 @@ fn text(dir: &Path, inv: &Inventory, r: &DestroyReport) -> String {
             let _ = writeln!(
                 s,
                 "okd-install serve is not running for {}: nothing was taken out of its pools.\n\
-                 A serve started later balances the bootstrap again: run this command again then.",
-                dir.display()
+                 The removal is recorded in {}: a serve started later neither serves bootstrap.ign\n\
+                 nor balances to the bootstrap (`okd-install serve restore-bootstrap` undoes it).",
+                dir.display(),
+                dir.join(okd_serve::BOOTSTRAP_REMOVED_FILE).display()
             );
         }
     }

@@ -26,8 +26,9 @@ impl okd_mcs::FetchObserver for Observer {
 }
 
 impl okd_bootserver::HttpObserver for Observer {
-    fn served(&self, peer: SocketAddr, path: &str, status: u16, bytes: u64) {
-        self.0.http(peer, path, status, bytes);
+    fn served(&self, s: okd_bootserver::Served<'_>) {
+        self.0
+            .http(s.peer, s.path, s.status, s.sent, s.size, s.complete);
     }
 }
 
@@ -46,6 +47,8 @@ impl okd_lb::ConnObserver for Observer {
 /// What the status server and the control socket share.
 #[derive(Clone)]
 pub(crate) struct StatusApp {
+    /// The asset directory (where `remove-bootstrap` is recorded).
+    pub(crate) dir: std::path::PathBuf,
     pub(crate) status: Arc<Status>,
     pub(crate) lb: Option<Arc<LoadBalancer>>,
     pub(crate) http: Option<Arc<okd_bootserver::HttpState>>,
@@ -122,7 +125,13 @@ pub(crate) fn control_reply(app: &StatusApp, inv: &Inventory, line: &str) -> Str
             if app.lb.is_none() && app.http.is_none() {
                 return "error: this serve runs neither the load balancer nor HTTP (--services): remove the bootstrap from your own balancer\n".into();
             }
-            let mut out = String::new();
+            let mut out = match crate::removal::record(&app.dir) {
+                Ok(_) => format!(
+                    "recorded in {}: later serves keep the bootstrap removed until `okd-install serve restore-bootstrap`\n",
+                    crate::removal::path(&app.dir).display()
+                ),
+                Err(e) => return format!("error: {e:#}\n"),
+            };
             if let Some(http) = &app.http {
                 if http.remove_bootstrap() {
                     info!("bootstrap.ign is no longer served (serve remove-bootstrap)");
@@ -238,7 +247,9 @@ mod tests {
         let lb = LoadBalancer::start(vec![fe("api", 6443), fe("machine-config", 22623)])
             .await
             .expect("load balancer");
+        let dir = tempfile::tempdir().expect("asset directory");
         let app = StatusApp {
+            dir: dir.path().to_path_buf(),
             status: Arc::new(Status::new(inv.clone())),
             lb: Some(Arc::new(lb)),
             http: None,
@@ -251,10 +262,15 @@ mod tests {
         assert_eq!(before["bootstrapRemoved"], Value::Null);
 
         let reply = control_reply(&app, &inv, "remove-bootstrap");
+        let record = format!(
+            "recorded in {}: later serves keep the bootstrap removed until `okd-install serve restore-bootstrap`\n",
+            dir.path().join(crate::BOOTSTRAP_REMOVED_FILE).display()
+        );
         assert_eq!(
             reply,
-            "removed backend bootstrap from frontends api, machine-config\n"
+            format!("{record}removed backend bootstrap from frontends api, machine-config\n")
         );
+        assert!(dir.path().join(crate::BOOTSTRAP_REMOVED_FILE).is_file());
         let after = app.status.json(app.lb_json());
         let r = stage(&after, "Removed from load balancer");
         assert_eq!(r["done"], true, "{after}");
@@ -278,7 +294,10 @@ mod tests {
 
         // A second request removes nothing and keeps the first time.
         let reply = control_reply(&app, &inv, "remove-bootstrap");
-        assert_eq!(reply, "backend bootstrap was already removed\n");
+        assert_eq!(
+            reply,
+            format!("{record}backend bootstrap was already removed\n")
+        );
         let again = app.status.json(app.lb_json());
         assert_eq!(
             stage(&again, "Removed from load balancer")["time"],

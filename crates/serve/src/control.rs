@@ -43,6 +43,10 @@ pub enum ControlError {
     /// The server answered `error: <text>`.
     #[error("{0}")]
     Refused(String),
+    /// No serve runs and the removal of the bootstrap could not be recorded
+    /// (the text names the file).
+    #[error("{0}")]
+    Record(String),
 }
 
 /// Sends one request and returns the reply (blocking; for the CLI). Waits

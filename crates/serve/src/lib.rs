@@ -17,13 +17,16 @@
 //!
 //! and a control socket `<dir>/.okd-serve.sock` for `serve status` and
 //! `serve remove-bootstrap`. Every port is bound before anything is served,
-//! so a port in use stops the start with an error naming it.
+//! so a port in use stops the start with an error naming it. A removal of
+//! the bootstrap is recorded in `<dir>/`[`BOOTSTRAP_REMOVED_FILE`] and kept
+//! by every later serve until [`restore_bootstrap`].
 
 mod app;
 mod cluster;
 mod control;
 mod dashboard;
 mod inputs;
+mod removal;
 mod run;
 mod status;
 
@@ -158,6 +161,44 @@ pub fn control_request(dir: &Path, what: &str) -> anyhow::Result<()> {
 }
 
 pub use control::ControlError;
+pub use removal::REMOVED_FILE as BOOTSTRAP_REMOVED_FILE;
+
+/// `okd-install serve remove-bootstrap` (and `destroy bootstrap`): asks the
+/// running serve of `dir` to stop serving bootstrap.ign and take the
+/// bootstrap out of its load balancer; it records the removal in
+/// `<dir>/`[`BOOTSTRAP_REMOVED_FILE`] so later serves keep it. When no serve
+/// runs, only records it. Returns the running serve's reply, or `None` when
+/// none runs.
+///
+/// # Errors
+/// [`ControlError::Refused`] or [`ControlError::Io`] from a running serve;
+/// [`ControlError::Record`] when the record cannot be written.
+pub fn remove_bootstrap(dir: &Path) -> Result<Option<String>, ControlError> {
+    match control::request(dir, "remove-bootstrap") {
+        Ok(reply) => Ok(Some(reply)),
+        Err(ControlError::NotRunning { .. }) => {
+            removal::record(dir).map_err(|e| ControlError::Record(format!("{e:#}")))?;
+            info!(
+                "No `okd-install serve` is running for {}: recorded the removal of the bootstrap in {}; later serves neither serve bootstrap.ign nor balance to the bootstrap",
+                dir.display(),
+                removal::path(dir).display()
+            );
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `okd-install serve restore-bootstrap`: undoes a recorded removal of the
+/// bootstrap (deletes `<dir>/`[`BOOTSTRAP_REMOVED_FILE`]) so the next serve
+/// serves bootstrap.ign and balances to the bootstrap again; returns the
+/// text to print.
+///
+/// # Errors
+/// A serve is running for `dir` (stop it first), or the file cannot be deleted.
+pub fn restore_bootstrap(dir: &Path) -> anyhow::Result<String> {
+    removal::restore(dir)
+}
 
 /// One request line (`status`, `remove-bootstrap`) to the running server of
 /// `dir` through its control socket; returns the reply text.

@@ -32,8 +32,18 @@ fn http_state(
     inv: &Inventory,
     http_addr: SocketAddr,
     token: bool,
+    removed: Option<&str>,
 ) -> anyhow::Result<okd_bootserver::HttpState> {
     let mut st = okd_bootserver::HttpState::new(dir, inv.clone());
+    if let Some(t) = removed {
+        st.remove_bootstrap();
+        info!(
+            "HTTP on {http_addr} serves master.ign and worker.ign to any client; bootstrap.ign to none: the bootstrap was removed at {t} (recorded in {}; `okd-install serve restore-bootstrap` undoes it), images from {}/",
+            crate::removal::path(dir).display(),
+            inv.os_images.directory
+        );
+        return Ok(st);
+    }
     let clients: Vec<String> = st
         .bootstrap_clients()
         .iter()
@@ -110,9 +120,19 @@ async fn start_lb(
     inv: &Inventory,
     mcs_backend: Option<SocketAddr>,
     obs: Arc<Observer>,
+    bootstrap_removed: bool,
 ) -> anyhow::Result<(Arc<LoadBalancer>, String)> {
-    let lb =
-        LoadBalancer::start_observed(okd_lb::frontends_for(inv, mcs_backend), Some(obs)).await?;
+    let mut frontends = okd_lb::frontends_for(inv, mcs_backend);
+    if bootstrap_removed {
+        let names: Vec<&str> = inv
+            .role(okd_hosts::Role::Bootstrap)
+            .map(|n| n.hostname.as_str())
+            .collect();
+        for fe in &mut frontends {
+            fe.backends.retain(|b| !names.contains(&b.name.as_str()));
+        }
+    }
+    let lb = LoadBalancer::start_observed(frontends, Some(obs)).await?;
     let addr = |f: &str| lb.local_addr(f).map(|a| a.to_string()).unwrap_or_default();
     let ready = format!(
         "load balancer api {} machine-config {} ingress {} and {}",
@@ -131,6 +151,7 @@ async fn bind_all(
     info: &ClusterInfo,
     inv: &Inventory,
     obs: &Arc<Observer>,
+    removed: Option<&str>,
 ) -> anyhow::Result<Bound> {
     let on = |s: Service| opts.services.contains(&s);
     let mut ready = Vec::new();
@@ -145,7 +166,13 @@ async fn bind_all(
     let http = if on(Service::Http) {
         let l = okd_bootserver::bind(http_addr).await?;
         ready.push(format!("HTTP on {http_addr}"));
-        let st = Arc::new(http_state(dir, inv, http_addr, opts.bootstrap_token)?);
+        let st = Arc::new(http_state(
+            dir,
+            inv,
+            http_addr,
+            opts.bootstrap_token,
+            removed,
+        )?);
         Some((l, st))
     } else {
         None
@@ -174,7 +201,13 @@ async fn bind_all(
         None
     };
     let lb = if on(Service::Lb) {
-        let (lb, line) = start_lb(inv, mcs.as_ref().map(|_| mcs_addr), obs.clone()).await?;
+        let (lb, line) = start_lb(
+            inv,
+            mcs.as_ref().map(|_| mcs_addr),
+            obs.clone(),
+            removed.is_some(),
+        )
+        .await?;
         ready.push(line);
         Some(lb)
     } else {
@@ -270,8 +303,16 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Res
         Status::new(inv.clone())
             .with_certs(crate::dashboard::short_lived(&dir.join("bootstrap.ign"))),
     );
+    let removed = crate::removal::recorded(&dir)?;
+    if let Some(t) = &removed {
+        status.bootstrap_removed_before(t);
+        tracing::warn!(
+            "The bootstrap was removed at {t} (`serve remove-bootstrap`, recorded in {}): bootstrap.ign is not served and the bootstrap is no backend; `okd-install serve restore-bootstrap` undoes it",
+            crate::removal::path(&dir).display()
+        );
+    }
     let obs = Arc::new(Observer(status.clone()));
-    let bound = bind_all(&dir, &opts, &info, &inv, &obs).await?;
+    let bound = bind_all(&dir, &opts, &info, &inv, &obs, removed.as_deref()).await?;
     let serves_http = bound.servers.http.is_some();
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -282,6 +323,7 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Res
         }
     };
     let app = StatusApp {
+        dir: dir.clone(),
         status,
         lb: bound.lb.clone(),
         http: bound.servers.http.as_ref().map(|(_, st)| st.clone()),

@@ -143,6 +143,17 @@ impl Status {
         }
     }
 
+    /// Records a removal of the bootstrap that an earlier serve recorded in
+    /// the asset directory at `time` (RFC 3339); its backends were never
+    /// balanced by this serve.
+    pub(crate) fn bootstrap_removed_before(&self, time: &str) {
+        if let Ok(mut r) = self.bootstrap_removed.lock()
+            && r.is_null()
+        {
+            *r = json!({"time": time, "frontends": [], "earlier": true});
+        }
+    }
+
     fn record(&self, ip: IpAddr, kind: Kind, v: Value) {
         let ip = ip.to_canonical();
         let Ok(mut m) = self.events.lock() else {
@@ -186,9 +197,18 @@ impl Status {
         self.record(client.ip(), Kind::Ignition, v);
     }
 
-    /// An HTTP response of the file/PXE server.
-    pub(crate) fn http(&self, peer: SocketAddr, path: &str, status: u16, bytes: u64) {
-        let v = json!({"time": now(), "path": path, "status": status, "bytes": bytes});
+    /// An HTTP response of the file/PXE server, when its body ended:
+    /// `bytes` octets went out of `size` announced, `complete` when all did.
+    pub(crate) fn http(
+        &self,
+        peer: SocketAddr,
+        path: &str,
+        status: u16,
+        bytes: u64,
+        size: Option<u64>,
+        complete: bool,
+    ) {
+        let v = json!({"time": now(), "path": path, "status": status, "bytes": bytes, "size": size, "complete": complete});
         self.record(peer.ip(), Kind::Http, v);
     }
 
@@ -199,6 +219,8 @@ impl Status {
 
     /// The status document: every inventory host (also those not heard from),
     /// unknown clients (most recent first), and the load balancer's snapshot.
+    /// It names no MAC address and no token: `/status` and the page are
+    /// unauthenticated, and the PXE routes answer by MAC.
     /// Built under the lock, without copying the store first.
     pub(crate) fn json(&self, lb: Value) -> Value {
         let empty = HostEvents::default();
@@ -211,7 +233,7 @@ impl Status {
                     .map(|n| {
                         let e = m.known.get(&n.address).unwrap_or(&empty);
                         json!({
-                            "hostname": n.hostname, "fqdn": n.fqdn, "role": n.role, "address": n.address, "mac": n.mac,
+                            "hostname": n.hostname, "fqdn": n.fqdn, "role": n.role, "address": n.address,
                             "dns": e.dns, "ignition": e.ignition, "http": e.http,
                         })
                     })

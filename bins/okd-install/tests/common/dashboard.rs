@@ -20,8 +20,9 @@ use super::browser::{Driver, png_size};
 use super::kube::{ControlPlane, With, tail};
 
 /// What the page shows, read in one go from the DOM: per host row its
-/// stages (`{done, text}`), the load balancer rows, the warnings, the
-/// cluster line and the browser's clock.
+/// stages (`{done, text}`), the hosts table's column headers, the load
+/// balancer rows, the bootstrap.ign fetch rows (their text), the warnings,
+/// the cluster line and the browser's clock.
 pub const SNAPSHOT: &str = r#"
 const rows = {};
 for (const tr of document.querySelectorAll('#main section[aria-labelledby=hosts] tbody tr')) {
@@ -33,7 +34,9 @@ const lb = Array.from(document.querySelectorAll('#main section[aria-labelledby=l
                cells: Array.from(tr.querySelectorAll('td')).map(td => ({cls: td.className, text: td.textContent.trim()}))}));
 const warnings = Array.from(document.querySelectorAll('#main ul.warn li')).map(li => li.textContent.trim());
 const cluster = (document.querySelector('#main section[aria-labelledby=hosts] p') || {}).textContent || '';
-return {rows, lb, warnings, cluster, now: Date.now()};
+const columns = Array.from(document.querySelectorAll('#main section[aria-labelledby=hosts] thead th')).map(th => th.textContent.trim());
+const fetches = Array.from(document.querySelectorAll('#main section[aria-labelledby=fetches] tbody tr')).map(tr => tr.textContent.trim());
+return {rows, columns, lb, fetches, warnings, cluster, now: Date.now()};
 "#;
 
 pub fn unix_ms() -> i64 {

@@ -64,6 +64,13 @@ pub(crate) fn short_lived(bootstrap_ign: &std::path::Path) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// Whether an `http` event is a request for bootstrap.ign.
+fn is_bootstrap_ign(e: &Value) -> bool {
+    e["path"]
+        .as_str()
+        .is_some_and(|p| p.ends_with("/bootstrap.ign"))
+}
+
 fn events(h: &Value, kind: &str) -> Vec<Value> {
     h[kind].as_array().cloned().unwrap_or_default()
 }

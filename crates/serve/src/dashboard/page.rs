@@ -47,6 +47,64 @@ const SCRIPT: &str = "setInterval(async()=>{try{const r=await fetch(location.pat
 const d=new DOMParser().parseFromString(await r.text(),'text/html');const m=d.getElementById('main');\
 if(m){document.getElementById('main').replaceWith(m);}}catch(e){}},1000);";
 
+/// Every request for bootstrap.ign (from inventory hosts and other
+/// clients), with the octets that went out of those announced: a fetch
+/// that broke off shows as such.
+fn fetches_section(doc: &Value, now: OffsetDateTime) -> String {
+    let mut rows: Vec<(String, String, Value)> = Vec::new();
+    for h in doc["hosts"].as_array().into_iter().flatten() {
+        for e in events(h, "http").into_iter().filter(is_bootstrap_ign) {
+            rows.push((
+                h["hostname"].as_str().unwrap_or("").to_string(),
+                h["address"].as_str().unwrap_or("").to_string(),
+                e,
+            ));
+        }
+    }
+    for c in doc["unknownClients"].as_array().into_iter().flatten() {
+        for e in events(c, "http").into_iter().filter(is_bootstrap_ign) {
+            let addr = c["address"].as_str().unwrap_or("").to_string();
+            rows.push(("not in the inventory".to_string(), addr, e));
+        }
+    }
+    rows.sort_by(|a, b| a.2["time"].as_str().cmp(&b.2["time"].as_str()));
+    let mut out = String::from(
+        "<section aria-labelledby=\"fetches\"><h2 id=\"fetches\">bootstrap.ign fetches</h2>",
+    );
+    if rows.is_empty() {
+        out += "<p>None yet.</p></section>";
+        return out;
+    }
+    out += "<table><thead><tr><th scope=\"col\">Client</th><th scope=\"col\">Address</th><th scope=\"col\">HTTP</th><th scope=\"col\">Sent</th><th scope=\"col\">When</th></tr></thead><tbody>";
+    for (name, addr, e) in rows {
+        let sent = e["bytes"].as_u64().unwrap_or(0);
+        let what = match (e["status"].as_u64(), e["size"].as_u64()) {
+            (Some(200 | 206), Some(size)) => format!(
+                "{} of {}{}",
+                bytes(sent),
+                bytes(size),
+                if e["complete"] == true {
+                    ", complete"
+                } else {
+                    ", broke off"
+                }
+            ),
+            (Some(403), _) => "refused".to_string(),
+            _ => bytes(sent),
+        };
+        out += &format!(
+            "<tr><th scope=\"row\">{}</th><td data-label=\"Address\">{}</td><td data-label=\"HTTP\">{}</td><td data-label=\"Sent\">{}</td><td data-label=\"When\">{}</td></tr>",
+            esc(&name),
+            esc(&addr),
+            e["status"],
+            esc(&what),
+            time_cell(&e["time"], now)
+        );
+    }
+    out += "</tbody></table></section>";
+    out
+}
+
 /// The page of an annotated status document.
 pub(crate) fn page(doc: &Value, now: OffsetDateTime) -> String {
     let cluster = esc(doc["cluster"].as_str().unwrap_or(""));
@@ -63,7 +121,7 @@ pub(crate) fn page(doc: &Value, now: OffsetDateTime) -> String {
         main += "</ul>";
     }
     main += "</section><section aria-labelledby=\"hosts\"><h2 id=\"hosts\">Hosts</h2>\
-<table><thead><tr><th scope=\"col\">Host</th><th scope=\"col\">Role</th><th scope=\"col\">Address</th><th scope=\"col\">MAC</th><th scope=\"col\">Stages</th></tr></thead><tbody>";
+<table><thead><tr><th scope=\"col\">Host</th><th scope=\"col\">Role</th><th scope=\"col\">Address</th><th scope=\"col\">Stages</th></tr></thead><tbody>";
     for h in doc["hosts"].as_array().into_iter().flatten() {
         let mut st = String::from("<ol class=\"st\">");
         for s in h["stages"].as_array().into_iter().flatten() {
@@ -87,11 +145,10 @@ pub(crate) fn page(doc: &Value, now: OffsetDateTime) -> String {
         }
         st += "</ol>";
         main += &format!(
-            "<tr><th scope=\"row\">{}</th><td data-label=\"Role\">{}</td><td data-label=\"Address\">{}</td><td data-label=\"MAC\">{}</td><td data-label=\"Stages\">{st}</td></tr>",
+            "<tr><th scope=\"row\">{}</th><td data-label=\"Role\">{}</td><td data-label=\"Address\">{}</td><td data-label=\"Stages\">{st}</td></tr>",
             esc(h["hostname"].as_str().unwrap_or("")),
             esc(h["role"].as_str().unwrap_or("")),
             esc(h["address"].as_str().unwrap_or("")),
-            esc(h["mac"].as_str().unwrap_or("—")),
         );
     }
     let cd = &doc["clusterData"];
@@ -132,6 +189,7 @@ pub(crate) fn page(doc: &Value, now: OffsetDateTime) -> String {
         );
     }
     main += "</section>";
+    main += &fetches_section(doc, now);
     main += "<section aria-labelledby=\"certs\"><h2 id=\"certs\">Certificates</h2>";
     match parse_time(&doc["certificates"]["notAfter"]) {
         Some(t) => {

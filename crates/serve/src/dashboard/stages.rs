@@ -217,13 +217,20 @@ pub(super) fn stages(h: &Value, ctx: &Value) -> Vec<Value> {
     let dns = events(h, "dns");
     let first_dns = dns.first();
     let bootstrap = h["role"] == "bootstrap";
+    // A bootstrap.ign fetch counts once its whole body went out.
+    let fetches: Vec<Value> = if bootstrap {
+        events(h, "http")
+            .into_iter()
+            .filter(|e| is_bootstrap_ign(e) && (e["status"] == 200 || e["status"] == 206))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let ign = if bootstrap {
-        events(h, "http").into_iter().find(|e| {
-            e["status"] == 200
-                && e["path"]
-                    .as_str()
-                    .is_some_and(|p| p.ends_with("bootstrap.ign"))
-        })
+        fetches
+            .iter()
+            .find(|e| e["status"] == 200 && e["complete"] == true)
+            .cloned()
     } else {
         events(h, "ignition")
             .into_iter()
@@ -242,7 +249,15 @@ pub(super) fn stages(h: &Value, ctx: &Value) -> Vec<Value> {
         "detail": match &ign {
             Some(_) if bootstrap => "bootstrap.ign over HTTP".to_string(),
             Some(e) => format!("pool {}, spec {}", e["pool"].as_str().unwrap_or(""), e["spec"].as_str().unwrap_or("")),
-            None => String::new(),
+            None => match fetches.last() {
+                Some(e) => format!(
+                    "{} fetch(es) of bootstrap.ign, none complete; the last sent {} of {}",
+                    fetches.len(),
+                    e["bytes"].as_u64().unwrap_or(0),
+                    e["size"].as_u64().map_or("?".to_string(), |n| n.to_string()),
+                ) + " bytes",
+                None => String::new(),
+            },
         },
     }));
     if bootstrap {

@@ -5,10 +5,10 @@ fn doc() -> Value {
     json!({
         "cluster": "okd.example", "started": "2026-11-24T10:00:00Z",
         "hosts": [
-            {"hostname": "bootstrap", "role": "bootstrap", "address": "192.168.120.102", "mac": "52:54:00:12:01:02",
+            {"hostname": "bootstrap", "role": "bootstrap", "address": "192.168.120.102",
              "dns": [{"time": "2026-11-24T10:01:00Z", "name": "api-int.okd.example", "type": "A"}],
-             "ignition": [], "http": [{"time": "2026-11-24T10:01:05Z", "path": "/ignition/bootstrap.ign", "status": 200}]},
-            {"hostname": "master", "role": "master", "address": "192.168.120.103", "mac": null,
+             "ignition": [], "http": [{"time": "2026-11-24T10:01:05Z", "path": "/ignition/bootstrap.ign", "status": 200, "bytes": 300_000, "size": 300_000, "complete": true}]},
+            {"hostname": "master", "role": "master", "address": "192.168.120.103",
              "dns": [{"time": "2026-11-24T10:02:00Z", "name": "api-int.okd.example", "type": "A"}],
              "ignition": [], "http": [{"time": "2026-11-24T10:02:01Z", "path": "/ignition/bootstrap.ign", "status": 403}]},
             {"hostname": "worker1", "role": "worker", "address": "192.168.120.104",
@@ -382,6 +382,52 @@ fn stages_warnings_and_page() {
         "no external assets"
     );
     assert!(html.len() < 100 * 1024);
+}
+
+/// Every bootstrap.ign request is on the page with the bytes sent of the
+/// size; a transfer that broke off does not count as "Ignition fetched";
+/// the page has no MAC column.
+#[test]
+fn bootstrap_ign_fetches() {
+    let now = datetime!(2026-11-24 10:10 UTC);
+    let mut d = doc();
+    d["hosts"][0]["http"] = json!([
+        {"time": "2026-11-24T10:01:00Z", "path": "/ignition/bootstrap.ign", "status": 200, "bytes": 180, "size": 300_000, "complete": false},
+    ]);
+    annotate(&mut d, now);
+    let ign = boot_stage(&d, "Ignition fetched");
+    assert_eq!(ign["done"], false, "{ign}");
+    assert_eq!(
+        ign["detail"],
+        "1 fetch(es) of bootstrap.ign, none complete; the last sent 180 of 300000 bytes"
+    );
+    let html = page(&d, now);
+    for want in [
+        "<h2 id=\"fetches\">bootstrap.ign fetches</h2>",
+        "<th scope=\"row\">bootstrap</th><td data-label=\"Address\">192.168.120.102</td><td data-label=\"HTTP\">200</td><td data-label=\"Sent\">180 B of 293.0 KiB, broke off</td>",
+        "<th scope=\"row\">master</th><td data-label=\"Address\">192.168.120.103</td><td data-label=\"HTTP\">403</td><td data-label=\"Sent\">refused</td>",
+        "<th scope=\"row\">not in the inventory</th><td data-label=\"Address\">192.168.120.66</td>",
+    ] {
+        assert!(html.contains(want), "{want} not in {html}");
+    }
+    assert!(
+        !html.contains(">MAC<") && !html.contains("data-label=\"MAC\""),
+        "{html}"
+    );
+
+    let mut d = doc();
+    d["hosts"][0]["http"]
+        .as_array_mut()
+        .unwrap()
+        .insert(0, json!({"time": "2026-11-24T10:01:00Z", "path": "/ignition/bootstrap.ign", "status": 200, "bytes": 180, "size": 300_000, "complete": false}));
+    annotate(&mut d, now);
+    let ign = boot_stage(&d, "Ignition fetched");
+    assert_eq!(ign["done"], true, "{ign}");
+    assert_eq!(
+        ign["time"], "2026-11-24T10:01:05Z",
+        "the complete fetch counts"
+    );
+    assert!(page(&d, now).contains("293.0 KiB of 293.0 KiB, complete"));
 }
 
 #[test]
