@@ -20,7 +20,9 @@
 //! must not exist yet), a client CSR is refused once the node's Node object
 //! exists or once a client CSR for that node is Approved — read from the
 //! API (the CSR list, or the watch's initial list, before any pending CSR is
-//! decided), so the rule holds across restarts and for one-shot runs.
+//! decided), so the rule holds across restarts and for one-shot runs. Nodes
+//! are read with a GET per client CSR in a one-shot run, from a List+Watch
+//! of Nodes (complete before any CSR is decided) under `--watch`.
 //! Approved CSRs are garbage-collected by kube-controller-manager after an
 //! hour; by then a real node has registered its Node object.
 
@@ -75,6 +77,7 @@ pub struct Approver {
     ids: Identities,
     reported: HashSet<String>,
     issued: BTreeMap<String, String>,
+    nodes: Option<kube::runtime::reflector::Store<Node>>,
 }
 
 impl Approver {
@@ -85,6 +88,7 @@ impl Approver {
             ids,
             reported: HashSet::new(),
             issued: BTreeMap::new(),
+            nodes: None,
         }
     }
 
@@ -140,6 +144,13 @@ impl Approver {
         }
         let nodes = Api::<Node>::all(self.cluster.client());
         for name in self.ids.node_names(node) {
+            if let Some(store) = &self.nodes {
+                let key = kube::runtime::reflector::ObjectRef::new(&name);
+                if store.get(&key).is_some() {
+                    return Some(Refusal::NodeExists(name));
+                }
+                continue;
+            }
             match nodes.get_opt(&name).await {
                 Ok(Some(_)) => return Some(Refusal::NodeExists(name)),
                 Ok(None) => {}
@@ -322,6 +333,16 @@ impl Approver {
         use kube::runtime::watcher::{self, Event as WEvent};
         let stream = watcher::watcher(self.csrs(), watcher::Config::default()).default_backoff();
         let mut stream = std::pin::pin!(stream);
+        // Nodes in a store, listed before any CSR is decided.
+        let (nodes, node_events) = okd_cluster::openshift::reflected(
+            Api::<Node>::all(self.cluster.client()),
+            watcher::Config::default(),
+        );
+        self.nodes = Some(nodes.clone());
+        let mut node_events = std::pin::pin!(node_events);
+        let mut nodes_listed = std::pin::pin!(nodes.wait_until_ready());
+        let mut nodes_ready = false;
+        let mut nodes_open = true;
         let mut stop = std::pin::pin!(stop);
         info!(
             "Watching CSRs at {} ({} known nodes)",
@@ -341,6 +362,20 @@ impl Approver {
         loop {
             let next = tokio::select! {
                 _ = &mut stop => return Ok(()),
+                e = node_events.next(), if nodes_open => {
+                    match e {
+                        None => nodes_open = false,
+                        Some(Some(cause)) => {
+                            warn!("Watching Nodes at {}: {cause}; retrying", self.cluster.server());
+                        }
+                        Some(None) => {}
+                    }
+                    continue;
+                }
+                _ = &mut nodes_listed, if !nodes_ready => {
+                    nodes_ready = true;
+                    continue;
+                }
                 _ = tick.tick(), if !retry.is_empty() => {
                     for name in retry.keys().cloned().collect::<Vec<_>>() {
                         match self.csrs().get_opt(&name).await {
@@ -353,7 +388,7 @@ impl Approver {
                     }
                     continue;
                 }
-                n = stream.next() => n,
+                n = stream.next(), if nodes_ready => n,
             };
             match next {
                 None => return Ok(()),
