@@ -11,7 +11,10 @@
 //! kubelet's log says so. The serving CSR is then filed with the kubelet's
 //! own new client certificate, as the kubelet would once running. Forged
 //! CSRs are filed beside it and must all stay pending with a Warning event
-//! naming the rule.
+//! naming the rule — among them (issue #18) a serving CSR whose second
+//! extensionRequest attribute carries the API's name and the bastion's
+//! address, and a second client CSR for the master; a one-shot
+//! `approve-csr` run afterwards (a restart) refuses the latter too.
 
 mod common;
 
@@ -216,6 +219,8 @@ containerRuntimeEndpoint: unix://{sock}
         ("forged-other-address", "SANNotOwned"),
         ("forged-extra-usages", "BadUsages"),
         ("forged-serving-by-bootstrapper", "WrongRequester"),
+        ("forged-serving-second-attribute", "BadExtensions"),
+        ("forged-second-client", "ClientAlreadyIssued"),
     ];
     let p = csr_pem(d, "f1", "/O=system:nodes/CN=system:node:evil", None);
     file_csr(
@@ -320,6 +325,42 @@ containerRuntimeEndpoint: unix://{sock}
         &["digital signature", "server auth"],
     );
 
+    // Go's parser (the API server's, the signer's) merges every
+    // extensionRequest attribute: SANs the node does not own, in a second
+    // one. Written by hand (okd_test_utils::pkcs10); rcgen/openssl cannot.
+    use okd_test_utils::pkcs10::{Extension, request_pem};
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let api = format!("api.{}", cp.domain);
+    let p = request_pem(
+        &key,
+        "system:node:master",
+        "system:nodes",
+        &[
+            vec![vec![Extension::key_usage_digital_signature()]],
+            vec![vec![Extension::san(&[
+                "master", &api, &master_ip, &cp.addr,
+            ])]],
+        ],
+    );
+    file_csr(
+        &cp,
+        &node_kc,
+        forged[8].0,
+        &p,
+        SERVING,
+        &["digital signature", "server auth"],
+    );
+    // A second client certificate for the master, after its kubelet's.
+    let p = csr_pem(d, "f10", node_subj, None);
+    file_csr(
+        &cp,
+        &bootstrapper,
+        forged[9].0,
+        &p,
+        CLIENT,
+        &["digital signature", "client auth"],
+    );
+
     wait_until(
         "the serving CSR to be approved and issued",
         60,
@@ -375,6 +416,43 @@ containerRuntimeEndpoint: unix://{sock}
         );
     }
     assert_eq!(condition(&cp, "serving-master"), "Approved");
+    // The events name the node and the rule.
+    let messages = cp.admin(&[
+        "get",
+        "events",
+        "-n",
+        "default",
+        "-o",
+        "jsonpath={range .items[*]}{.involvedObject.name}|{.type}|{.message}{\"\\n\"}{end}",
+    ]);
+    let message = |csr: &str| {
+        messages
+            .lines()
+            .find(|l| l.starts_with(&format!("{csr}|")))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let m = message("forged-second-client");
+    assert!(
+        m.contains("|Warning|")
+            && m.contains("node \"master\" already has a bootstrap client certificate"),
+        "{messages}"
+    );
+    let m = message("forged-serving-second-attribute");
+    assert!(
+        m.contains("|Warning|") && m.contains("2 extensionRequest attributes"),
+        "{messages}"
+    );
+    // A restart: a one-shot run knows the first client CSR only from the API.
+    let once = cp.okd(&["approve-csr"]).output().unwrap();
+    let err = String::from_utf8_lossy(&once.stderr);
+    assert!(once.status.success(), "{err}");
+    assert!(
+        err.contains("Not approving CSR forged-second-client ")
+            && err.contains("already has a bootstrap client certificate"),
+        "{err}"
+    );
+    assert_eq!(condition(&cp, "forged-second-client"), "Pending");
 
     // The dashboard's data: the master's CSR stages done, the forged
     // unknown node named (read by serve through the inventory's API address).
@@ -557,6 +635,33 @@ fn pattern_matched_serving_csr_waits_for_the_node_object() {
         || condition(&cp, "serving-worker-5") == "Approved",
         text,
     );
+    // A client CSR for a node whose Node object exists (and which never
+    // had one approved here): it has joined, so none is approved.
+    let node6 =
+        serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-6"}});
+    std::fs::write(&f, node6.to_string()).unwrap();
+    cp.admin(&["create", "-f", f.to_str().unwrap()]);
+    let p = csr_pem(d, "w6", "/O=system:nodes/CN=system:node:worker-6", None);
+    file_csr(
+        &cp,
+        &cp.auth("kubeconfig-kubelet"),
+        "client-worker-6",
+        &p,
+        CLIENT,
+        &["digital signature", "client auth"],
+    );
+    wait_until(
+        "the refusal for the joined node",
+        30,
+        || text().contains("Not approving CSR client-worker-6 "),
+        text,
+    );
+    assert!(
+        text().contains("node \"worker-6\" has joined already"),
+        "{}",
+        text()
+    );
+    assert_eq!(condition(&cp, "client-worker-6"), "Pending");
     assert!(
         text().contains("Approved serving CSR serving-worker-5 for node worker-5"),
         "{}",

@@ -12,6 +12,19 @@
 //! CSR filed by that node itself naming only its own host names and
 //! addresses. Anything else stays pending, with a log line and a Warning
 //! event on the CSR that names the rule.
+//!
+//! A node gets one bootstrap client certificate: the node-bootstrapper
+//! kubeconfig is in every config the machine-config server hands out, so
+//! whoever reaches it can file more. As openshift/cluster-machine-approver
+//! does (`pkg/controller/csr_check.go`, `authorizeNodeClientCSR`: the Node
+//! must not exist yet), a client CSR is refused once the node's Node object
+//! exists or once a client CSR for that node is Approved — read from the
+//! API (the CSR list, or the watch's initial list, before any pending CSR is
+//! decided), so the rule holds across restarts and for one-shot runs. Nodes
+//! are read with a GET per client CSR in a one-shot run, from a List+Watch
+//! of Nodes (complete before any CSR is decided) under `--watch`.
+//! Approved CSRs are garbage-collected by kube-controller-manager after an
+//! hour; by then a real node has registered its Node object.
 
 pub mod rules;
 
@@ -56,12 +69,15 @@ pub fn is_pending(csr: &CertificateSigningRequest) -> bool {
         })
 }
 
-/// The approver: a cluster client, the identities, and what was already
-/// reported (so a refused CSR is logged and evented once).
+/// The approver: a cluster client, the identities, what was already
+/// reported (so a refused CSR is logged and evented once), and which node
+/// identities ([`Identities::identity`]) have an Approved client CSR (name).
 pub struct Approver {
     cluster: Cluster,
     ids: Identities,
     reported: HashSet<String>,
+    issued: BTreeMap<String, String>,
+    nodes: Option<kube::runtime::reflector::Store<Node>>,
 }
 
 impl Approver {
@@ -71,6 +87,8 @@ impl Approver {
             cluster,
             ids,
             reported: HashSet::new(),
+            issued: BTreeMap::new(),
+            nodes: None,
         }
     }
 
@@ -78,7 +96,8 @@ impl Approver {
         Api::all(self.cluster.client())
     }
 
-    /// Lists the CSRs once and decides every pending one.
+    /// Lists the CSRs once and decides every pending one, oldest first,
+    /// after noting every Approved client CSR.
     ///
     /// # Errors
     /// [`ClusterError`] when the list fails; a failed approval is logged
@@ -93,15 +112,61 @@ impl Approver {
                     .api_error("/apis/certificates.k8s.io/v1/certificatesigningrequests", e)
             })?;
         let mut summary = Summary::default();
-        for csr in &list.items {
-            self.handle(csr, &mut summary).await;
+        for csr in oldest_first(list.items, |c| self.note_issued(c)) {
+            self.handle(&csr, &mut summary).await;
         }
         Ok(summary)
+    }
+
+    /// Remembers `csr` when it is an Approved (not Failed) client CSR:
+    /// its node has had its bootstrap client certificate.
+    fn note_issued(&mut self, csr: &CertificateSigningRequest) {
+        let conds = csr.status.as_ref().and_then(|s| s.conditions.as_ref());
+        let has = |t: &str| conds.is_some_and(|c| c.iter().any(|c| c.type_ == t));
+        if csr.spec.signer_name != rules::CLIENT_SIGNER || !has("Approved") || has("Failed") {
+            return;
+        }
+        if let Some(node) = rules::requested_node(&csr.spec.request.0) {
+            let name = csr.metadata.name.clone().unwrap_or_default();
+            self.issued.entry(self.ids.identity(&node)).or_insert(name);
+        }
+    }
+
+    /// Why a bootstrap client CSR for `node` that passed the rules must
+    /// still wait: the node has an Approved client CSR, or its Node exists
+    /// (under any of its names), or the Node could not be read.
+    async fn joined(&self, node: &str) -> Option<Refusal> {
+        if let Some(csr) = self.issued.get(&self.ids.identity(node)) {
+            return Some(Refusal::ClientIssued {
+                node: node.to_string(),
+                csr: csr.clone(),
+            });
+        }
+        let nodes = Api::<Node>::all(self.cluster.client());
+        for name in self.ids.node_names(node) {
+            if let Some(store) = &self.nodes {
+                let key = kube::runtime::reflector::ObjectRef::new(&name);
+                if store.get(&key).is_some() {
+                    return Some(Refusal::NodeExists(name));
+                }
+                continue;
+            }
+            match nodes.get_opt(&name).await {
+                Ok(Some(_)) => return Some(Refusal::NodeExists(name)),
+                Ok(None) => {}
+                Err(e) => {
+                    let e = self.cluster.api_error(&format!("/api/v1/nodes/{name}"), e);
+                    return Some(Refusal::NodeLookup(e.to_string()));
+                }
+            }
+        }
+        None
     }
 
     /// Decides one CSR (if pending) and acts on it.
     pub async fn handle(&mut self, csr: &CertificateSigningRequest, summary: &mut Summary) {
         if !is_pending(csr) {
+            self.note_issued(csr);
             return;
         }
         summary.pending += 1;
@@ -125,10 +190,23 @@ impl Approver {
                 format!("node {name} has not registered yet, or its addresses are not readable")
             })
         };
-        let verdict = rules::decide(&view, &self.ids, &mut lookup);
+        let mut verdict = rules::decide(&view, &self.ids, &mut lookup);
+        if let Verdict::Approve {
+            kind: CsrKind::Client,
+            node,
+        } = &verdict
+            && let Some(r) = self.joined(node).await
+        {
+            verdict = Verdict::Refuse(r);
+        }
         match verdict {
             Verdict::Approve { kind, node } => match self.approve(csr, kind, &node).await {
                 Ok(()) => {
+                    if kind == CsrKind::Client {
+                        self.issued
+                            .entry(self.ids.identity(&node))
+                            .or_insert_with(|| view.name.clone());
+                    }
                     info!(
                         "Approved {kind} CSR {} for node {node} (requested by {})",
                         view.name, view.username
@@ -255,6 +333,16 @@ impl Approver {
         use kube::runtime::watcher::{self, Event as WEvent};
         let stream = watcher::watcher(self.csrs(), watcher::Config::default()).default_backoff();
         let mut stream = std::pin::pin!(stream);
+        // Nodes in a store, listed before any CSR is decided.
+        let (nodes, node_events) = okd_cluster::openshift::reflected(
+            Api::<Node>::all(self.cluster.client()),
+            watcher::Config::default(),
+        );
+        self.nodes = Some(nodes.clone());
+        let mut node_events = std::pin::pin!(node_events);
+        let mut nodes_listed = std::pin::pin!(nodes.wait_until_ready());
+        let mut nodes_ready = false;
+        let mut nodes_open = true;
         let mut stop = std::pin::pin!(stop);
         info!(
             "Watching CSRs at {} ({} known nodes)",
@@ -265,11 +353,29 @@ impl Approver {
         // not registered yet, an approval that failed): looked at again
         // every RETRY_EVERY, by name, while any exist.
         let mut retry: BTreeMap<String, ()> = BTreeMap::new();
+        // The initial list (also after a re-list), decided once complete:
+        // Approved client CSRs first noted, so list order cannot let a
+        // second client CSR of a node through.
+        let mut initial: Vec<CertificateSigningRequest> = Vec::new();
         let mut tick = tokio::time::interval(RETRY_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let next = tokio::select! {
                 _ = &mut stop => return Ok(()),
+                e = node_events.next(), if nodes_open => {
+                    match e {
+                        None => nodes_open = false,
+                        Some(Some(cause)) => {
+                            warn!("Watching Nodes at {}: {cause}; retrying", self.cluster.server());
+                        }
+                        Some(None) => {}
+                    }
+                    continue;
+                }
+                _ = &mut nodes_listed, if !nodes_ready => {
+                    nodes_ready = true;
+                    continue;
+                }
                 _ = tick.tick(), if !retry.is_empty() => {
                     for name in retry.keys().cloned().collect::<Vec<_>>() {
                         match self.csrs().get_opt(&name).await {
@@ -282,11 +388,19 @@ impl Approver {
                     }
                     continue;
                 }
-                n = stream.next() => n,
+                n = stream.next(), if nodes_ready => n,
             };
             match next {
                 None => return Ok(()),
-                Some(Ok(WEvent::Apply(csr) | WEvent::InitApply(csr))) => {
+                Some(Ok(WEvent::Init)) => initial.clear(),
+                Some(Ok(WEvent::InitApply(csr))) => initial.push(csr),
+                Some(Ok(WEvent::InitDone)) => {
+                    let all = std::mem::take(&mut initial);
+                    for csr in oldest_first(all, |c| self.note_issued(c)) {
+                        self.decide_tracking(&csr, &mut retry).await;
+                    }
+                }
+                Some(Ok(WEvent::Apply(csr))) => {
                     self.decide_tracking(&csr, &mut retry).await;
                 }
                 Some(Ok(WEvent::Delete(csr))) => {
@@ -295,7 +409,6 @@ impl Approver {
                         self.reported.remove(uid);
                     }
                 }
-                Some(Ok(_)) => {}
                 Some(Err(e)) => {
                     warn!(
                         "Watching CSRs at {}: {e}; retrying (nothing is approved meanwhile)",
@@ -317,7 +430,10 @@ impl Approver {
         let name = csr.metadata.name.clone().unwrap_or_default();
         let mut s = Summary::default();
         self.handle(csr, &mut s).await;
-        let transient = s.refused.iter().any(|(_, r)| *r == "NodeAddressesUnknown")
+        let transient = s
+            .refused
+            .iter()
+            .any(|(_, r)| matches!(*r, "NodeAddressesUnknown" | "NodeLookupFailed"))
             || (s.pending > 0 && s.refused.is_empty() && s.approved.is_empty());
         if transient {
             retry.insert(name, ());
@@ -325,6 +441,26 @@ impl Approver {
             retry.remove(&name);
         }
     }
+}
+
+/// The pending CSRs of `all`, oldest first (then by name), after `seen`
+/// was called on every CSR that is not pending.
+fn oldest_first(
+    all: Vec<CertificateSigningRequest>,
+    mut seen: impl FnMut(&CertificateSigningRequest),
+) -> Vec<CertificateSigningRequest> {
+    let (mut pending, done): (Vec<_>, Vec<_>) = all.into_iter().partition(is_pending);
+    done.iter().for_each(&mut seen);
+    pending.sort_by(|a, b| {
+        let key = |c: &CertificateSigningRequest| {
+            (
+                c.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                c.metadata.name.clone(),
+            )
+        };
+        key(a).cmp(&key(b))
+    });
+    pending
 }
 
 /// How often CSRs refused for a passing reason are looked at again.

@@ -11,13 +11,26 @@
 //! certificate it files a serving CSR for signer
 //! `kubernetes.io/kubelet-serving` as `system:node:<name>` with its host
 //! names and addresses as SANs and `server auth` usage.
+//!
+//! The requested extensions must read here as they read to the API server
+//! and the kubelet-serving signer: Go's
+//! `x509.ParseCertificateRequest` (`crypto/x509/parser.go`,
+//! `parseCSRExtensions`) merges every PKCS#9 `extensionRequest` attribute
+//! (RFC 2985 §5.4.2), and the signer copies every SAN it finds
+//! (`k8s.io/kubernetes/pkg/controller/certificates/authority`). So a request
+//! with more than one such attribute, an attribute with more than one value,
+//! a repeated extension or an extension (SAN or other) that does not parse
+//! is refused rather than partly read.
 
 use std::collections::BTreeSet;
 use std::fmt;
 use std::net::IpAddr;
 
 use x509_parser::certification_request::X509CertificationRequest;
-use x509_parser::extensions::{GeneralName, ParsedExtension};
+use x509_parser::cri_attributes::{ParsedCriAttribute, X509CriAttribute};
+use x509_parser::der_parser::asn1_rs::{Header, Length};
+use x509_parser::extensions::{GeneralName, ParsedExtension, SubjectAlternativeName};
+use x509_parser::oid_registry::OID_PKCS9_EXTENSION_REQUEST;
 use x509_parser::prelude::FromDer;
 
 /// The identity of the kubelet bootstrap kubeconfig (`auth/kubeconfig-kubelet`).
@@ -114,6 +127,23 @@ impl Identities {
         self.patterns.iter().any(|p| p.matches(name))
     }
 
+    /// The one identity behind node name `name`, for "one bootstrap client
+    /// certificate per node": an inventory node's first name (its host
+    /// name) for any of its names, else `name` in lower case.
+    pub fn identity(&self, name: &str) -> String {
+        self.known(name)
+            .and_then(|k| k.names.first().cloned())
+            .unwrap_or_else(|| name.to_lowercase())
+    }
+
+    /// The names Node objects of `name`'s identity may have: all of an
+    /// inventory node's names, else `name` in lower case.
+    pub fn node_names(&self, name: &str) -> Vec<String> {
+        self.known(name)
+            .map(|k| k.names.clone())
+            .unwrap_or_else(|| vec![name.to_lowercase()])
+    }
+
     /// Number of inventory nodes.
     pub fn node_count(&self) -> usize {
         self.nodes.len()
@@ -205,6 +235,21 @@ pub enum Refusal {
     San(String),
     /// The node's addresses could not be learned, so the SANs cannot be checked.
     NoAddresses(String),
+    /// The requested extensions cannot be read unambiguously (several
+    /// `extensionRequest` attributes or values, a repeated extension, one
+    /// that does not parse).
+    Extensions(String),
+    /// A bootstrap client CSR for a node whose Node object exists.
+    NodeExists(String),
+    /// A second bootstrap client CSR for a node that already has one approved.
+    ClientIssued {
+        /// The node.
+        node: String,
+        /// The approved CSR.
+        csr: String,
+    },
+    /// Whether the node has joined could not be read; retried.
+    NodeLookup(String),
 }
 
 impl Refusal {
@@ -220,6 +265,10 @@ impl Refusal {
             Refusal::ClientSans => "ClientSANs",
             Refusal::San(_) => "SANNotOwned",
             Refusal::NoAddresses(_) => "NodeAddressesUnknown",
+            Refusal::Extensions(_) => "BadExtensions",
+            Refusal::NodeExists(_) => "NodeAlreadyJoined",
+            Refusal::ClientIssued { .. } => "ClientAlreadyIssued",
+            Refusal::NodeLookup(_) => "NodeLookupFailed",
         }
     }
 }
@@ -258,6 +307,21 @@ impl fmt::Display for Refusal {
                 f,
                 "the node's addresses are unknown, so its SANs cannot be checked: {e}"
             ),
+            Refusal::Extensions(e) => write!(f, "requested extensions: {e}"),
+            Refusal::NodeExists(n) => write!(
+                f,
+                "node {n:?} has joined already (its Node object exists): a bootstrap client \
+                 certificate is issued once per node, renewals come from the node itself"
+            ),
+            Refusal::ClientIssued { node, csr } => write!(
+                f,
+                "node {node:?} already has a bootstrap client certificate (CSR {csr} was \
+                 approved): a second one is not approved"
+            ),
+            Refusal::NodeLookup(e) => write!(
+                f,
+                "cannot tell whether the node has joined, so its client CSR waits: {e}"
+            ),
         }
     }
 }
@@ -293,6 +357,8 @@ struct Parsed {
     dns: Vec<String>,
     ips: Vec<IpAddr>,
     other_sans: Vec<String>,
+    /// Why the requested extensions cannot be trusted, if they cannot.
+    bad_extensions: Option<String>,
 }
 
 fn parse(pem: &[u8]) -> Result<Parsed, String> {
@@ -309,6 +375,7 @@ fn parse(pem: &[u8]) -> Result<Parsed, String> {
         dns: Vec::new(),
         ips: Vec::new(),
         other_sans: Vec::new(),
+        bad_extensions: None,
     };
     for attr in info.subject.iter_attributes() {
         let v = attr.as_str().map_err(|e| e.to_string())?.to_string();
@@ -321,30 +388,87 @@ fn parse(pem: &[u8]) -> Result<Parsed, String> {
             p.other_attrs += 1;
         }
     }
-    for ext in req.requested_extensions().into_iter().flatten() {
-        match ext {
+    if let Err(e) = requested_extensions(&req, &mut p) {
+        p.bad_extensions = Some(e);
+    }
+    Ok(p)
+}
+
+/// Reads the SANs of the one `extensionRequest` attribute into `p`.
+///
+/// # Errors
+/// A description when there is more than one such attribute, its SET holds
+/// other than one value, an extension repeats, or an extension does not
+/// parse (a SAN also when bytes follow its SEQUENCE).
+fn requested_extensions(req: &X509CertificationRequest<'_>, p: &mut Parsed) -> Result<(), String> {
+    let attrs: Vec<&X509CriAttribute<'_>> = req
+        .certification_request_info
+        .iter_attributes()
+        .filter(|a| a.oid == OID_PKCS9_EXTENSION_REQUEST)
+        .collect();
+    let attr = match attrs.as_slice() {
+        [] => return Ok(()),
+        [one] => *one,
+        more => {
+            return Err(format!(
+                "{} extensionRequest attributes (PKCS#9); the API server's parser merges them, \
+                 so all would be signed",
+                more.len()
+            ));
+        }
+    };
+    // `value` spans the SET's header and the one value the parser read.
+    let (first, hdr) =
+        Header::from_der(attr.value).map_err(|e| format!("extensionRequest: {e}"))?;
+    if hdr.length() != Length::Definite(first.len()) {
+        return Err("the extensionRequest attribute holds more than one value".into());
+    }
+    let ParsedCriAttribute::ExtensionRequest(er) = attr.parsed_attribute() else {
+        return Err("the extensionRequest attribute does not parse".into());
+    };
+    let mut seen = BTreeSet::new();
+    for ext in &er.extensions {
+        let oid = ext.oid.to_id_string();
+        if !seen.insert(oid.clone()) {
+            return Err(format!("extension {oid} is requested more than once"));
+        }
+        match ext.parsed_extension() {
             ParsedExtension::SubjectAlternativeName(san) => {
-                for n in &san.general_names {
-                    match n {
-                        GeneralName::DNSName(d) => p.dns.push(d.to_string()),
-                        GeneralName::IPAddress(b) => match b.len() {
-                            4 => p
-                                .ips
-                                .push(IpAddr::from(<[u8; 4]>::try_from(*b).unwrap_or_default())),
-                            16 => p
-                                .ips
-                                .push(IpAddr::from(<[u8; 16]>::try_from(*b).unwrap_or_default())),
-                            _ => p.other_sans.push(format!("IP of {} bytes", b.len())),
-                        },
-                        other => p.other_sans.push(format!("{other}")),
-                    }
+                let (rest, _) = x509_parser::der_parser::parse_der(ext.value)
+                    .map_err(|e| format!("subjectAltName does not parse: {e}"))?;
+                if !rest.is_empty() {
+                    return Err(format!(
+                        "subjectAltName has {} bytes after its SEQUENCE",
+                        rest.len()
+                    ));
                 }
+                sans(san, p);
             }
-            ParsedExtension::UnsupportedExtension { .. } | ParsedExtension::ParseError { .. } => {}
+            ParsedExtension::ParseError { error } => {
+                return Err(format!("extension {oid} does not parse: {error}"));
+            }
             _ => {}
         }
     }
-    Ok(p)
+    Ok(())
+}
+
+fn sans(san: &SubjectAlternativeName<'_>, p: &mut Parsed) {
+    for n in &san.general_names {
+        match n {
+            GeneralName::DNSName(d) => p.dns.push(d.to_string()),
+            GeneralName::IPAddress(b) => match b.len() {
+                4 => p
+                    .ips
+                    .push(IpAddr::from(<[u8; 4]>::try_from(*b).unwrap_or_default())),
+                16 => p
+                    .ips
+                    .push(IpAddr::from(<[u8; 16]>::try_from(*b).unwrap_or_default())),
+                _ => p.other_sans.push(format!("IP of {} bytes", b.len())),
+            },
+            other => p.other_sans.push(format!("{other}")),
+        }
+    }
 }
 
 /// The node name from a subject that is exactly `CN=system:node:<name>,
@@ -420,6 +544,9 @@ fn decide_inner(
     };
     if !usages_ok(&csr.usages, allowed) {
         return Err(Refusal::Usages(csr.usages.clone()));
+    }
+    if let Some(e) = parsed.bad_extensions {
+        return Err(Refusal::Extensions(e));
     }
     if let Some(s) = parsed.other_sans.first() {
         return Err(Refusal::San(s.clone()));

@@ -186,3 +186,146 @@ fn a_bad_pattern_is_named() {
         .unwrap_err();
     assert!(e.to_string().contains("\"[x\""), "{e}");
 }
+
+/// Requests written byte by byte (okd_test_utils::pkcs10): what rcgen and
+/// `openssl req` never write, but Go's parser (the API server's, the
+/// kubelet-serving signer's) reads — every extensionRequest attribute,
+/// merged.
+mod hand_built {
+    use super::*;
+    use okd_test_utils::pkcs10::{Extension, request_pem, tlv};
+
+    fn key() -> rcgen::KeyPair {
+        rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap()
+    }
+
+    fn request(cn: &str, attrs: &[Vec<Vec<Extension>>]) -> Vec<u8> {
+        request_pem(&key(), cn, "system:nodes", attrs)
+    }
+
+    /// The builder's well-formed requests pass, so each refusal below is
+    /// for the one oddity it adds.
+    #[test]
+    fn well_formed_hand_built_requests_are_approved() {
+        let mut v = serving("master", &[]);
+        v.request = request(
+            "system:node:master",
+            &[vec![vec![Extension::san(&["master", "192.168.120.103"])]]],
+        );
+        assert!(matches!(decide(&v), Verdict::Approve { .. }), "{v:?}");
+        let mut v = client("system:node:master", &[]);
+        v.request = request(
+            "system:node:master",
+            &[vec![vec![Extension::key_usage_digital_signature()]]],
+        );
+        assert!(matches!(decide(&v), Verdict::Approve { .. }));
+        v.request = request("system:node:master", &[]);
+        assert!(matches!(decide(&v), Verdict::Approve { .. }));
+    }
+
+    /// Issue #18 finding 1: SANs in a second extensionRequest attribute
+    /// were never looked at, yet signed.
+    #[test]
+    fn a_second_extension_request_attribute_is_refused() {
+        let mut v = serving("master", &[]);
+        v.request = request(
+            "system:node:master",
+            &[
+                vec![vec![Extension::key_usage_digital_signature()]],
+                vec![vec![Extension::san(&[
+                    "master",
+                    "api.okd.example",
+                    "192.168.120.103",
+                    "192.168.120.2",
+                ])]],
+            ],
+        );
+        let r = refusal(&v);
+        assert_eq!(r.reason(), "BadExtensions", "{r}");
+        assert!(
+            r.to_string().contains("2 extensionRequest attributes"),
+            "{r}"
+        );
+        // A client CSR "without SANs" the same way.
+        let mut v = client("system:node:master", &[]);
+        v.request = request(
+            "system:node:master",
+            &[vec![vec![]], vec![vec![Extension::san(&["master"])]]],
+        );
+        assert_eq!(refusal(&v).reason(), "BadExtensions");
+        // Two values in the one attribute's SET.
+        let mut v = client("system:node:master", &[]);
+        v.request = request(
+            "system:node:master",
+            &[vec![
+                vec![Extension::key_usage_digital_signature()],
+                vec![Extension::san(&["api.okd.example"])],
+            ]],
+        );
+        let r = refusal(&v);
+        assert_eq!(r.reason(), "BadExtensions");
+        assert!(r.to_string().contains("more than one value"), "{r}");
+    }
+
+    #[test]
+    fn a_duplicate_extension_is_refused() {
+        let mut v = serving("master", &[]);
+        v.request = request(
+            "system:node:master",
+            &[vec![vec![
+                Extension::san(&["master"]),
+                Extension::key_usage_digital_signature(),
+                Extension::san(&["192.168.120.103"]),
+            ]]],
+        );
+        let r = refusal(&v);
+        assert_eq!(r.reason(), "BadExtensions");
+        assert!(
+            r.to_string()
+                .contains("2.5.29.17 is requested more than once"),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn an_unparsable_san_or_extension_is_refused() {
+        // A SAN that is not a SEQUENCE.
+        let not_seq = Extension::raw(&[2, 5, 29, 17], tlv(0x04, b"master"));
+        // A SAN with a byte after its SEQUENCE.
+        let mut trailing = Extension::san(&["master"]);
+        trailing.value.push(0);
+        // A keyUsage that is not a BIT STRING.
+        let bad_ku = Extension::raw(&[2, 5, 29, 15], tlv(0x02, &[1]));
+        for (what, ext) in [
+            ("not a SEQUENCE", not_seq),
+            ("trailing byte", trailing),
+            ("bad keyUsage", bad_ku),
+        ] {
+            let mut v = serving("master", &[]);
+            v.request = request("system:node:master", &[vec![vec![ext.clone()]]]);
+            let r = refusal(&v);
+            assert_eq!(r.reason(), "BadExtensions", "serving, {what}: {r}");
+            let mut v = client("system:node:master", &[]);
+            v.request = request("system:node:master", &[vec![vec![ext]]]);
+            assert_eq!(refusal(&v).reason(), "BadExtensions", "client, {what}");
+        }
+        // A dNSName that is not IA5 (a byte above 0x7f) parses as an
+        // invalid GeneralName, which no node owns.
+        let bad_name = Extension::raw(&[2, 5, 29, 17], tlv(0x30, &tlv(0x82, b"mast\xffr")));
+        let mut v = serving("master", &[]);
+        v.request = request("system:node:master", &[vec![vec![bad_name]]]);
+        assert_eq!(refusal(&v).reason(), "SANNotOwned");
+    }
+}
+
+#[test]
+fn a_node_is_one_identity_under_all_its_names() {
+    let ids = ids();
+    assert_eq!(ids.identity("master.okd.example"), "master");
+    assert_eq!(ids.identity("MASTER"), "master");
+    assert_eq!(ids.identity("Worker-3"), "worker-3");
+    assert_eq!(
+        ids.node_names("master"),
+        vec!["master".to_string(), "master.okd.example".to_string()]
+    );
+}
