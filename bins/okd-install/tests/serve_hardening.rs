@@ -14,49 +14,6 @@ use common::netns::Lab;
 use common::serve::*;
 use common::*;
 
-const BASTION: &str = "192.168.120.101";
-
-/// Starts `okd-install serve` (extra `args`) in the bastion namespace of a lab
-/// with the bootstrap (192.168.120.102) and the master (192.168.120.103);
-/// returns the lab, the serve PID and the log path.
-fn lab_with_serve(d: &Path, prefix: &str, args: &[&str]) -> (Lab, u32, std::path::PathBuf) {
-    let prefix = format!("{prefix}{}", std::process::id() % 100000);
-    let mut lab = Lab::new(
-        &prefix,
-        BASTION,
-        &[
-            ("bootstrap", "192.168.120.102"),
-            ("master", "192.168.120.103"),
-        ],
-        "okd.example",
-    );
-    let serve_log = d.join("serve.log");
-    let bastion = lab.bastion.ns.clone();
-    let dir = d.to_string_lossy().into_owned();
-    let mut all = vec!["serve", "--dir", &dir];
-    all.extend_from_slice(args);
-    let pid = lab.spawn(
-        &bastion,
-        env!("CARGO_BIN_EXE_okd-install"),
-        &all,
-        &serve_log,
-    );
-    wait_ready(&serve_log);
-    (lab, pid, serve_log)
-}
-
-/// `curl` inside `ns`: (HTTP status, body).
-fn curl_in(lab: &Lab, ns: &str, url: &str) -> (u16, String) {
-    let out = lab
-        .cmd(ns, "curl")
-        .args(["-s", "--max-time", "10", "-w", "\n%{http_code}", url])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-    (code.trim().parse().unwrap_or(0), body.to_string())
-}
-
 #[test]
 fn bootstrap_ign_reaches_only_the_bootstrap_host() {
     if !common::netns::available() || tool("curl", &["/usr/bin/curl"]).is_none() {

@@ -71,8 +71,9 @@ pub trait HttpObserver: Send + Sync {
     /// One request was answered: `peer` is the client's address (or
     /// `0.0.0.0:0` when the router runs without connect info), `path` the
     /// request path without query, `status` the HTTP status code, `bytes` the
-    /// body length announced in `Content-Length` (0 for `HEAD` and for bodies
-    /// of unknown length).
+    /// body length: announced in `Content-Length`, else the exact size of a
+    /// body built in memory (a PXE script); 0 for `HEAD` and for bodies of
+    /// unknown length.
     fn served(&self, peer: SocketAddr, path: &str, status: u16, bytes: u64);
 }
 
@@ -339,9 +340,12 @@ pub fn router(state: Arc<HttpState>, observer: Option<Arc<dyn HttpObserver>>) ->
                 let bytes = if head {
                     0
                 } else {
+                    // Files announce Content-Length; text answers (PXE
+                    // scripts, .sha256) are sized by their body.
                     resp.headers()
                         .get(header::CONTENT_LENGTH)
                         .and_then(|v| v.to_str().ok()?.parse().ok())
+                        .or_else(|| axum::body::HttpBody::size_hint(resp.body()).exact())
                         .unwrap_or(0)
                 };
                 obs.served(peer, &path, resp.status().as_u16(), bytes);

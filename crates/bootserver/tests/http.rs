@@ -269,7 +269,20 @@ async fn images_head_range_and_sha256() {
         404
     );
 
+    // Text answers are counted by their body (issue #26: 0 bytes before).
+    let pxe = request(srv.addr, "GET", "/pxe/ipxe?mac=52:54:00:12:01:02", &[]).await;
+    assert_eq!(pxe.status, 200);
     let rec = srv.recorder.0.lock().unwrap().clone();
+    for (path, want) in [
+        ("/images/coreos.raw.xz.sha256", want.len()),
+        ("/pxe/ipxe", pxe.body.len()),
+    ] {
+        assert!(
+            rec.iter()
+                .any(|(_, p, s, b)| p == path && *s == 200 && *b == want as u64),
+            "{path}: want {want} bytes recorded: {rec:?}"
+        );
+    }
     assert!(
         rec.iter().any(|(peer, p, s, b)| peer.ip().is_loopback()
             && p == "/install/coreos.raw.xz"

@@ -247,6 +247,24 @@ fn spawn_all<F, Fut>(
     });
 }
 
+/// The lock file of a running serve in the asset directory (its PID inside).
+pub(crate) const LOCK: &str = ".okd-serve.lock";
+
+/// Takes [`LOCK`] in `dir` for this serve's lifetime; another serve holding
+/// it stops this one with "another `okd-install serve` is running for
+/// <dir> (PID n)".
+fn lock_dir(dir: &Path) -> anyhow::Result<okd_fs::DirLock> {
+    match okd_fs::DirLock::acquire_file(dir, LOCK) {
+        Ok(l) => Ok(l),
+        Err(okd_fs::FsError::Locked { pid, .. }) => Err(anyhow::anyhow!(
+            "another `okd-install serve` is running for {} ({}); stop it first",
+            dir.display(),
+            pid.map_or_else(|| format!("it holds {LOCK}"), |p| format!("PID {p}"))
+        )),
+        Err(e) => Err(e).with_context(|| format!("locking {}", dir.join(LOCK).display())),
+    }
+}
+
 /// `okd-install serve` on the runtime: see [`crate::serve`].
 pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Result<()> {
     // Connection caps, not the descriptor table, bound what clients can hold.
@@ -255,6 +273,8 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Res
         Err(e) => tracing::warn!("cannot raise the open files limit: {e}"),
     }
     let (info, inv) = crate::load(&dir)?;
+    // One serve per directory, decided before any port is bound.
+    let _lock = lock_dir(&dir)?;
     let status = Arc::new(
         Status::new(inv.clone())
             .with_certs(crate::dashboard::short_lived(&dir.join("bootstrap.ign"))),
@@ -291,7 +311,7 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Res
         info!(
             "Nodes boot with the kernel arguments served at http://{}/pxe/ipxe?mac=<MAC>; `okd-install serve status --dir {}` shows what each host fetched",
             SocketAddr::new(inv.listen, inv.ports.http),
-            dir.display()
+            okd_fs::shell_path(&dir)
         );
     }
 
