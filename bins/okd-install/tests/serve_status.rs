@@ -63,6 +63,23 @@ lat.sort()
 print("p50_ms %.3f p99_ms %.3f max_ms %.3f" % (lat[len(lat) // 2] * 1e3, lat[max(0, (len(lat) * 99) // 100 - 1)] * 1e3, lat[-1] * 1e3))
 "#;
 
+/// [`DNS_PROBE`] from namespace `ns` with `n` queries: its output line.
+fn dns_probe(lab: &common::netns::Lab, ns: &str, n: u32) -> String {
+    let out = lab
+        .cmd(ns, "timeout")
+        .args(["120", "python3", "-c", DNS_PROBE, BASTION])
+        .arg(n.to_string())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
 /// What the status flood did to serve.
 #[derive(Debug)]
 struct Flood {
@@ -76,6 +93,8 @@ struct Flood {
     p50_ms: f64,
     p99_ms: f64,
     max_ms: f64,
+    /// DNS p99 before the readers started (the machine's own noise), ms.
+    quiet_p99_ms: f64,
     /// The `/status` document after the flood.
     doc: Value,
 }
@@ -113,6 +132,9 @@ fn status_flood(prefix: &str, read_secs: u64, probes: u32) -> Option<Flood> {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    let master = lab.nodes[1].ns.clone();
+    // DNS on this machine as it is, before anyone reads /status.
+    let quiet = dns_probe(&lab, &master, probes);
     let url = format!("http://{BASTION}:9000/status");
     let (code, body) = curl_in(&lab, &bastion, &url);
     assert_eq!(code, 200);
@@ -130,19 +152,7 @@ fn status_flood(prefix: &str, read_secs: u64, probes: u32) -> Option<Flood> {
         );
     }
     std::thread::sleep(Duration::from_millis(500));
-    let master = lab.nodes[1].ns.clone();
-    let out = lab
-        .cmd(&master, "timeout")
-        .args(["120", "python3", "-c", DNS_PROBE, BASTION])
-        .arg(probes.to_string())
-        .output()
-        .unwrap();
-    let probe = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{probe}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let probe = dns_probe(&lab, &master, probes);
     Some(Flood {
         status_bytes: body.len(),
         rss_kib: okd_test_utils::proc_status_kib(pid, "VmRSS"),
@@ -150,22 +160,24 @@ fn status_flood(prefix: &str, read_secs: u64, probes: u32) -> Option<Flood> {
         p50_ms: figure(&probe, "p50_ms"),
         p99_ms: figure(&probe, "p99_ms"),
         max_ms: figure(&probe, "max_ms"),
+        quiet_p99_ms: figure(&quiet, "p99_ms"),
         doc,
     })
 }
 
 /// Issue #18 finding 5: request paths are stored cut to 256 bytes and
 /// marked, `/status` and serve's memory stay small, and DNS stays fast
-/// while `/status` is read in a loop (a loose bound; the figures come from
-/// `bench/serve-status.sh`).
+/// while `/status` is read in a loop: p99 within 50 ms of what it is on
+/// this (shared) machine without readers, a loose bound; the figures come
+/// from `bench/serve-status.sh`.
 #[test]
 fn status_flood_keeps_status_small_and_dns_fast() {
     let Some(f) = status_flood("ou", 8, 300) else {
         return;
     };
     eprintln!(
-        "status flood: /status {} bytes, RSS {} KiB, peak {} KiB, DNS p50 {} ms p99 {} ms max {} ms",
-        f.status_bytes, f.rss_kib, f.peak_kib, f.p50_ms, f.p99_ms, f.max_ms
+        "status flood: /status {} bytes, RSS {} KiB, peak {} KiB, DNS p50 {} ms p99 {} ms max {} ms (p99 {} ms without readers)",
+        f.status_bytes, f.rss_kib, f.peak_kib, f.p50_ms, f.p99_ms, f.max_ms, f.quiet_p99_ms
     );
     let paths: Vec<&str> = f.doc["unknownClients"]
         .as_array()
@@ -195,11 +207,12 @@ fn status_flood_keeps_status_small_and_dns_fast() {
     );
     assert!(f.rss_kib < 80 * 1024, "RSS {} KiB", f.rss_kib);
     assert!(
-        f.p99_ms < 50.0,
-        "DNS p99 {} ms while /status is read (p50 {}, max {})",
+        f.p99_ms < 50.0 + f.quiet_p99_ms,
+        "DNS p99 {} ms while /status is read (p50 {}, max {}), {} ms without readers",
         f.p99_ms,
         f.p50_ms,
-        f.max_ms
+        f.max_ms,
+        f.quiet_p99_ms
     );
 }
 
@@ -211,13 +224,14 @@ fn status_flood_keeps_status_small_and_dns_fast() {
 fn status_flood_bench() {
     let f = status_flood("ob", 20, 1500).expect("network namespaces, curl and python3");
     println!(
-        "serve-status: peak RSS {:.1} MiB (goal < 50 MiB), RSS after {:.1} MiB, /status {} KiB; DNS while 8 clients read /status: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        "serve-status: peak RSS {:.1} MiB (goal < 50 MiB), RSS after {:.1} MiB, /status {} KiB; DNS while 8 clients read /status: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms (p99 {:.2} ms without readers)",
         f.peak_kib as f64 / 1024.0,
         f.rss_kib as f64 / 1024.0,
         f.status_bytes / 1024,
         f.p50_ms,
         f.p99_ms,
-        f.max_ms
+        f.max_ms,
+        f.quiet_p99_ms
     );
 }
 
