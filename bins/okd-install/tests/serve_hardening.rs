@@ -7,7 +7,6 @@
 mod common;
 
 use std::io::{Read as _, Write as _};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::netns::Lab;
