@@ -293,7 +293,7 @@ fn the_page_follows_an_install_in_a_browser() {
         let snap = page.until_stage("master", "Node Ready", ready, &ctx).await;
         assert_eq!(done(&snap, "master").len(), 5, "{snap:#}");
         assert!(
-            snap["cluster"].as_str().unwrap_or("").contains("0 CSRs pending, 1 nodes"),
+            snap["cluster"].as_str().unwrap_or("").contains("0 CSRs pending, 1 node;"),
             "{snap:#}"
         );
         page.shot("master-ready", 1280).await;

@@ -17,37 +17,6 @@ use common::netns::Lab;
 use common::serve::*;
 use common::*;
 
-const BASTION: &str = "192.168.120.101";
-
-/// Starts `okd-install serve` (extra `args`) in the bastion namespace of a lab
-/// with the bootstrap (192.168.120.102) and the master (192.168.120.103);
-/// returns the lab, the serve PID and the log path.
-fn lab_with_serve(d: &Path, prefix: &str, args: &[&str]) -> (Lab, u32, std::path::PathBuf) {
-    let prefix = format!("{prefix}{}", std::process::id() % 100000);
-    let mut lab = Lab::new(
-        &prefix,
-        BASTION,
-        &[
-            ("bootstrap", "192.168.120.102"),
-            ("master", "192.168.120.103"),
-        ],
-        "okd.example",
-    );
-    let serve_log = d.join("serve.log");
-    let bastion = lab.bastion.ns.clone();
-    let dir = d.to_string_lossy().into_owned();
-    let mut all = vec!["serve", "--dir", &dir];
-    all.extend_from_slice(args);
-    let pid = lab.spawn(
-        &bastion,
-        env!("CARGO_BIN_EXE_okd-install"),
-        &all,
-        &serve_log,
-    );
-    wait_ready(&serve_log);
-    (lab, pid, serve_log)
-}
-
 /// Kills the serve `pid` of `lab` and starts it again in the bastion
 /// namespace with `args`, logging to `<d>/<log>`; returns the new PID and log.
 fn restart_serve(
@@ -71,11 +40,6 @@ fn restart_serve(
     );
     wait_ready(&serve_log);
     (pid, serve_log)
-}
-
-/// `curl` inside `ns`: (HTTP status, body).
-fn curl_in(lab: &Lab, ns: &str, url: &str) -> (u16, String) {
-    curl_args_in(lab, ns, url, &[])
 }
 
 /// `curl` inside `ns` with extra `args`: (HTTP status, body).

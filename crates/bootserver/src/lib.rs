@@ -454,9 +454,12 @@ pub fn router(state: Arc<HttpState>, observer: Option<Arc<dyn HttpObserver>>) ->
                 let size = if head {
                     Some(0)
                 } else {
+                    // Files announce Content-Length; text answers (PXE
+                    // scripts, .sha256) are sized by their body.
                     resp.headers()
                         .get(header::CONTENT_LENGTH)
                         .and_then(|v| v.to_str().ok()?.parse().ok())
+                        .or_else(|| axum::body::HttpBody::size_hint(resp.body()).exact())
                 };
                 let status = resp.status().as_u16();
                 let (parts, body) = resp.into_parts();

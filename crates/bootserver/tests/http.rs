@@ -268,6 +268,17 @@ async fn images_head_range_and_sha256() {
                 && *done
         })
         .await;
+    // Text answers are counted by their body (issue #26: 0 bytes before).
+    let pxe = request(srv.addr, "GET", "/pxe/ipxe?mac=52:54:00:12:01:02", &[]).await;
+    assert_eq!(pxe.status, 200);
+    for (path, want) in [
+        ("/images/coreos.raw.xz.sha256", want.len() as u64),
+        ("/pxe/ipxe", pxe.body.len() as u64),
+    ] {
+        srv.recorder
+            .wait_for(|(_, p, s, b, done)| p == path && *s == 200 && *b == want && *done)
+            .await;
+    }
     srv.stop().await;
 }
 

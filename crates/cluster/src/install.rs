@@ -23,7 +23,7 @@ pub enum InstallError {
     #[error(
         "{} has neither .openshift_install_state.json nor install-config.yaml: \
          run `okd-install create ignition-configs --dir {}` first"
-    , dir.display(), dir.display())]
+    , dir.display(), okd_fs::shell_path(dir))]
     Missing {
         /// The asset directory.
         dir: PathBuf,

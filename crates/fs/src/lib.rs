@@ -196,6 +196,23 @@ pub fn open_append(path: &Path, mode: u32) -> Result<File, FsError> {
     Ok(f)
 }
 
+/// `path` as one word of a POSIX shell command line, for the commands the
+/// tools suggest (`okd-install serve status --dir <path>`): unchanged when
+/// it has only characters no shell treats specially (letters, digits,
+/// `/._-+,:=@%`), else in single quotes with each `'` written `'\''`
+/// (POSIX XCU 2.2.2 Single-Quotes). Non-UTF-8 bytes are shown lossily.
+pub fn shell_path(path: &Path) -> String {
+    let s = path.to_string_lossy();
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:=@%".contains(c));
+    if plain {
+        s.into_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
 /// An exclusive lock on a directory, held until dropped (or the process ends:
 /// the kernel releases `flock(2)` locks when the last descriptor closes, so a
 /// killed run never leaves a stale lock).
@@ -213,8 +230,20 @@ impl DirLock {
     /// [`FsError::Locked`] with the holder's PID when another process holds it;
     /// [`FsError::Io`] when the file cannot be created or locked.
     pub fn acquire(dir: &Path) -> Result<DirLock, FsError> {
+        DirLock::acquire_file(dir, LOCK_FILE)
+    }
+
+    /// [`DirLock::acquire`] through `dir/name` instead of [`LOCK_FILE`]: a
+    /// lock of its own for one kind of process (e.g. `.okd-serve.lock`, one
+    /// `serve` per directory while other commands still run in it). The
+    /// [`FsError::Locked`] error names the holder's PID; its text names
+    /// [`LOCK_FILE`], so callers with their own file say what holds it.
+    ///
+    /// # Errors
+    /// As [`DirLock::acquire`].
+    pub fn acquire_file(dir: &Path, name: &str) -> Result<DirLock, FsError> {
         create_dir_all(dir, DIR_MODE)?;
-        let path = dir.join(LOCK_FILE);
+        let path = dir.join(name);
         let mut file = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -325,4 +354,31 @@ fn sweep(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue #26 finding 8: suggested commands survive paths with spaces and quotes.
+    #[test]
+    fn shell_path_quotes_only_what_needs_it() {
+        assert_eq!(shell_path(Path::new("/srv/okd/dir-1")), "/srv/okd/dir-1");
+        assert_eq!(
+            shell_path(Path::new("/srv/my install")),
+            "'/srv/my install'"
+        );
+        assert_eq!(shell_path(Path::new("/srv/it's")), r"'/srv/it'\''s'");
+        assert_eq!(shell_path(Path::new("/a/$(rm x)")), "'/a/$(rm x)'");
+        assert_eq!(shell_path(Path::new("")), "''");
+        // What a POSIX shell makes of it is the path again.
+        for p in ["/srv/my install", "/srv/it's", "/a/$(x) `y` \\z"] {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("printf %s {}", shell_path(Path::new(p))))
+                .output()
+                .expect("sh");
+            assert_eq!(String::from_utf8_lossy(&out.stdout), p);
+        }
+    }
 }

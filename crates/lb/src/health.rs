@@ -66,6 +66,28 @@ pub(crate) async fn check_loop(
             break;
         }
         let up = be.up.load(Ordering::SeqCst);
+        if !be.checked.swap(true, Ordering::SeqCst) {
+            // The first check decides: no rise/fall counting from "not checked yet".
+            be.up.store(result.ok, Ordering::SeqCst);
+            be.since_unix_ms.store(result.at_unix_ms, Ordering::SeqCst);
+            if result.ok {
+                be.last_ok_unix_ms
+                    .store(result.at_unix_ms, Ordering::SeqCst);
+                successes.store(1, Ordering::Relaxed);
+            } else {
+                failures.store(1, Ordering::Relaxed);
+            }
+            tracing::warn!(
+                "backend {} ({}) of frontend {} is {} after its first check: {}",
+                be.name,
+                be.addr,
+                be.frontend,
+                if result.ok { "UP" } else { "DOWN" },
+                result.detail
+            );
+            *lock(&be.last_check) = Some(result);
+            continue;
+        }
         if result.ok {
             be.last_ok_unix_ms
                 .store(result.at_unix_ms, Ordering::SeqCst);

@@ -17,9 +17,15 @@
 //!   frontend; [`LoadBalancer::snapshot`] and [`LoadBalancer::prometheus`]
 //!   report state for the status page.
 //!
-//! Backends start UP (as in HAProxy) and go DOWN after `fall` consecutive
-//! failed checks, UP again after `rise` consecutive good ones; each change is
-//! logged with `tracing`.
+//! A health-checked backend starts *not checked yet* (unlike HAProxy, which
+//! starts its servers UP): it becomes UP on its first passed check and DOWN
+//! on its first failed one; after that it goes DOWN after `fall`
+//! consecutive failed checks and UP again after `rise` consecutive good
+//! ones. Connections go to UP backends; to a not-checked one only while no
+//! backend of the frontend is UP. Each change is logged with `tracing`;
+//! connections closed for want of a backend are logged once when that
+//! starts and once when it ends, not per connection. A backend without a
+//! check ([`CheckKind::None`]) is always UP.
 //!
 //! Modules: `config` (frontends, checks), `membership` (the rule),
 //! `proxy` (accept and copy), `health` (checks), `metrics` (stats,
@@ -42,7 +48,7 @@ use tokio::task::JoinHandle;
 pub use config::{Backend, Balance, CheckKind, Frontend, HealthCheck, frontends_for};
 pub use health::CheckResult;
 pub use membership::{Probe, Service};
-pub use metrics::{BackendStats, FrontendStats, Stats, render_prometheus};
+pub use metrics::{BackendStats, FrontendStats, NOT_CHECKED, Stats, render_prometheus};
 /// The per-frontend connection limits ([`Frontend::limits`]).
 pub use okd_listen::Limits;
 
@@ -119,6 +125,8 @@ struct BackendState {
     addr: SocketAddr,
     frontend: String,
     up: AtomicBool,
+    /// Whether a health check has finished (always true without a check).
+    checked: AtomicBool,
     removed: AtomicBool,
     last_check: Mutex<Option<CheckResult>>,
     /// When `up` last changed (or the backend was added), ms since the epoch.
@@ -177,6 +185,11 @@ struct FrontendState {
     total: AtomicU64,
     active: AtomicU64,
     rejected: AtomicU64,
+    /// Whether the last connection was closed for want of a backend (the
+    /// warning is logged when this turns true, not per connection).
+    rejecting: AtomicBool,
+    /// Connections closed since `rejecting` turned true.
+    rejected_run: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -231,7 +244,12 @@ impl LoadBalancer {
         let mut states = Vec::new();
         for (f, l) in frontends.into_iter().zip(&listeners) {
             let bind = l.local_addr().unwrap_or(f.bind);
-            let backends = f.backends.iter().map(|b| new_backend(&f.name, b)).collect();
+            let checked = f.check.kind == CheckKind::None;
+            let backends = f
+                .backends
+                .iter()
+                .map(|b| new_backend(&f.name, b, checked))
+                .collect();
             states.push(Arc::new(FrontendState {
                 observer: Observer(observer.clone()),
                 name: f.name,
@@ -243,6 +261,8 @@ impl LoadBalancer {
                 total: AtomicU64::new(0),
                 active: AtomicU64::new(0),
                 rejected: AtomicU64::new(0),
+                rejecting: AtomicBool::new(false),
+                rejected_run: AtomicU64::new(0),
             }));
         }
         let inner = Arc::new(Inner {
@@ -305,8 +325,8 @@ impl LoadBalancer {
         left
     }
 
-    /// Whether backend `backend` of frontend `frontend` is UP; `None` when
-    /// there is no such backend.
+    /// Whether backend `backend` of frontend `frontend` is UP (false while
+    /// it is not checked yet); `None` when there is no such backend.
     pub fn is_up(&self, frontend: &str, backend: &str) -> Option<bool> {
         let fe = self.inner.frontends.iter().find(|f| f.name == frontend)?;
         let bes = read(&fe.backends);
@@ -340,12 +360,15 @@ impl Drop for LoadBalancer {
     }
 }
 
-fn new_backend(frontend: &str, b: &Backend) -> Arc<BackendState> {
+/// A backend as it starts: UP when it has no check (`checked`), else not
+/// checked yet (and not UP).
+fn new_backend(frontend: &str, b: &Backend, checked: bool) -> Arc<BackendState> {
     Arc::new(BackendState {
         name: b.name.clone(),
         addr: b.addr,
         frontend: frontend.to_string(),
-        up: AtomicBool::new(true),
+        up: AtomicBool::new(checked),
+        checked: AtomicBool::new(checked),
         removed: AtomicBool::new(false),
         last_check: Mutex::new(None),
         since_unix_ms: std::sync::atomic::AtomicU64::new(now_unix_ms()),

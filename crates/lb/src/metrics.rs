@@ -16,8 +16,12 @@ pub struct BackendStats {
     pub name: String,
     /// Backend address.
     pub addr: SocketAddr,
-    /// Whether it currently receives connections.
+    /// Whether it is UP (false while not checked yet).
     pub up: bool,
+    /// Whether a health check has finished (always true without a check).
+    pub checked: bool,
+    /// `UP`, `DOWN` or `not checked yet` (see [`BackendStats::state_text`]).
+    pub state: &'static str,
     /// Since when it is up (or down): the last change, or when it was
     /// added; milliseconds since the Unix epoch.
     pub since_unix_ms: u64,
@@ -38,6 +42,21 @@ pub struct BackendStats {
     /// Bytes from this backend to clients.
     pub bytes_out: u64,
 }
+
+impl BackendStats {
+    /// What a backend's state reads as: `UP`, `DOWN`, or `not checked yet`
+    /// before its first health check finished.
+    pub fn state_text(up: bool, checked: bool) -> &'static str {
+        match (checked, up) {
+            (false, _) => NOT_CHECKED,
+            (true, true) => "UP",
+            (true, false) => "DOWN",
+        }
+    }
+}
+
+/// The state of a backend before its first health check finished.
+pub const NOT_CHECKED: &str = "not checked yet";
 
 /// Counters of one frontend.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -84,21 +103,27 @@ impl LoadBalancer {
                 rejected_total: fe.rejected.load(Ordering::Relaxed),
                 backends: read(&fe.backends)
                     .iter()
-                    .map(|b| BackendStats {
-                        name: b.name.clone(),
-                        addr: b.addr,
-                        up: b.up.load(Ordering::Relaxed),
-                        since_unix_ms: b.since_unix_ms.load(Ordering::Relaxed),
-                        last_check: lock(&b.last_check).clone(),
-                        last_ok_unix_ms: match b.last_ok_unix_ms.load(Ordering::Relaxed) {
-                            0 => None,
-                            ms => Some(ms),
-                        },
-                        active_connections: b.counters.active.load(Ordering::Relaxed),
-                        connections_total: b.counters.total.load(Ordering::Relaxed),
-                        connect_failures: b.counters.connect_failures.load(Ordering::Relaxed),
-                        bytes_in: b.counters.bytes_in.load(Ordering::Relaxed),
-                        bytes_out: b.counters.bytes_out.load(Ordering::Relaxed),
+                    .map(|b| {
+                        let up = b.up.load(Ordering::Relaxed);
+                        let checked = b.checked.load(Ordering::Relaxed);
+                        BackendStats {
+                            name: b.name.clone(),
+                            addr: b.addr,
+                            up,
+                            checked,
+                            state: BackendStats::state_text(up, checked),
+                            since_unix_ms: b.since_unix_ms.load(Ordering::Relaxed),
+                            last_check: lock(&b.last_check).clone(),
+                            last_ok_unix_ms: match b.last_ok_unix_ms.load(Ordering::Relaxed) {
+                                0 => None,
+                                ms => Some(ms),
+                            },
+                            active_connections: b.counters.active.load(Ordering::Relaxed),
+                            connections_total: b.counters.total.load(Ordering::Relaxed),
+                            connect_failures: b.counters.connect_failures.load(Ordering::Relaxed),
+                            bytes_in: b.counters.bytes_in.load(Ordering::Relaxed),
+                            bytes_out: b.counters.bytes_out.load(Ordering::Relaxed),
+                        }
                     })
                     .collect(),
             })
@@ -107,7 +132,8 @@ impl LoadBalancer {
     }
 
     /// The snapshot in the Prometheus text exposition format (version 0.0.4):
-    /// `okd_lb_backend_up` (gauge, 0/1), `okd_lb_active_connections` (gauge),
+    /// `okd_lb_backend_up` (gauge, 0/1), `okd_lb_backend_checked` (gauge, 0
+    /// = not checked yet), `okd_lb_active_connections` (gauge),
     /// `okd_lb_connections_total` (counter), `okd_lb_bytes_total` (counter,
     /// `direction="in"` client→backend, `"out"` backend→client), each labelled
     /// `frontend` and `backend`; plus `okd_lb_frontend_connections_total` and
@@ -146,8 +172,15 @@ pub fn render_prometheus(stats: &Stats) -> String {
         &mut out,
         "okd_lb_backend_up",
         "gauge",
-        "Whether the backend receives connections (1) or is DOWN (0).",
+        "Whether the backend is UP (1), or DOWN or not checked yet (0; see okd_lb_backend_checked).",
         &|b| vec![(None, u64::from(b.up))],
+    );
+    be_metric(
+        &mut out,
+        "okd_lb_backend_checked",
+        "gauge",
+        "Whether a health check of the backend has finished (1) or it is not checked yet (0).",
+        &|b| vec![(None, u64::from(b.checked))],
     );
     be_metric(
         &mut out,

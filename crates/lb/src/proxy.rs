@@ -29,13 +29,23 @@ fn source_hash(ip: std::net::IpAddr) -> u64 {
     h
 }
 
-/// The healthy backends in the order they should be tried for `client`.
+/// The backends in the order they should be tried for `client`: the UP
+/// ones; when none is UP, those not checked yet.
 fn candidates(fe: &FrontendState, client: SocketAddr) -> Vec<Arc<BackendState>> {
-    let healthy: Vec<Arc<BackendState>> = read(&fe.backends)
+    let bes = read(&fe.backends);
+    let mut healthy: Vec<Arc<BackendState>> = bes
         .iter()
         .filter(|b| b.up.load(Ordering::SeqCst))
         .cloned()
         .collect();
+    if healthy.is_empty() {
+        healthy = bes
+            .iter()
+            .filter(|b| !b.checked.load(Ordering::SeqCst))
+            .cloned()
+            .collect();
+    }
+    drop(bes);
     if healthy.is_empty() {
         return healthy;
     }
@@ -107,9 +117,18 @@ async fn proxy(
     }
     let Some((be, server)) = chosen else {
         fe.rejected.fetch_add(1, Ordering::Relaxed);
-        tracing::warn!(frontend = %fe.name, client = %peer, "no backend available; closing connection");
+        fe.rejected_run.fetch_add(1, Ordering::Relaxed);
+        if fe.rejecting.swap(true, Ordering::SeqCst) {
+            tracing::debug!(frontend = %fe.name, client = %peer, "no backend available; closing connection");
+        } else {
+            tracing::warn!(frontend = %fe.name, client = %peer, "no backend available; closing connections until one is (logged once)");
+        }
         return;
     };
+    if fe.rejecting.swap(false, Ordering::SeqCst) {
+        let n = fe.rejected_run.swap(0, Ordering::Relaxed);
+        tracing::warn!(frontend = %fe.name, backend = %be.name, "a backend is available again; {n} connections were closed meanwhile");
+    }
     if let (Some(obs), Ok(local)) = (&fe.observer.0, server.local_addr()) {
         obs.proxied(&fe.name, &be.name, peer, local);
     }

@@ -161,6 +161,9 @@ async fn killed_backend_loses_no_connection() {
         limits: okd_lb::Limits::default(),
     };
     let lb = LoadBalancer::start(vec![fe]).await.unwrap();
+    // Both UP after their first checks (before, they are not checked yet).
+    wait_up(&lb, "machine-config", "a", true).await;
+    wait_up(&lb, "machine-config", "b", true).await;
     let addr = lb.local_addr("machine-config").unwrap();
     let victim = ask(addr, localhost()).await.unwrap();
     let (mut a, mut b) = (Some(a), Some(b));
@@ -797,4 +800,157 @@ async fn per_client_cap_closes_the_extra_connection_of_one_address() {
         ask(addr, "127.0.7.51".parse().unwrap()).await.unwrap(),
         "be"
     );
+}
+
+/// A backend that answers a health check (`GET …`) with `HTTP/1.0 200` when
+/// `answers`, or never; any other client gets `<tag>\n` and an echo (a
+/// client that sends nothing within 300 ms is not a check).
+async fn checked_echo(tag: &str, answers: bool) -> Echo {
+    let l = TcpListener::bind(lo("127.0.0.1")).await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let tag = tag.to_string();
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = l.accept().await else {
+                continue;
+            };
+            let tag = tag.clone();
+            tokio::spawn(async move {
+                let mut first = [0u8; 4];
+                match tokio::time::timeout(Duration::from_millis(300), s.read(&mut first)).await {
+                    Ok(Ok(n)) if first[..n].starts_with(b"GET") => {
+                        if answers {
+                            let _ = s.write_all(b"HTTP/1.0 200 OK\r\n\r\n").await;
+                        } else {
+                            // Hold the check until it times out.
+                            tokio::time::sleep(Duration::from_secs(30)).await;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(_) => {
+                        if s.write_all(format!("{tag}\n").as_bytes()).await.is_ok() {
+                            let (mut r, mut w) = s.split();
+                            let _ = tokio::io::copy(&mut r, &mut w).await;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    Echo { addr, task }
+}
+
+/// Issue #18 finding 9: a backend is "not checked yet" (not UP) until its
+/// first check finishes; connections go to it only while no backend is UP;
+/// the snapshot and the Prometheus text say so.
+#[tokio::test]
+async fn backends_are_not_up_before_a_check() {
+    let slow = checked_echo("slow", false).await;
+    let fast = checked_echo("fast", true).await;
+    // The slow backend's first check takes 10 s (it never answers).
+    let check =
+        HealthCheck::http_get("/readyz").every(Duration::from_secs(10), Duration::from_secs(10));
+    let fe = |name: &str, bes: Vec<Backend>| Frontend {
+        name: name.into(),
+        bind: lo("127.0.0.1"),
+        backends: bes,
+        check: check.clone(),
+        balance: Balance::RoundRobin,
+        limits: okd_lb::Limits::default(),
+    };
+    let lb = LoadBalancer::start(vec![
+        fe("only-slow", vec![Backend::new("slow", slow.addr)]),
+        fe(
+            "both",
+            vec![
+                Backend::new("slow", slow.addr),
+                Backend::new("fast", fast.addr),
+            ],
+        ),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(
+        lb.is_up("only-slow", "slow"),
+        Some(false),
+        "UP before any check"
+    );
+    let st = lb.snapshot();
+    let b = &st.frontends[0].backends[0];
+    assert_eq!(
+        (b.up, b.checked, b.state),
+        (false, false, "not checked yet"),
+        "{b:?}"
+    );
+    let prom = lb.prometheus();
+    assert!(
+        prom.contains("okd_lb_backend_up{frontend=\"only-slow\",backend=\"slow\"} 0")
+            && prom.contains("okd_lb_backend_checked{frontend=\"only-slow\",backend=\"slow\"} 0"),
+        "{prom}"
+    );
+    // No backend UP: the not-checked one gets the connection.
+    let only = lb.local_addr("only-slow").unwrap();
+    assert_eq!(ask(only, localhost()).await.unwrap(), "slow");
+    // Once "fast" passed its check, every connection goes to it, none to
+    // the backend still not checked (round robin would alternate).
+    wait_up(&lb, "both", "fast", true).await;
+    assert_eq!(lb.snapshot().frontends[1].backends[1].state, "UP");
+    let both = lb.local_addr("both").unwrap();
+    for _ in 0..6 {
+        assert_eq!(ask(both, localhost()).await.unwrap(), "fast");
+    }
+    assert_eq!(lb.is_up("both", "slow"), Some(false));
+    assert_eq!(
+        lb.snapshot().frontends[1].backends[0].state,
+        "not checked yet"
+    );
+    lb.shutdown().await;
+}
+
+/// A `tracing` writer into a shared buffer.
+#[derive(Clone, Default)]
+struct LogBuf(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogBuf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Issue #26 finding 7: connections closed for want of a backend are
+/// logged once when that starts, not once per connection.
+#[tokio::test]
+async fn rejections_are_logged_once_per_state_change() {
+    let buf = LogBuf::default();
+    let w = buf.clone();
+    let sub = tracing_subscriber::fmt()
+        .with_writer(move || w.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    // current_thread runtime: every task of this test logs on this thread.
+    let _guard = tracing::subscriber::set_default(sub);
+    let dead = TcpListener::bind(lo("127.0.0.1")).await.unwrap();
+    let dead_addr = dead.local_addr().unwrap();
+    drop(dead);
+    let mut fe = Frontend::new(
+        "api",
+        lo("127.0.0.1"),
+        vec![Backend::new("gone", dead_addr)],
+    );
+    fe.check = fast(HealthCheck::tcp());
+    let lb = LoadBalancer::start(vec![fe]).await.unwrap();
+    let addr = lb.local_addr("api").unwrap();
+    for _ in 0..20 {
+        assert!(ask(addr, localhost()).await.is_err());
+    }
+    assert_eq!(lb.snapshot().frontends[0].rejected_total, 20);
+    let log = String::from_utf8_lossy(&buf.0.lock().unwrap()).into_owned();
+    let n = log.matches("no backend available").count();
+    assert_eq!(n, 1, "logged {n} times for 20 closed connections:\n{log}");
+    lb.shutdown().await;
 }

@@ -14,7 +14,7 @@ use okd_lb::LoadBalancer;
 use serde_json::Value;
 use tracing::info;
 
-use crate::status::Status;
+use crate::status::{Rendering, Status};
 
 /// Reports every service's events to the [`Status`].
 pub(crate) struct Observer(pub(crate) Arc<Status>);
@@ -55,6 +55,17 @@ pub(crate) struct StatusApp {
 }
 
 impl StatusApp {
+    /// The document for an HTTP reader ([`Status::rendered`]).
+    async fn rendered(&self, what: Rendering) -> std::sync::Arc<str> {
+        let lb = self.lb.clone();
+        self.status
+            .rendered(what, move || {
+                lb.map(|lb| serde_json::to_value(lb.snapshot()).unwrap_or(Value::Null))
+                    .unwrap_or(Value::Null)
+            })
+            .await
+    }
+
     fn lb_json(&self) -> Value {
         self.lb
             .as_ref()
@@ -74,6 +85,9 @@ impl StatusApp {
             "okd_serve_unknown_clients {}\n",
             self.status.unknown_clients()
         );
+        out += "# HELP okd_serve_status_bytes Size of the status page's event store, estimated in bytes (bounded).\n";
+        out += "# TYPE okd_serve_status_bytes gauge\n";
+        out += &format!("okd_serve_status_bytes {}\n", self.status.stored_bytes());
         out
     }
 }
@@ -82,14 +96,16 @@ pub(crate) fn status_router(app: StatusApp) -> Router {
     Router::new()
         .route(
             "/",
-            get(|State(a): State<StatusApp>| async move { Html(a.status.html(a.lb_json())) }),
+            get(|State(a): State<StatusApp>| async move {
+                Html(a.rendered(Rendering::Html).await.to_string())
+            }),
         )
         .route(
             "/status",
             get(|State(a): State<StatusApp>| async move {
                 (
                     [(header::CONTENT_TYPE, "application/json")],
-                    serde_json::to_string_pretty(&a.status.json(a.lb_json())).unwrap_or_default(),
+                    a.rendered(Rendering::Json).await.to_string(),
                 )
                     .into_response()
             }),
@@ -175,7 +191,7 @@ pub(crate) fn control_reply(app: &StatusApp, inv: &Inventory, line: &str) -> Str
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use okd_lb::{Backend, Frontend, HealthCheck};
     use serde_json::json;
@@ -196,7 +212,8 @@ mod tests {
         }
     }
 
-    fn inventory() -> Inventory {
+    /// A bootstrap (127.0.0.2) and a master (127.0.0.3) of `okd.example`.
+    pub(crate) fn inventory() -> Inventory {
         Inventory {
             cluster_name: "okd".into(),
             base_domain: "example".into(),

@@ -49,8 +49,20 @@ pub enum ControlError {
     Record(String),
 }
 
-/// Sends one request and returns the reply (blocking; for the CLI). Waits
-/// at most 30 s for the reply.
+/// How long a client waits for the reply.
+pub(crate) const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The reply text, or [`ControlError::Refused`] for `error: <text>`.
+fn judge(out: String) -> Result<String, ControlError> {
+    if let Some(err) = out.strip_prefix("error: ") {
+        return Err(ControlError::Refused(err.trim_end().to_string()));
+    }
+    Ok(out)
+}
+
+/// Sends one request and returns the reply (blocking; for the CLI, never
+/// inside an async task: use [`request_async`] there). Waits at most
+/// [`REPLY_TIMEOUT`] for the reply.
 pub(crate) fn request(dir: &Path, what: &str) -> Result<String, ControlError> {
     use std::io::{Read as _, Write as _};
     let path = socket_path(dir);
@@ -65,16 +77,55 @@ pub(crate) fn request(dir: &Path, what: &str) -> Result<String, ControlError> {
         socket: path.clone(),
         source,
     };
-    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
-        .map_err(io)?;
+    s.set_read_timeout(Some(REPLY_TIMEOUT)).map_err(io)?;
     s.write_all(format!("{what}\n").as_bytes()).map_err(io)?;
     s.shutdown(std::net::Shutdown::Write).map_err(io)?;
     let mut out = String::new();
     s.read_to_string(&mut out).map_err(io)?;
-    if let Some(err) = out.strip_prefix("error: ") {
-        return Err(ControlError::Refused(err.trim_end().to_string()));
+    judge(out)
+}
+
+/// [`request`] with async I/O (tokio), for callers on an async runtime:
+/// connecting, sending and reading the reply together take at most `limit`
+/// ([`REPLY_TIMEOUT`] for the CLI's wait); a reply not complete by then is
+/// [`ControlError::Io`] with kind `TimedOut`.
+pub(crate) async fn request_async(
+    dir: &Path,
+    what: &str,
+    limit: std::time::Duration,
+) -> Result<String, ControlError> {
+    use tokio::io::AsyncReadExt as _;
+    let path = socket_path(dir);
+    let exchange = async {
+        let mut s = tokio::net::UnixStream::connect(&path)
+            .await
+            .map_err(|source| ControlError::NotRunning {
+                dir: dir.to_path_buf(),
+                socket: path.clone(),
+                source,
+            })?;
+        let io = |source| ControlError::Io {
+            socket: path.clone(),
+            source,
+        };
+        s.write_all(format!("{what}\n").as_bytes())
+            .await
+            .map_err(io)?;
+        s.shutdown().await.map_err(io)?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.map_err(io)?;
+        Ok::<String, ControlError>(out)
+    };
+    match tokio::time::timeout(limit, exchange).await {
+        Ok(r) => judge(r?),
+        Err(_) => Err(ControlError::Io {
+            socket: path.clone(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no reply within {limit:?}"),
+            ),
+        }),
     }
-    Ok(out)
 }
 
 /// Longest request line read, in bytes; longer requests are refused.
@@ -112,7 +163,13 @@ where
                 Ok(Ok(_)) if line.len() as u64 > MAX_REQUEST => {
                     format!("error: request longer than {MAX_REQUEST} bytes\n")
                 }
-                Ok(Ok(_)) => handle(line.trim()),
+                // Building the status document is CPU work: off the runtime's threads.
+                Ok(Ok(_)) => {
+                    let handle = handle.clone();
+                    tokio::task::spawn_blocking(move || handle(line.trim()))
+                        .await
+                        .unwrap_or_else(|_| "error: the request failed\n".to_string())
+                }
                 Ok(Err(_)) => return,
                 Err(_) => "error: no request line within 10 s\n".to_string(),
             };

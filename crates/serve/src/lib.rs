@@ -72,7 +72,7 @@ impl ClusterInfo {
                         "{} has neither {} nor install-config.yaml: run `okd-install create ignition-configs --dir {}` first",
                         dir.display(),
                         okd_assets::store::STATE_FILE,
-                        dir.display()
+                        okd_fs::shell_path(dir)
                     )
                 })?;
                 let c: NameAndDomain = serde_yaml_ng::from_str(&text).with_context(|| {
@@ -209,6 +209,20 @@ pub fn restore_bootstrap(dir: &Path) -> anyhow::Result<String> {
 /// [`ControlError::Io`] when the exchange breaks off.
 pub fn control_reply(dir: &Path, what: &str) -> Result<String, ControlError> {
     control::request(dir, what)
+}
+
+/// [`control_reply`] with async I/O, for callers inside an async runtime
+/// (e.g. `wait-for`'s progress): the whole exchange takes at most `limit`.
+///
+/// # Errors
+/// As [`control_reply`]; [`ControlError::Io`] with kind `TimedOut` when no
+/// complete reply came within `limit`.
+pub async fn control_reply_async(
+    dir: &Path,
+    what: &str,
+    limit: std::time::Duration,
+) -> Result<String, ControlError> {
+    control::request_async(dir, what, limit).await
 }
 
 /// The hosts `serve` would serve for `dir`: `agent-config.yaml` and

@@ -272,11 +272,7 @@ fn spawn_all<F, Fut>(
     if let Some(l) = status {
         let router = status_router(app.clone());
         let s = stopped();
-        tasks.spawn(async move {
-            let l = okd_listen::Listener::new(l, okd_listen::Limits::default());
-            okd_listen::serve_router(l, router, None, s).await;
-            Ok(())
-        });
+        tasks.spawn(async move { serve_status_apart(l, router, s).await });
     }
     let (app, inv) = (app.clone(), inv.clone());
     tasks.spawn(async move {
@@ -286,6 +282,77 @@ fn spawn_all<F, Fut>(
         .await;
         Ok(())
     });
+}
+
+/// How much the status page's threads yield the CPU (nice increment,
+/// setpriority(2); Linux keeps a nice value per thread).
+const STATUS_NICE: i32 = 10;
+
+/// Lowers the calling thread's CPU priority by [`STATUS_NICE`]; a failure
+/// (e.g. a seccomp profile) only costs the preference.
+fn lower_priority() {
+    if let Err(e) = rustix::process::nice(STATUS_NICE) {
+        tracing::debug!("cannot lower the status page's CPU priority: {e}");
+    }
+}
+
+/// Serves the status page, `/status` and `/metrics` on a thread and
+/// runtime of their own (one worker, plus its blocking pool for building
+/// the document), both at a lower CPU priority (nice +[`STATUS_NICE`]), so
+/// readers of a large status never wait in the queue of the runtime that
+/// answers DNS, the load balancer and Ignition, and the kernel prefers
+/// those when the CPUs are busy. Returns when `stop` completes (or the
+/// thread fails).
+async fn serve_status_apart(
+    l: tokio::net::TcpListener,
+    router: axum::Router,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    // A listener belongs to the runtime that registered it: hand it over
+    // as a plain socket.
+    let l = l.into_std().context("status listener")?;
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("okd-serve-status".into())
+        .spawn(move || {
+            lower_priority();
+            let r = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .on_thread_start(lower_priority)
+                .build()
+                .context("starting the status page's runtime")
+                .and_then(|rt| {
+                    rt.block_on(async move {
+                        let l = tokio::net::TcpListener::from_std(l).context("status listener")?;
+                        let l = okd_listen::Listener::new(l, okd_listen::Limits::default());
+                        okd_listen::serve_router(l, router, None, stop).await;
+                        Ok(())
+                    })
+                });
+            let _ = done_tx.send(r);
+        })
+        .context("starting the status page's thread")?;
+    done_rx
+        .await
+        .unwrap_or_else(|_| Err(anyhow::anyhow!("the status page's thread ended")))
+}
+
+/// The lock file of a running serve in the asset directory (its PID inside).
+pub(crate) const LOCK: &str = ".okd-serve.lock";
+
+/// Takes [`LOCK`] in `dir` for this serve's lifetime; another serve holding
+/// it stops this one with "another `okd-install serve` is running for
+/// <dir> (PID n)".
+fn lock_dir(dir: &Path) -> anyhow::Result<okd_fs::DirLock> {
+    match okd_fs::DirLock::acquire_file(dir, LOCK) {
+        Ok(l) => Ok(l),
+        Err(okd_fs::FsError::Locked { pid, .. }) => Err(anyhow::anyhow!(
+            "another `okd-install serve` is running for {} ({}); stop it first",
+            dir.display(),
+            pid.map_or_else(|| format!("it holds {LOCK}"), |p| format!("PID {p}"))
+        )),
+        Err(e) => Err(e).with_context(|| format!("locking {}", dir.join(LOCK).display())),
+    }
 }
 
 /// `okd-install serve` on the runtime: see [`crate::serve`].
@@ -299,6 +366,8 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Res
     // counts as a change.
     let start_inputs = inputs::Inputs::read(&dir);
     let (info, inv) = crate::load(&dir)?;
+    // One serve per directory, decided before any port is bound.
+    let _lock = lock_dir(&dir)?;
     let status = Arc::new(
         Status::new(inv.clone())
             .with_certs(crate::dashboard::short_lived(&dir.join("bootstrap.ign"))),
@@ -354,7 +423,7 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Res
         info!(
             "Nodes boot with the kernel arguments served at http://{}/pxe/ipxe?mac=<MAC>; `okd-install serve status --dir {}` shows what each host fetched",
             SocketAddr::new(inv.listen, inv.ports.http),
-            dir.display()
+            okd_fs::shell_path(&dir)
         );
     }
 

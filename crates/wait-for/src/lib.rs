@@ -297,7 +297,7 @@ pub async fn install_complete(opts: &Options) -> Result<(), WaitError> {
     info!("To access the cluster as the system:admin user when using 'oc', run");
     info!(
         "    export KUBECONFIG={}",
-        dir.join("auth/kubeconfig").display()
+        okd_fs::shell_path(&dir.join("auth/kubeconfig"))
     );
     if let Some(url) = console {
         info!("Access the OpenShift web-console here: {url}");

@@ -68,13 +68,23 @@ struct Stores {
     etcds: Store<DynamicObject>,
 }
 
+/// How long the progress waits for serve's status reply.
+const SERVE_REPLY: Duration = Duration::from_secs(10);
+
+/// [`hosts_line`] of the status of the serve running for `dir`, asked
+/// through its control socket with async I/O (the progress task shares the
+/// runtime with the waits): `None` when no serve answers within `limit`.
+async fn serve_hosts(dir: &std::path::Path, limit: Duration) -> Option<String> {
+    let text = okd_serve::control_reply_async(dir, "status", limit)
+        .await
+        .ok()?;
+    hosts_line(&serde_json::from_str(&text).ok()?)
+}
+
 /// A snapshot from the stores plus serve's status.
-fn snapshot(stores: &Stores, dir: &std::path::Path) -> Snapshot {
+async fn snapshot(stores: &Stores, dir: &std::path::Path) -> Snapshot {
     let mut s = Snapshot::default();
-    if let Ok(text) = okd_serve::control_reply(dir, "status")
-        && let Ok(v) = serde_json::from_str::<serde_json::Value>(&text)
-        && let Some(line) = hosts_line(&v)
-    {
+    if let Some(line) = serve_hosts(dir, SERVE_REPLY).await {
         s.lines.push(("hosts", line));
     }
     for e in stores.etcds.state() {
@@ -193,7 +203,7 @@ pub fn spawn(cluster: Cluster, dir: PathBuf, every: Duration) -> tokio::task::Jo
                 _ = events.next() => continue,
                 _ = tick.tick() => {}
             }
-            let s = snapshot(&stores, &dir);
+            let s = snapshot(&stores, &dir).await;
             if tty {
                 for (label, text) in &s.lines {
                     let bar = match bars.iter().find(|(l, _)| l == label) {
@@ -221,7 +231,47 @@ pub fn spawn(cluster: Cluster, dir: PathBuf, every: Duration) -> tokio::task::Jo
 
 #[cfg(test)]
 mod tests {
-    use super::hosts_line;
+    use super::{hosts_line, serve_hosts};
+    use std::time::{Duration, Instant};
+
+    /// Issue #18 finding 10: asking a serve that does not answer leaves a
+    /// current_thread runtime free: a timer on the same runtime fires while
+    /// the request waits, and the request gives up at its limit.
+    #[test]
+    fn serve_status_request_does_not_block_the_runtime() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let listener = std::os::unix::net::UnixListener::bind(dir.path().join(".okd-serve.sock"))
+            .expect("bind");
+        // A serve that accepts and holds the connection for 3 s without a reply.
+        let server = std::thread::spawn(move || {
+            let (s, _) = listener.accept().expect("accept");
+            std::thread::sleep(Duration::from_secs(3));
+            drop(s);
+        });
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let start = Instant::now();
+        let (timer_at, line) = rt.block_on(async {
+            let dir = dir.path().to_path_buf();
+            let req = tokio::spawn(async move { serve_hosts(&dir, Duration::from_secs(1)).await });
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let timer_at = start.elapsed();
+            (timer_at, req.await.expect("request task"))
+        });
+        assert!(
+            timer_at < Duration::from_millis(900),
+            "a 100 ms timer fired after {timer_at:?}: the request blocked the runtime"
+        );
+        assert_eq!(line, None);
+        let took = start.elapsed();
+        assert!(
+            took < Duration::from_secs(3),
+            "gave up after {took:?}, want 1 s"
+        );
+        server.join().expect("server");
+    }
 
     #[test]
     fn hosts_line_says_what_serve_saw() {

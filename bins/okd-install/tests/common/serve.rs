@@ -28,6 +28,60 @@ pub fn served_dir() -> tempfile::TempDir {
     d
 }
 
+/// The bastion's address in the labs of the serve tests.
+pub const BASTION: &str = "192.168.120.101";
+
+/// The bootstrap and the master of the example's inventory.
+pub const BOOTSTRAP_AND_MASTER: [(&str, &str); 2] = [
+    ("bootstrap", "192.168.120.102"),
+    ("master", "192.168.120.103"),
+];
+
+/// Starts `okd-install serve` (extra `args`) in the bastion namespace of a lab
+/// with `nodes` (name, address); returns the lab, the serve PID and the log
+/// path at once (serve may still be starting).
+pub fn lab_spawning_serve(
+    d: &Path,
+    prefix: &str,
+    nodes: &[(&str, &str)],
+    args: &[&str],
+) -> (Lab, u32, std::path::PathBuf) {
+    let prefix = format!("{prefix}{}", std::process::id() % 100000);
+    let mut lab = Lab::new(&prefix, BASTION, nodes, "okd.example");
+    let serve_log = d.join("serve.log");
+    let bastion = lab.bastion.ns.clone();
+    let dir = d.to_string_lossy().into_owned();
+    let mut all = vec!["serve", "--dir", &dir];
+    all.extend_from_slice(args);
+    let pid = lab.spawn(
+        &bastion,
+        env!("CARGO_BIN_EXE_okd-install"),
+        &all,
+        &serve_log,
+    );
+    (lab, pid, serve_log)
+}
+
+/// [`lab_spawning_serve`] with the bootstrap (192.168.120.102) and the
+/// master (192.168.120.103), returning once serve logged that it serves.
+pub fn lab_with_serve(d: &Path, prefix: &str, args: &[&str]) -> (Lab, u32, std::path::PathBuf) {
+    let (lab, pid, log) = lab_spawning_serve(d, prefix, &BOOTSTRAP_AND_MASTER, args);
+    wait_ready(&log);
+    (lab, pid, log)
+}
+
+/// `curl` inside `ns`: (HTTP status, body).
+pub fn curl_in(lab: &Lab, ns: &str, url: &str) -> (u16, String) {
+    let out = lab
+        .cmd(ns, "curl")
+        .args(["-s", "--max-time", "10", "-w", "\n%{http_code}", url])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (code.trim().parse().unwrap_or(0), body.to_string())
+}
+
 /// Waits (bounded) until the serve log says every service listens.
 pub fn wait_ready(log: &Path) {
     let start = Instant::now();

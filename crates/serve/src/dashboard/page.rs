@@ -38,7 +38,7 @@ const STYLE: &str = "body{font:15px/1.4 system-ui,sans-serif;margin:0 auto;max-w
 h1{font-size:1.4rem}h2{font-size:1.15rem;margin-top:1.5rem}table{border-collapse:collapse;width:100%}\
 th,td{border-bottom:1px solid #ccc;padding:.35rem .5rem;text-align:left;vertical-align:top}th{background:#f0f0f0}\
 ol.st{list-style:none;margin:0;padding:0;display:flex;flex-wrap:wrap;gap:.25rem .75rem}ol.st li::before{content:'○ '}\
-ol.st li.done::before{content:'● ';color:#1a7f37}ol.st li.todo{color:#666}.up{color:#1a7f37;font-weight:600}.down{color:#b42318;font-weight:600}\
+ol.st li.done::before{content:'● ';color:#1a7f37}ol.st li.todo{color:#666}.up{color:#1a7f37;font-weight:600}.down{color:#b42318;font-weight:600}.unchecked{color:#666}\
 ul.warn li{color:#8a4b00}time{color:#444;font-size:.9em}\
 @media (max-width:40rem){table,thead,tbody,tr,th,td{display:block}thead{display:none}td{border:0;padding:.15rem 0}tr{border-bottom:1px solid #ccc;padding:.5rem 0}td[data-label]::before{content:attr(data-label) ': ';color:#555}}";
 
@@ -162,10 +162,10 @@ pub(crate) fn page(doc: &Value, now: OffsetDateTime) -> String {
             .filter(|c| c["approved"] == false && c["denied"] == false)
             .count();
         main += &format!(
-            "<p>Cluster data from {}: {} CSRs pending, {} nodes; cluster operators {}/{} available{}.</p>",
+            "<p>Cluster data from {}: {} pending, {}; cluster operators {}/{} available{}.</p>",
             esc(cd["server"].as_str().unwrap_or("")),
-            pending,
-            cd["nodes"].as_array().map_or(0, |n| n.len()),
+            counted(pending, "CSR"),
+            counted(cd["nodes"].as_array().map_or(0, |n| n.len()), "node"),
             ops["available"],
             ops["total"],
             match ops["degraded"].as_array() {
@@ -211,8 +211,10 @@ pub(crate) fn page(doc: &Value, now: OffsetDateTime) -> String {
             main += "<table><thead><tr><th scope=\"col\">Frontend</th><th scope=\"col\">Backend</th><th scope=\"col\">State</th><th scope=\"col\">Last check</th><th scope=\"col\">Connections (now / total)</th><th scope=\"col\">Bytes in / out</th></tr></thead><tbody>";
             for fe in fes {
                 for b in fe["backends"].as_array().into_iter().flatten() {
-                    let up = b["up"] == true;
+                    let checked = b["checked"] != false;
+                    let up = checked && b["up"] == true;
                     let since = match from_unix_ms(&b["since_unix_ms"]) {
+                        _ if !checked => String::new(),
                         _ if !up && !b["last_ok_unix_ms"].is_u64() => {
                             ", no check passed yet".to_string()
                         }
@@ -225,8 +227,12 @@ pub(crate) fn page(doc: &Value, now: OffsetDateTime) -> String {
                         esc(fe["bind"].as_str().unwrap_or("")),
                         esc(b["name"].as_str().unwrap_or("")),
                         esc(b["addr"].as_str().unwrap_or("")),
-                        if up { "up" } else { "down" },
-                        if up { "UP" } else { "DOWN" },
+                        match (checked, up) {
+                            (false, _) => "unchecked",
+                            (true, true) => "up",
+                            (true, false) => "down",
+                        },
+                        okd_lb::BackendStats::state_text(up, checked),
                         esc(b["last_check"]["detail"].as_str().unwrap_or("—")),
                         b["active_connections"],
                         b["connections_total"],
@@ -246,4 +252,13 @@ pub(crate) fn page(doc: &Value, now: OffsetDateTime) -> String {
 <main id=\"main\">{main}</main><script>{SCRIPT}</script></body></html>\n",
         time_cell(&doc["started"], now)
     )
+}
+
+/// `n` and `noun`, plural unless `n` is 1: `1 CSR`, `0 CSRs`, `2 nodes`.
+pub(super) fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }

@@ -118,11 +118,17 @@ fn lb_stage(stage: &str, h: &Value, ctx: &Value, svc: okd_lb::Service) -> Value 
     };
     // A stage once reached stays done: a backend that passed a check and
     // is DOWN now came up and went down again (the warnings say so).
-    let up = b["up"] == true;
+    // Before its first check nothing is claimed.
+    let checked = b["checked"] != false;
+    let up = checked && b["up"] == true;
     let came_up = up || b["last_ok_unix_ms"].is_u64();
     let check = b["last_check"]["detail"].as_str().unwrap_or("no check yet");
-    let mut detail = if came_up && !up {
+    let mut detail = if !checked {
+        okd_lb::NOT_CHECKED.to_string()
+    } else if came_up && !up {
         format!("DOWN now: {check}")
+    } else if let (false, Some(step)) = (came_up, next_step(h)) {
+        format!("{check}; {step}")
     } else {
         check.to_string()
     };
@@ -139,6 +145,20 @@ fn lb_stage(stage: &str, h: &Value, ctx: &Value, svc: okd_lb::Service) -> Value 
         },
         "detail": detail,
     })
+}
+
+/// What to do about a bootstrap host whose API or machine-config server
+/// never passed a check and which has not fetched bootstrap.ign: boot it.
+/// `None` once it fetched it (the warnings say what to follow then).
+fn next_step(h: &Value) -> Option<String> {
+    let fetched = events(h, "http").iter().any(|e| {
+        e["status"] == 200
+            && e["path"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("bootstrap.ign"))
+    });
+    let name = h["hostname"].as_str().unwrap_or("the bootstrap host");
+    (!fetched).then(|| format!("boot {name}: it has not fetched bootstrap.ign yet"))
 }
 
 /// The stages only the bootstrap host has, after "Ignition fetched": its

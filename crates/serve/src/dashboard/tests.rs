@@ -126,6 +126,55 @@ fn bootstrap_stage_line() {
     }
 }
 
+/// Issue #18 finding 9: before a check of the bootstrap's backends nothing
+/// is claimed about its API or machine-config server, the page says "not
+/// checked yet"; a bootstrap that never answered and never fetched
+/// bootstrap.ign gets the next step.
+#[test]
+fn bootstrap_not_checked_claims_nothing() {
+    let now = datetime!(2026-11-24 10:10 UTC);
+    let mut d = doc();
+    d["hosts"][0]["http"] = json!([]);
+    for fe in 0..2 {
+        let b = &mut d["loadBalancer"]["frontends"][fe]["backends"][0];
+        b["up"] = json!(false);
+        b["checked"] = json!(false);
+        b["state"] = json!("not checked yet");
+        b["last_check"] = Value::Null;
+        b.as_object_mut().unwrap().remove("last_ok_unix_ms");
+    }
+    let mut fresh = d.clone();
+    annotate(&mut fresh, now);
+    for stage in [
+        "API up on bootstrap",
+        "Machine-config server up on bootstrap",
+    ] {
+        let st = boot_stage(&fresh, stage);
+        assert_eq!(st["done"], false, "{st}");
+        assert_eq!(st["detail"], "not checked yet", "{st}");
+    }
+    let html = page(&fresh, now);
+    assert!(
+        html.contains("<li class=\"todo\">API up on bootstrap (not checked yet)</li>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("data-label=\"State\">not checked yet</td>"),
+        "{html}"
+    );
+    assert!(!html.contains(">UP"), "{html}");
+    // Checked, refused, never fetched bootstrap.ign: boot it.
+    let b = &mut d["loadBalancer"]["frontends"][0]["backends"][0];
+    b["checked"] = json!(true);
+    b["state"] = json!("DOWN");
+    b["last_check"] = json!({"detail": "connection refused"});
+    annotate(&mut d, now);
+    assert_eq!(
+        boot_stage(&d, "API up on bootstrap")["detail"],
+        "connection refused; boot bootstrap: it has not fetched bootstrap.ign yet"
+    );
+}
+
 #[test]
 fn bootstrap_api_not_up_warning() {
     let mut d = doc();
@@ -363,7 +412,7 @@ fn stages_warnings_and_page() {
     assert!(w.contains(&"the install's 24-hour certificates expire in 1 h 20 min (tls/kube-apiserver-lb-server.crt): boot the remaining nodes before then, or create the Ignition configs again"), "{w:?}");
     let html = page(&d, now);
     assert!(html.contains("(first to expire: tls/kube-apiserver-lb-server.crt) expire <time datetime=\"2026-11-24T11:30:00Z\">in 1 h 20 min</time>"), "{html}");
-    assert!(html.contains("Cluster data from https://api.okd.example:6443: 2 CSRs pending, 1 nodes; cluster operators 3/5 available, degraded: ingress."), "{html}");
+    assert!(html.contains("Cluster data from https://api.okd.example:6443: 2 CSRs pending, 1 node; cluster operators 3/5 available, degraded: ingress."), "{html}");
     assert!(
         html.contains("<time datetime=\"2026-11-24T10:01:05Z\">8 min ago</time>"),
         "{html}"
