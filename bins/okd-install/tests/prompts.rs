@@ -28,7 +28,7 @@ impl Pane {
             dir.file_name().unwrap().to_string_lossy()
         );
         let script = format!(
-            "env -u OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE HOME='{}' '{}' create install-config --dir '{}'; \
+            "trap true INT; env -u OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE HOME='{}' '{}' create install-config --dir '{}'; \
              echo \"EXIT=$?\"; stty -a | tr ' ;' '\\n\\n' | grep -x -e echo -e -echo | sed 's/^/ECHO=/'; sleep 60",
             home.display(),
             env!("CARGO_BIN_EXE_okd-install"),
