@@ -488,10 +488,23 @@ pub(crate) fn refuse_contradictions(
     if c.is_empty() {
         return Ok(());
     }
+    let (what, fix) = if file.exists() {
+        (
+            file.display().to_string(),
+            "edit the file, or remove it to create a new one",
+        )
+    } else {
+        (
+            format!(
+                "{} (consumed into {})",
+                file.display(),
+                okd_assets::store::STATE_FILE
+            ),
+            "start from a new --dir",
+        )
+    };
     anyhow::bail!(
-        "{} already has an install config, and these flags contradict it: {}. \
-         Edit the file (or `create manifests` again from it), or start from a new --dir",
-        file.display(),
+        "{what} already exists and these flags contradict it: {}; {fix}",
         c.join("; ")
     )
 }
