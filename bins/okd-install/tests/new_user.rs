@@ -307,3 +307,34 @@ fn messages_point_the_way() {
         "{err}"
     );
 }
+
+/// Finding 2, the other way: a release given later that refuses the
+/// recorded install-config (OpenShiftSDN after 4.14) is an error naming the
+/// rule, and the directory stays as it was.
+#[test]
+fn release_given_later_rechecks_the_install_config() {
+    let d = example_dir("aws-upi");
+    okd_ok(
+        d.path(),
+        &["create", "manifests", "--release-image", OKD_45],
+    );
+    let state = d.path().join(".openshift_install_state.json");
+    let before = std::fs::read(&state).unwrap();
+    let out = okd(
+        d.path(),
+        &[
+            "create",
+            "ignition-configs",
+            "--release-image",
+            "quay.io/okd/scos-release:4.19.0-okd-scos.1",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("networkType OpenShiftSDN is not supported"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&state).unwrap(), before);
+    assert!(!d.path().join("bootstrap.ign").exists());
+}

@@ -100,6 +100,15 @@ impl Asset for InstallConfigAsset {
     fn same_as(&self, other: &Self) -> bool {
         self.config.to_json_value() == other.config.to_json_value()
     }
+
+    /// The recorded config validated again for this run's target release
+    /// (a release given later may refuse what the first one accepted, e.g.
+    /// OpenShiftSDN from 4.15 on); its warnings were logged when it was read.
+    fn recheck(&self, ctx: &GenCtx) -> Result<(), AssetError> {
+        okd_installconfig::finish(self.config.clone(), &Self::options(ctx))
+            .map(|_| ())
+            .map_err(AssetError::InstallConfig)
+    }
 }
 
 /// The cluster's identity: `{"UUID": "<uuid v4>", "InfraID": "<name>-<5 chars>"}` (§3.3).

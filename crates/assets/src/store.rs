@@ -76,6 +76,13 @@ pub trait Asset: Serialize + DeserializeOwned + Send + Sync + 'static {
         format!("{} differs from the state file's", Self::NAME)
     }
 
+    /// Checks a copy read from the state file against this run's context
+    /// (the install-config against the rules of the target release, which
+    /// may differ from the release it was recorded under). Default: nothing.
+    fn recheck(&self, _ctx: &GenCtx) -> Result<(), AssetError> {
+        Ok(())
+    }
+
     /// Whether an on-disk copy equals the state copy (openshift-install uses deep
     /// equality; by default the persisted files are compared byte for byte).
     fn same_as(&self, other: &Self) -> bool {
@@ -356,13 +363,16 @@ fn load_asset<T: Asset>(store: &mut Store<'_>, depth: usize) -> Result<(), Asset
     let present_on_disk = on_disk.is_some();
     let mut from_state: Option<T> = None;
     if !any_parents_dirty && let Some(raw) = store.state.get(T::STATE_KEY) {
-        from_state =
-            Some(
-                serde_json::from_value(raw.clone()).map_err(|source| AssetError::State {
-                    key: T::STATE_KEY.to_string(),
-                    source,
-                })?,
-            );
+        let s: T = serde_json::from_value(raw.clone()).map_err(|source| AssetError::State {
+            key: T::STATE_KEY.to_string(),
+            source,
+        })?;
+        s.recheck(store.ctx).map_err(|e| AssetError::Step {
+            step: "load",
+            name: T::NAME,
+            source: Box::new(e),
+        })?;
+        from_state = Some(s);
     }
     let (asset, source): (Option<T>, Source) = if any_parents_dirty {
         if present_on_disk {
