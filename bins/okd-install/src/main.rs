@@ -26,18 +26,27 @@ struct Cli {
     /// Log level (debug, info, warn, error).
     #[arg(long = "log-level", global = true, default_value = "info")]
     log_level: String,
-    /// Release image to install [env: OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE];
-    /// its tag selects the target release (default: a current OKD 4.x).
-    #[arg(long = "release-image", global = true)]
-    release_image: Option<String>,
-    /// Target release 4.<minor> when the image tag does not tell (e.g. a digest).
-    #[arg(long = "release-version", global = true)]
-    release_version: Option<String>,
-    /// Ignition spec to write (3.0.0-3.4.0); default follows the release.
-    #[arg(long = "ignition-spec", global = true)]
-    ignition_spec: Option<String>,
     #[command(subcommand)]
     cmd: Cmd,
+}
+
+/// The release options, offered only by the commands that generate for a
+/// release (`create install-config`, `manifests`, `ignition-configs`,
+/// `single-node-ignition-config`).
+#[derive(clap::Args, Debug, Clone, Default)]
+struct ReleaseOpts {
+    /// Release image to install [env: OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE];
+    /// its tag selects the target release (default: the one the directory's
+    /// state file records, else a current OKD 4.x). A release other than the
+    /// recorded one regenerates what depends on it.
+    #[arg(long = "release-image")]
+    release_image: Option<String>,
+    /// Target release 4.<minor> when the image tag does not tell (e.g. a digest).
+    #[arg(long = "release-version")]
+    release_version: Option<String>,
+    /// Ignition spec to write (3.0.0-3.4.0); default follows the release.
+    #[arg(long = "ignition-spec")]
+    ignition_spec: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -166,13 +175,18 @@ struct WaitForOpts {
 #[derive(Subcommand, Debug)]
 enum CreateCmd {
     /// Generates the Install Config asset.
-    InstallConfig(Box<interactive::InstallConfigOpts>),
+    InstallConfig {
+        #[command(flatten)]
+        opts: Box<interactive::InstallConfigOpts>,
+        #[command(flatten)]
+        release: ReleaseOpts,
+    },
     /// Generates the Kubernetes manifests.
-    Manifests,
+    Manifests(ReleaseOpts),
     /// Generates the Ignition Config asset.
-    IgnitionConfigs,
+    IgnitionConfigs(ReleaseOpts),
     /// Generates the bootstrap-in-place Ignition config for a single node.
-    SingleNodeIgnitionConfig,
+    SingleNodeIgnitionConfig(ReleaseOpts),
     /// Writes haproxy, keepalived, dnsmasq, BIND and CoreDNS configs and the
     /// PXE tree for the hosts of agent-config.yaml + bastion-config.yaml.
     BastionConfigs,
@@ -189,41 +203,57 @@ fn target_of(word: &str) -> Option<Target> {
     .find(|t| t.command() == word)
 }
 
-/// Decides the release image, target and Ignition spec: flag, else env, else
-/// the value an earlier run recorded in the state file, else the default.
-fn release_context(cli: &Cli) -> anyhow::Result<GenCtx> {
+/// Decides the release image, target and Ignition spec for `dir`: flag, else
+/// `OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE`, else what an earlier run
+/// recorded in the state file (image, target release and Ignition spec),
+/// else the default. The target comes from `--release-version`, else the
+/// record when the image is the recorded one, else the image's tag; the spec
+/// from `--ignition-spec`, else the record when image and target are the
+/// recorded ones, else the release's.
+///
+/// # Errors
+/// An unreadable state file, a bad `--release-version`/`--ignition-spec`,
+/// or an image whose tag does not tell the release (a digest) without
+/// `--release-version`.
+fn release_context(dir: &std::path::Path, opts: &ReleaseOpts) -> anyhow::Result<GenCtx> {
     let env = std::env::var("OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE")
         .ok()
         .filter(|s| !s.is_empty());
-    if env.is_some() && cli.release_image.is_none() {
+    if env.is_some() && opts.release_image.is_none() {
         warn!(
             "Found override for release image ({}). Please be warned, this is not advised",
             env.as_deref().unwrap_or_default()
         );
     }
-    let recorded = okd_assets::recorded::Recorded::load(&cli.dir)?
+    let recorded = okd_assets::recorded::Recorded::load(dir)?
         .map(|r| r.get::<okd_assets::installconfig::ReleaseImage>())
         .transpose()?
-        .flatten()
-        .map(|i| i.pull_spec);
-    let image = cli
+        .flatten();
+    let image = opts
         .release_image
         .clone()
         .or(env)
-        .or(recorded)
+        .or_else(|| recorded.as_ref().map(|r| r.pull_spec.clone()))
         .unwrap_or_else(|| DEFAULT_RELEASE_IMAGE.to_string());
+    let recorded = recorded.filter(|r| r.pull_spec == image);
     let okd_hint = image.contains("okd");
-    let target = match &cli.release_version {
+    let target = match &opts.release_version {
         Some(v) => ReleaseTarget::parse_version(v, okd_hint)?,
-        None => ReleaseTarget::from_release_image(&image).ok_or_else(|| {
-            anyhow::anyhow!(
-                "cannot tell the release version from {image:?}: add --release-version 4.<minor>"
-            )
-        })?,
+        None => match recorded.as_ref().and_then(|r| r.target()) {
+            Some(t) => t,
+            None => ReleaseTarget::from_release_image(&image).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "cannot tell the release version from {image:?}: add --release-version 4.<minor>"
+                )
+            })?,
+        },
     };
-    let spec = match &cli.ignition_spec {
+    let spec = match &opts.ignition_spec {
         Some(s) => s.parse::<IgnitionSpec>()?,
-        None => target.ignition_spec(),
+        None => recorded
+            .filter(|r| r.target() == Some(target))
+            .and_then(|r| r.spec())
+            .unwrap_or_else(|| target.ignition_spec()),
     };
     let mut ctx = GenCtx::new(image, target, spec);
     if let Ok(inv) = std::env::var("OPENSHIFT_INSTALL_INVOKER")
@@ -234,11 +264,27 @@ fn release_context(cli: &Cli) -> anyhow::Result<GenCtx> {
     Ok(ctx)
 }
 
+/// The release for commands that do not generate for one (`version`,
+/// `mirror`): [`release_context`] without options, and when it fails (e.g. a
+/// digest in `OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE`) a warning and the
+/// default release, as openshift-install's `version` only warns.
+fn release_context_lenient(dir: &std::path::Path) -> GenCtx {
+    release_context(dir, &ReleaseOpts::default()).unwrap_or_else(|e| {
+        let t = ReleaseTarget::default_target();
+        warn!("{e:#}; this command goes on with the rules of release {t}");
+        let image = std::env::var("OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| DEFAULT_RELEASE_IMAGE.to_string());
+        GenCtx::new(image, t, t.ignition_spec())
+    })
+}
+
 fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
     let fail = |e: anyhow::Error| (e, 1u8);
     match &cli.cmd {
         Cmd::Version => {
-            let ctx = release_context(&cli).map_err(fail)?;
+            let ctx = release_context_lenient(&cli.dir);
             println!("okd-install v{}", env!("CARGO_PKG_VERSION"));
             println!(
                 "built from commit {}",
@@ -333,7 +379,7 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
             })
         }
         Cmd::Mirror(m) => {
-            let ctx = release_context(&cli).map_err(fail)?;
+            let ctx = release_context_lenient(&cli.dir);
             mirror::run(&cli.dir, m, ctx.target).map_err(|e| {
                 // Exit code 3 for install-config errors, as for `create`.
                 let code = match e.downcast_ref::<okd_mirror_registry::MirrorError>() {
@@ -348,19 +394,20 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
         }
         Cmd::Create(c) => {
             let mut source = None;
-            let target = match c {
-                CreateCmd::InstallConfig(opts) => {
+            let (target, release) = match c {
+                CreateCmd::InstallConfig { opts, release } => {
+                    interactive::refuse_contradictions(&cli.dir, opts).map_err(|e| (e, 3))?;
                     source = Some(interactive::source((**opts).clone()));
-                    Target::InstallConfig
+                    (Target::InstallConfig, release)
                 }
-                CreateCmd::Manifests => Target::Manifests,
-                CreateCmd::IgnitionConfigs => Target::IgnitionConfigs,
-                CreateCmd::SingleNodeIgnitionConfig => Target::SingleNodeIgnitionConfig,
+                CreateCmd::Manifests(r) => (Target::Manifests, r),
+                CreateCmd::IgnitionConfigs(r) => (Target::IgnitionConfigs, r),
+                CreateCmd::SingleNodeIgnitionConfig(r) => (Target::SingleNodeIgnitionConfig, r),
                 CreateCmd::BastionConfigs => {
                     return okd_serve::create_bastion_configs(&cli.dir).map_err(fail);
                 }
             };
-            let mut ctx = release_context(&cli).map_err(fail)?;
+            let mut ctx = release_context(&cli.dir, release).map_err(fail)?;
             ctx.install_config_source = source;
             debug!(
                 "OpenShift Installer okd-install v{}",
@@ -386,6 +433,27 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
             Ok(())
         }
     }
+}
+
+/// For an error about a generated file that `dir` lacks, which command makes
+/// it: `bootstrap.ign is made by \`okd-install create ignition-configs --dir D\``.
+fn missing_file_hint(dir: &std::path::Path, text: &str) -> Option<String> {
+    const MADE_BY: [(&str, &str); 5] = [
+        ("bootstrap.ign", "ignition-configs"),
+        ("master.ign", "ignition-configs"),
+        ("worker.ign", "ignition-configs"),
+        ("metadata.json", "ignition-configs"),
+        ("auth/kubeconfig", "ignition-configs"),
+    ];
+    MADE_BY
+        .iter()
+        .find(|(file, _)| text.contains(file) && !dir.join(file).exists())
+        .map(|(file, cmd)| {
+            format!(
+                "{file} is made by `okd-install create {cmd} --dir {}`",
+                dir.display()
+            )
+        })
 }
 
 /// A runtime for the commands that talk to the cluster.
@@ -417,10 +485,15 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(1);
     }
+    let dir = cli.dir.clone();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err((e, code)) => {
-            error!("{e:#}");
+            let text = okd_assets::chain(e.as_ref());
+            match missing_file_hint(&dir, &text) {
+                Some(hint) => error!("{text}; {hint}"),
+                None => error!("{text}"),
+            }
             ExitCode::from(code)
         }
     }

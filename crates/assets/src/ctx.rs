@@ -40,6 +40,11 @@ pub struct GenCtx {
     /// none (interactive prompts or flags); `None` makes a missing
     /// `install-config.yaml` an error naming the file.
     pub install_config_source: Option<crate::installconfig::InstallConfigSource>,
+    /// Fault injection for tests: generating the asset with this display
+    /// name (e.g. `Root CA`) fails with [`AssetError::Invalid`], so a test can
+    /// make every asset of a command fail in turn. `None` in normal runs.
+    #[doc(hidden)]
+    pub fail_generating: Option<String>,
     keys: Option<KeyPool>,
     given_keys: Mutex<VecDeque<RsaKey>>,
     rng: Mutex<StdRng>,
@@ -62,6 +67,7 @@ impl GenCtx {
                 .map(|s| s.trim() == "1")
                 .unwrap_or(false),
             install_config_source: None,
+            fail_generating: None,
             keys: None,
             given_keys: Mutex::new(VecDeque::new()),
             rng: Mutex::new(StdRng::from_os_rng()),

@@ -150,14 +150,45 @@ impl AssetError {
 }
 
 /// Renders an error and all its sources joined by `": "`, the way
-/// openshift-install prints its wrapped errors.
+/// openshift-install prints its wrapped errors. A cause whose text the line
+/// already holds (an error that prints its source and also returns it, as
+/// `std::io::Error` wrappers and hyper's errors do) is printed once.
 pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut out = err.to_string();
     let mut src = err.source();
     while let Some(s) = src {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
+        let text = s.to_string();
+        if !text.is_empty() && !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
         src = s.source();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error that prints its source and returns it too.
+    #[derive(Debug, thiserror::Error)]
+    #[error("reading x: {0}")]
+    struct Echoing(#[source] std::io::Error);
+
+    #[test]
+    fn each_cause_once() {
+        let io = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let e = AssetError::Decode {
+            path: "auth/kubeconfig".into(),
+            what: "not a kubeconfig",
+            source: Box::new(Echoing(io)),
+        };
+        let text = chain(&e);
+        assert_eq!(text.matches("entity not found").count(), 1, "{text}");
+        assert!(
+            text.starts_with("auth/kubeconfig: not a kubeconfig: reading x: "),
+            "{text}"
+        );
+    }
 }

@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tracing::warn;
 
 use okd_types::ignition::{Config, File, Unit};
 
@@ -45,6 +46,15 @@ fn bootstrap_deps() -> Vec<Dep> {
 /// Renders a bootstrap config: our node files and units plus everything under /opt/openshift.
 fn bootstrap_config(ctx: &GenCtx, p: &Parents<'_>, in_place: bool) -> Result<Config, AssetError> {
     let ic = &p.get::<InstallConfigAsset>().config;
+    let release = &p.get::<ReleaseImage>().pull_spec;
+    if ic.mirrors_cover(release) == Some(false) {
+        let sources: Vec<String> = ic.image_sources().into_iter().map(|s| s.source).collect();
+        warn!(
+            "The release image {release} is not covered by any imageContentSources/imageDigestSources source of install-config.yaml ({}): the nodes will pull it from {}. Give the release you mirrored with --release-image, or mirror this one (`okd-install mirror release --from {release}`)",
+            sources.join(", "),
+            okd_installconfig::image_repository(release)
+        );
+    }
     let data = template_data(ctx, p, in_place);
     let mut cfg = Config::new(ctx.ignition_spec);
     let ssh_pub = String::from_utf8_lossy(&p.get::<BootstrapSshKeyPair>().public).into_owned();

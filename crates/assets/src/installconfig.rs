@@ -100,6 +100,15 @@ impl Asset for InstallConfigAsset {
     fn same_as(&self, other: &Self) -> bool {
         self.config.to_json_value() == other.config.to_json_value()
     }
+
+    /// The recorded config validated again for this run's target release
+    /// (a release given later may refuse what the first one accepted, e.g.
+    /// OpenShiftSDN from 4.15 on); its warnings were logged when it was read.
+    fn recheck(&self, ctx: &GenCtx) -> Result<(), AssetError> {
+        okd_installconfig::finish(self.config.clone(), &Self::options(ctx))
+            .map(|_| ())
+            .map_err(AssetError::InstallConfig)
+    }
 }
 
 /// The cluster's identity: `{"UUID": "<uuid v4>", "InfraID": "<name>-<5 chars>"}` (§3.3).
@@ -145,12 +154,76 @@ impl Asset for ClusterId {
     }
 }
 
-/// The release image pull spec: `{"PullSpec": "..."}` (`pkg/asset/releaseimage`).
+/// The release image pull spec: `{"PullSpec": "..."}` (`pkg/asset/releaseimage`),
+/// plus what okd-install generated for: the target release (`"okdRelease":
+/// "4.5"`, `"okdFlavour": "okd"` or `"ocp"`) and the Ignition spec
+/// (`"okdIgnitionSpec": "3.0.0"`). openshift-install ignores the extra keys;
+/// state files without them (older runs) read as unknown.
+///
+/// The value comes from the command line (`--release-image`,
+/// `--release-version`, `--ignition-spec` or the state file when none is
+/// given, see [`GenCtx`]): when it differs from the state file's copy, the
+/// store uses it and regenerates every asset that depends on it
+/// ([`Asset::given`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReleaseImage {
     /// e.g. `quay.io/openshift/okd:4.5.0-0.okd-2020-08-12-020541`.
     #[serde(rename = "PullSpec")]
     pub pull_spec: String,
+    /// The target release `4.<minor>`, e.g. `4.5`.
+    #[serde(
+        rename = "okdRelease",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub release: Option<String>,
+    /// `okd` or `ocp`.
+    #[serde(
+        rename = "okdFlavour",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub flavour: Option<String>,
+    /// The Ignition spec written, e.g. `3.0.0`.
+    #[serde(
+        rename = "okdIgnitionSpec",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ignition_spec: Option<String>,
+}
+
+impl ReleaseImage {
+    /// The release of `ctx`.
+    pub fn of(ctx: &GenCtx) -> Self {
+        ReleaseImage {
+            pull_spec: ctx.release_image.clone(),
+            release: Some(format!("{}.{}", ctx.target.major, ctx.target.minor)),
+            flavour: Some(if ctx.target.okd { "okd" } else { "ocp" }.to_string()),
+            ignition_spec: Some(ctx.ignition_spec.to_string()),
+        }
+    }
+
+    /// The recorded target release, when the state file has one.
+    pub fn target(&self) -> Option<okd_types::release::ReleaseTarget> {
+        let okd = self.flavour.as_deref() == Some("okd");
+        okd_types::release::ReleaseTarget::parse_version(self.release.as_deref()?, okd).ok()
+    }
+
+    /// The recorded Ignition spec, when the state file has one.
+    pub fn spec(&self) -> Option<okd_types::release::IgnitionSpec> {
+        self.ignition_spec.as_deref()?.parse().ok()
+    }
+
+    /// One line for logs: `<pull spec> (release 4.5, Ignition spec 3.0.0)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} (release {}, Ignition spec {})",
+            self.pull_spec,
+            self.release.as_deref().unwrap_or("unknown"),
+            self.ignition_spec.as_deref().unwrap_or("unknown")
+        )
+    }
 }
 
 impl Asset for ReleaseImage {
@@ -162,9 +235,29 @@ impl Asset for ReleaseImage {
     }
 
     fn generate(ctx: &GenCtx, _: &Parents<'_>) -> Result<Self, AssetError> {
-        Ok(ReleaseImage {
-            pull_spec: ctx.release_image.clone(),
-        })
+        Ok(Self::of(ctx))
+    }
+
+    fn given(ctx: &GenCtx) -> Option<Self> {
+        Some(Self::of(ctx))
+    }
+
+    /// Equal pull specs, and equal release and spec where `other` (the
+    /// state file's copy) records them (older state files do not).
+    fn same_as(&self, other: &Self) -> bool {
+        let agrees = |a: &Option<String>, b: &Option<String>| b.is_none() || a == b;
+        self.pull_spec == other.pull_spec
+            && agrees(&self.release, &other.release)
+            && agrees(&self.flavour, &other.flavour)
+            && agrees(&self.ignition_spec, &other.ignition_spec)
+    }
+
+    fn describe_change(&self, old: &Self) -> String {
+        format!(
+            "the release changed from {} to {}",
+            old.describe(),
+            self.describe()
+        )
     }
 }
 

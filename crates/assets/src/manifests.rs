@@ -16,7 +16,7 @@ use crate::ctx::GenCtx;
 use crate::dir::{AssetDir, AssetFile, base64_std};
 use crate::error::AssetError;
 use crate::filelist::{FileListAsset, MANIFEST_EXTS, is_machine_manifest, yaml};
-use crate::installconfig::{ClusterId, InstallConfigAsset};
+use crate::installconfig::{ClusterId, InstallConfigAsset, ReleaseImage};
 use crate::password::KubeadminPassword;
 use crate::store::{Asset, Dep, Parents, dep};
 use crate::tls::{McsCertKey, RootCa, api_vips};
@@ -37,6 +37,7 @@ impl Asset for CommonManifests {
             dep::<InstallConfigAsset>(),
             dep::<RootCa>(),
             dep::<McsCertKey>(),
+            dep::<ReleaseImage>(),
         ]
     }
 
@@ -591,7 +592,11 @@ impl Asset for OpenshiftManifests {
     const WRITABLE: bool = true;
 
     fn dependencies() -> Vec<Dep> {
-        vec![dep::<InstallConfigAsset>(), dep::<KubeadminPassword>()]
+        vec![
+            dep::<InstallConfigAsset>(),
+            dep::<KubeadminPassword>(),
+            dep::<ReleaseImage>(),
+        ]
     }
 
     fn generate(ctx: &GenCtx, p: &Parents<'_>) -> Result<Self, AssetError> {

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::ctx::GenCtx;
 use crate::dir::{AssetDir, AssetFile};
 use crate::error::AssetError;
-use crate::installconfig::{ClusterId, InstallConfigAsset};
+use crate::installconfig::{ClusterId, InstallConfigAsset, ReleaseImage};
 use crate::store::{Asset, Dep, Parents, dep};
 
 /// The file name.
@@ -45,7 +45,11 @@ impl Asset for ClusterMetadata {
     const WRITABLE: bool = true;
 
     fn dependencies() -> Vec<Dep> {
-        vec![dep::<ClusterId>(), dep::<InstallConfigAsset>()]
+        vec![
+            dep::<ClusterId>(),
+            dep::<InstallConfigAsset>(),
+            dep::<ReleaseImage>(),
+        ]
     }
 
     fn generate(ctx: &GenCtx, p: &Parents<'_>) -> Result<Self, AssetError> {

@@ -11,7 +11,7 @@ use okd_types::ignition::{Config, Resource};
 use crate::ctx::GenCtx;
 use crate::dir::{AssetDir, AssetFile};
 use crate::error::AssetError;
-use crate::installconfig::InstallConfigAsset;
+use crate::installconfig::{InstallConfigAsset, ReleaseImage};
 use crate::store::{Asset, Dep, Parents, dep};
 use crate::tls::{RootCa, api_vips};
 
@@ -101,7 +101,7 @@ macro_rules! pointer_asset {
             const STATE_KEY: &'static str = $key;
             const WRITABLE: bool = true;
             fn dependencies() -> Vec<Dep> {
-                vec![dep::<InstallConfigAsset>(), dep::<RootCa>()]
+                vec![dep::<InstallConfigAsset>(), dep::<RootCa>(), dep::<ReleaseImage>()]
             }
             fn generate(ctx: &GenCtx, p: &Parents<'_>) -> Result<Self, AssetError> {
                 let ic = &p.get::<InstallConfigAsset>().config;

@@ -14,10 +14,11 @@
 //!    dirty; otherwise the state copy is used; otherwise the asset is generated.
 //! 2. **fetch**: generate what has no source yet, parents first, each once.
 //!
-//! After each target the whole state is saved atomically and every asset that
-//! was read from disk but is not a target of the command is purged from disk
-//! ("Consuming Install Config from target directory"): that is how `create
-//! manifests` consumes `install-config.yaml`.
+//! After every target of the command was fetched, the whole state is saved
+//! atomically and every asset that was read from disk but is not a target of
+//! the command is purged from disk ("Consuming Install Config from target
+//! directory"): that is how `create manifests` consumes `install-config.yaml`.
+//! A command that fails while fetching writes no state and consumes nothing.
 
 use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -59,6 +60,27 @@ pub trait Asset: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// Loads a user-provided or user-edited copy from the directory; `None` if absent.
     fn load(_dir: &AssetDir, _ctx: &GenCtx) -> Result<Option<Self>, AssetError> {
         Ok(None)
+    }
+
+    /// The value this run was given on the command line, if the asset is one
+    /// (the release: [`crate::installconfig::ReleaseImage`]). When the state
+    /// file holds another value, the given one wins and counts as dirty, so
+    /// every asset depending on it is regenerated and on-disk copies of
+    /// those are discarded with openshift-install's warning.
+    fn given(_ctx: &GenCtx) -> Option<Self> {
+        None
+    }
+
+    /// The log line when a given value replaces the state file's `old`.
+    fn describe_change(&self, _old: &Self) -> String {
+        format!("{} differs from the state file's", Self::NAME)
+    }
+
+    /// Checks a copy read from the state file against this run's context
+    /// (the install-config against the rules of the target release, which
+    /// may differ from the release it was recorded under). Default: nothing.
+    fn recheck(&self, _ctx: &GenCtx) -> Result<(), AssetError> {
+        Ok(())
     }
 
     /// Whether an on-disk copy equals the state copy (openshift-install uses deep
@@ -112,6 +134,8 @@ enum Source {
     Generated,
     OnDisk,
     StateFile,
+    /// Given on the command line and different from the state file's copy.
+    Given,
 }
 
 struct Entry {
@@ -127,7 +151,7 @@ struct Entry {
 
 impl Entry {
     fn is_dirty(&self) -> bool {
-        self.source == Source::OnDisk || self.any_parents_dirty
+        matches!(self.source, Source::OnDisk | Source::Given) || self.any_parents_dirty
     }
 }
 
@@ -221,19 +245,27 @@ impl<'c> Store<'c> {
         n
     }
 
-    /// Fetches `target` (load, then generate what is missing), saves the state
-    /// file and purges consumed inputs that are not among `preserved`.
-    pub fn fetch(&mut self, target: Dep, preserved: &[Dep]) -> Result<(), AssetError> {
+    /// Fetches `target`: loads it and its parents, then generates what is
+    /// missing. Writes nothing: call [`Store::save_and_purge`] once every
+    /// target of the command was fetched, so a command that fails part way
+    /// leaves the state file and its inputs as they were (openshift-install
+    /// `pkg/asset/store/store.go`: fetch, then save the state, then purge).
+    pub fn fetch(&mut self, target: Dep) -> Result<(), AssetError> {
         debug!("Fetching {}...", target.name);
         let wrap = |e: AssetError| AssetError::Fetch {
             name: target.name,
             source: Box::new(e),
         };
         (target.load)(self, 0).map_err(wrap)?;
-        (target.fetch)(self, 0).map_err(wrap)?;
-        self.save_state().map_err(wrap)?;
-        self.purge(preserved).map_err(wrap)?;
-        Ok(())
+        (target.fetch)(self, 0).map_err(wrap)
+    }
+
+    /// Saves the state file atomically, then purges the inputs read from the
+    /// directory that are not among `preserved` ("Consuming Install Config
+    /// from target directory"). Call after every target was fetched.
+    pub fn save_and_purge(&mut self, preserved: &[Dep]) -> Result<(), AssetError> {
+        self.save_state()?;
+        self.purge(preserved)
     }
 
     /// The fetched asset of type `T`.
@@ -331,13 +363,16 @@ fn load_asset<T: Asset>(store: &mut Store<'_>, depth: usize) -> Result<(), Asset
     let present_on_disk = on_disk.is_some();
     let mut from_state: Option<T> = None;
     if !any_parents_dirty && let Some(raw) = store.state.get(T::STATE_KEY) {
-        from_state =
-            Some(
-                serde_json::from_value(raw.clone()).map_err(|source| AssetError::State {
-                    key: T::STATE_KEY.to_string(),
-                    source,
-                })?,
-            );
+        let s: T = serde_json::from_value(raw.clone()).map_err(|source| AssetError::State {
+            key: T::STATE_KEY.to_string(),
+            source,
+        })?;
+        s.recheck(store.ctx).map_err(|e| AssetError::Step {
+            step: "load",
+            name: T::NAME,
+            source: Box::new(e),
+        })?;
+        from_state = Some(s);
     }
     let (asset, source): (Option<T>, Source) = if any_parents_dirty {
         if present_on_disk {
@@ -366,10 +401,19 @@ fn load_asset<T: Asset>(store: &mut Store<'_>, depth: usize) -> Result<(), Asset
                 debug!("{ind}Using {} loaded from target directory", T::NAME);
                 (Some(d), Source::OnDisk)
             }
-            (None, Some(s)) => {
-                debug!("{ind}Using {} loaded from state file", T::NAME);
-                (Some(s), Source::StateFile)
-            }
+            (None, Some(s)) => match T::given(store.ctx) {
+                Some(g) if !g.same_as(&s) => {
+                    warn!(
+                        "{}: regenerating the assets that depend on it",
+                        g.describe_change(&s)
+                    );
+                    (Some(g), Source::Given)
+                }
+                _ => {
+                    debug!("{ind}Using {} loaded from state file", T::NAME);
+                    (Some(s), Source::StateFile)
+                }
+            },
             (None, None) => (None, Source::Unfetched),
         }
     };
@@ -408,6 +452,13 @@ fn fetch_asset<T: Asset>(store: &mut Store<'_>, depth: usize) -> Result<(), Asse
         })?;
     }
     debug!("{ind}Generating {}...", T::NAME);
+    if store.ctx.fail_generating.as_deref() == Some(T::NAME) {
+        return Err(AssetError::Step {
+            step: "generate",
+            name: T::NAME,
+            source: Box::new(AssetError::Invalid("injected failure".to_string())),
+        });
+    }
     let generated = {
         let parents = Parents { store: &*store };
         T::generate(store.ctx, &parents).map_err(|e| AssetError::Step {
@@ -420,6 +471,22 @@ fn fetch_asset<T: Asset>(store: &mut Store<'_>, depth: usize) -> Result<(), Asse
     e.asset = Some(Box::new(generated));
     e.source = Source::Generated;
     Ok(())
+}
+
+/// The display names of every asset below `targets` (the targets included),
+/// each once, sorted.
+pub fn asset_names(targets: &[Dep]) -> Vec<&'static str> {
+    let mut seen = HashSet::new();
+    let mut names = Vec::new();
+    let mut stack: Vec<Dep> = targets.to_vec();
+    while let Some(d) = stack.pop() {
+        if seen.insert(d.id) {
+            names.push(d.name);
+            stack.extend((d.deps)());
+        }
+    }
+    names.sort_unstable();
+    names
 }
 
 /// Prints the graph below `targets` in Graphviz DOT (the `graph` command).

@@ -9,7 +9,7 @@ use crate::ctx::GenCtx;
 use crate::dir::AssetDir;
 use crate::error::AssetError;
 use crate::ignition::{BootstrapIgnition, SingleNodeBootstrapInPlace};
-use crate::installconfig::InstallConfigAsset;
+use crate::installconfig::{InstallConfigAsset, ReleaseImage};
 use crate::kubeconfig::AdminClient;
 use crate::machines::{MasterMachines, OpenshiftInstallManifests, WorkerMachines};
 use crate::manifests::{CommonManifests, OpenshiftManifests};
@@ -35,7 +35,9 @@ impl Target {
     /// The assets fetched, in order.
     pub fn assets(self) -> Vec<Dep> {
         match self {
-            Target::InstallConfig => vec![dep::<InstallConfigAsset>()],
+            // The release is recorded too, so later commands on the
+            // directory generate for the release given here.
+            Target::InstallConfig => vec![dep::<InstallConfigAsset>(), dep::<ReleaseImage>()],
             Target::Manifests => vec![
                 dep::<MasterMachines>(),
                 dep::<WorkerMachines>(),
@@ -88,7 +90,8 @@ impl Target {
 
 /// Runs one `create` target on `dir`: locks the directory and sweeps the
 /// temporaries of an interrupted run ([`AssetDir::lock`]), sizes the key pool,
-/// fetches each target asset (saving state and consuming inputs), writes the
+/// fetches every target asset, then saves the state and consumes the inputs
+/// (nothing is written when a fetch fails), writes the
 /// target files, and logs `<Title> created in: <dirs>`. Returns the files
 /// written (relative paths).
 ///
@@ -111,8 +114,9 @@ pub fn create(
     let mut store = Store::open(dir.clone(), ctx)?;
     let mut written = Vec::new();
     for t in &targets {
-        store.fetch(*t, &targets)?;
+        store.fetch(*t)?;
     }
+    store.save_and_purge(&targets)?;
     for t in &targets {
         written.extend(store.persist(*t)?);
     }

@@ -7,44 +7,14 @@
 //! values (issue #10, architecture: "a seedable RNG in the generation
 //! context ... so a test can pin it and compare whole outputs").
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use common::{context, files};
 use okd_assets::store::Store;
-use okd_assets::{AssetDir, GenCtx, Target, create};
-use okd_types::release::{DEFAULT_RELEASE_IMAGE, ReleaseTarget};
-use time::macros::datetime;
-
-/// Every file under `root` (relative path → bytes).
-fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p.strip_prefix(root).expect("under root");
-                out.insert(rel.display().to_string(), std::fs::read(&p).expect("read"));
-            }
-        }
-    }
-    out
-}
-
-fn context(seed: u64, keys: &[okd_pki::RsaKey]) -> GenCtx {
-    let target = ReleaseTarget::from_release_image(DEFAULT_RELEASE_IMAGE).expect("release target");
-    let mut ctx = GenCtx::new(
-        DEFAULT_RELEASE_IMAGE.to_string(),
-        target,
-        target.ignition_spec(),
-    );
-    ctx.now = datetime!(2026-01-02 03:04:05 UTC);
-    ctx.seed(seed);
-    ctx.use_keys(keys.to_vec());
-    ctx
-}
+use okd_assets::{AssetDir, Target, create};
 
 /// Runs `create ignition-configs` for the single-master example in a new
 /// directory and returns every file written.

@@ -284,6 +284,24 @@ impl InstallConfig {
         }
     }
 
+    /// For a config with mirrors (`imageContentSources`/`imageDigestSources`),
+    /// whether one of their sources covers the repository of `image` (a pull
+    /// spec `host/repo[:tag][@digest]`): the repository equals a source or
+    /// lies below it (`source/…`), as CRI-O matches registries.conf prefixes
+    /// (containers/image `docs/containers-registries.conf.5.md`). `None` when
+    /// the config has no mirrors.
+    pub fn mirrors_cover(&self, image: &str) -> Option<bool> {
+        let sources = self.image_sources();
+        if sources.is_empty() {
+            return None;
+        }
+        let repo = image_repository(image);
+        Some(sources.iter().any(|s| {
+            let src = s.source.trim_end_matches('/');
+            repo == src || repo.strip_prefix(src).is_some_and(|r| r.starts_with('/'))
+        }))
+    }
+
     /// The API VIPs on baremetal (empty elsewhere), as IP addresses where they parse.
     pub fn api_vip_addrs(&self) -> Vec<IpAddr> {
         self.platform
@@ -291,6 +309,17 @@ impl InstallConfig {
             .as_ref()
             .map(|b| b.api_vips.iter().filter_map(|v| v.parse().ok()).collect())
             .unwrap_or_default()
+    }
+}
+
+/// The repository of a pull spec: `quay.io/openshift/okd:4.5` and
+/// `quay.io/openshift/okd@sha256:…` give `quay.io/openshift/okd` (a `:` in the
+/// first component is a registry port, not a tag).
+pub fn image_repository(image: &str) -> &str {
+    let no_digest = image.split('@').next().unwrap_or(image);
+    match no_digest.rfind(':') {
+        Some(i) if !no_digest[i..].contains('/') => &no_digest[..i],
+        _ => no_digest,
     }
 }
 
@@ -342,6 +371,16 @@ impl PlatformName {
 }
 
 impl PlatformName {
+    /// The platforms okd-install generates for, alphabetical: every other key
+    /// of `platform` is refused with openshift-install's `Unsupported value`
+    /// wording (as its agent installer refuses platforms it does not support,
+    /// `pkg/asset/agent/installconfig.go`).
+    pub const SUPPORTED: [PlatformName; 3] = [
+        PlatformName::Aws,
+        PlatformName::Baremetal,
+        PlatformName::None,
+    ];
+
     /// The platform whose install-config key is `key`, `None` for any other text.
     pub fn from_key(key: &str) -> Option<Self> {
         [
@@ -414,6 +453,13 @@ fn strip_creds(v: &mut Value) {
 /// the cluster name for the chosen platform. Returns the detail text on error.
 pub fn check_cluster_name(name: &str, platform: &str) -> Result<(), String> {
     validate::cluster_name_error(name, PlatformName::from_key(platform)).map_or(Ok(()), Err)
+}
+
+/// Checks a platform answer or `--platform`: one of
+/// [`PlatformName::SUPPORTED`]. The error is apimachinery's
+/// `platform: Unsupported value: "vsphere": supported values: "aws", "baremetal", "none"`.
+pub fn check_platform(platform: &str) -> Result<(), String> {
+    validate::unsupported_platform(platform).map_or(Ok(()), |e| Err(e.to_string()))
 }
 
 /// Checks a base domain answer (§2.5/§2.4: DNS-1123 subdomain, one trailing dot allowed).

@@ -33,12 +33,14 @@ use sources::*;
 
 pub(crate) use keys::ssh_key_error;
 pub(crate) use names::{base_domain_error, cluster_name_error};
+pub(crate) use pools::unsupported_platform;
 pub(crate) use sources::pull_secret_error;
 
 pub(super) const RFC1123_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 
-pub(super) const PLATFORMS: &str =
-    "aws, azure, baremetal, external, gcp, ibmcloud, none, nutanix, openstack, powervs, vsphere";
+/// The platforms okd-install generates for ([`crate::PlatformName::SUPPORTED`]),
+/// as openshift-install lists platforms in "must specify one of the platforms".
+pub(super) const PLATFORMS: &str = "aws, baremetal, none";
 
 /// Collector of field errors, in evaluation order.
 #[derive(Default)]

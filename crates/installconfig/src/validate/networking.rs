@@ -148,7 +148,9 @@ fn network_type(n: &Networking, t: ReleaseTarget, e: &mut Errs) {
         e.invalid(
             "networking.networkType",
             &n.network_type,
-            "networkType OpenShiftSDN is not supported, please use OVNKubernetes",
+            format!(
+                "networkType OpenShiftSDN is not supported, please use OVNKubernetes (the target release is {t}; a config for 4.14 or earlier needs its release, e.g. --release-image quay.io/openshift/okd:4.5.0-0.okd-2020-08-12-020541)"
+            ),
         );
     }
 }

@@ -12,7 +12,7 @@ pub(super) fn platform(c: &InstallConfig, e: &mut Errs) {
             "",
             format!("must specify one of the platforms ({PLATFORMS})"),
         ),
-        1 => {}
+        1 => e.0.extend(unsupported_platform(names[0])),
         _ => e.invalid(
             "platform",
             names[0],
@@ -28,6 +28,19 @@ pub(super) fn platform(c: &InstallConfig, e: &mut Errs) {
     {
         e.required("platform.aws.region", "region must be specified");
     }
+}
+
+/// `platform: Unsupported value: "vsphere": supported values: "aws",
+/// "baremetal", "none"` for a platform key okd-install does not generate for.
+pub(crate) fn unsupported_platform(key: &str) -> Option<FieldError> {
+    use crate::PlatformName;
+    if PlatformName::from_key(key).is_some_and(|p| PlatformName::SUPPORTED.contains(&p)) {
+        return None;
+    }
+    let supported: Vec<&str> = PlatformName::SUPPORTED.iter().map(|p| p.as_str()).collect();
+    let mut e = Errs::default();
+    e.unsupported("platform", key, &supported);
+    e.0.pop()
 }
 
 pub(super) fn gate_enabled(c: &InstallConfig, gate: &str) -> bool {
