@@ -405,14 +405,12 @@ fn dns_burst(lab: &Lab, ns: &str, count: usize, rate: usize) -> Burst {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "driver: {text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "driver: {text}\n{err}");
+    eprintln!("{}", err.trim());
     let line = text
         .lines()
-        .find_map(|l| l.strip_prefix("BURST "))
+        .find_map(|l| l.split_once("BURST ").map(|(_, r)| r))
         .unwrap_or_else(|| panic!("no result from the driver:\n{text}"));
     let v: Vec<f64> = line
         .split(' ')
@@ -427,6 +425,17 @@ fn dns_burst(lab: &Lab, ns: &str, count: usize, rate: usize) -> Burst {
         truncated_with_records: v[5] as usize,
         back_bytes: v[6] as usize,
     }
+}
+
+/// The `Udp:` lines of this network namespace's `/proc/net/snmp` (receive
+/// buffer errors and the like), for failure messages.
+fn udp_counters() -> String {
+    std::fs::read_to_string("/proc/net/snmp")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("Udp:"))
+        .collect::<Vec<_>>()
+        .join(" / ")
 }
 
 /// The load generator of [`dns_nodes_are_never_limited_outsiders_are`],
@@ -445,6 +454,8 @@ fn dns_burst_driver() {
     let count: usize = parts[1].parse().unwrap();
     let rate: f64 = parts[2].parse().unwrap();
     let sock = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    // Room for every reply, should this process be descheduled a while.
+    rustix::net::sockopt::set_socket_recv_buffer_size_force(&sock, 8 << 20).unwrap();
     sock.connect(server).unwrap();
     sock.set_nonblocking(true).unwrap();
     let mut b = Burst::default();
@@ -491,6 +502,7 @@ fn dns_burst_driver() {
             take(&mut b, &buf[..n]);
         }
     }
+    eprintln!("this namespace's UDP counters: {}", udp_counters());
     println!(
         "BURST sent={} sent_bytes={} secs={:.3} answered={} truncated={} truncated_with_records={} back_bytes={}",
         b.sent,
@@ -543,10 +555,16 @@ fn dns_nodes_are_never_limited_outsiders_are() {
         "the driver sent only {:.0} q/s",
         node.sent as f64 / node.secs
     );
+    let bastion_udp = lab
+        .cmd(&bastion, "cat")
+        .arg("/proc/net/snmp")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
     assert_eq!(
         node.answered,
         3000,
-        "a node got {} answers of 3000: {node:?}\n{}",
+        "a node got {} answers of 3000: {node:?}\nthe bastion's /proc/net/snmp:\n{bastion_udp}\n{}",
         node.answered,
         log()
     );
