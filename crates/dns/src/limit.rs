@@ -170,7 +170,7 @@ impl Limiter {
         a.balance = a.balance.max(self.floor);
         a.limited = a.limited.wrapping_add(1);
         let first = a.limited == 1;
-        let slip = self.slip > 0 && a.limited % self.slip == 0;
+        let slip = self.slip > 0 && a.limited.is_multiple_of(self.slip);
         drop(guard);
         if first {
             tracing::info!(
