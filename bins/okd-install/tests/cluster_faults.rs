@@ -130,8 +130,10 @@ fn wrong_ca_other_cluster_api_errors_unreachable_and_no_identities() {
         "{log}"
     );
 
-    // A CSR API error: the kubelet bootstrap identity may list CSRs but not
-    // approve them. The refusal names the endpoint, the CSR stays pending.
+    // An API error: the kubelet bootstrap identity may list CSRs but may
+    // neither read Nodes nor approve. The first request it is refused (the
+    // Node lookup that tells whether the node has joined already, issue #18)
+    // is named with its endpoint, and the CSR stays pending.
     let csr = common::kube::node_client_csr(scratch.path(), "master");
     let kubelet_kc = cp.auth("kubeconfig-kubelet");
     let out = cp.kubectl(&kubelet_kc, &["create", "-f", csr.to_str().unwrap()]);
@@ -144,7 +146,7 @@ fn wrong_ca_other_cluster_api_errors_unreachable_and_no_identities() {
     assert_eq!(code, 0, "{log}");
     assert!(
         log.contains(&format!(
-            "Approving CSR node-master: https://api-int.{domain}:6443/apis/certificates.k8s.io/v1/certificatesigningrequests/node-master/approval: 403 Forbidden"
+            "cannot tell whether the node has joined, so its client CSR waits: https://api-int.{domain}:6443/api/v1/nodes/master: 403 Forbidden"
         )),
         "{log}"
     );

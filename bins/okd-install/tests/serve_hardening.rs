@@ -596,3 +596,243 @@ fn slow_client_flood_leaves_the_other_hosts_served() {
         "DNS over TCP during the flood"
     );
 }
+
+/// A query for `name` (dotted, no trailing dot) type A with ID `id`.
+fn dns_query(id: u16, name: &str) -> Vec<u8> {
+    let mut q = id.to_be_bytes().to_vec();
+    q.extend_from_slice(&[1, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
+    for l in name.split('.') {
+        q.push(l.len() as u8);
+        q.extend_from_slice(l.as_bytes());
+    }
+    q.extend_from_slice(&[0, 0, 1, 0, 1]);
+    q
+}
+
+/// What [`dns_burst_driver`] measured.
+#[derive(Debug, Default)]
+struct Burst {
+    sent: usize,
+    sent_bytes: usize,
+    /// Seconds from the first send to the last.
+    secs: f64,
+    /// Distinct IDs answered with records (no TC).
+    answered: usize,
+    /// Replies with TC set and no records.
+    truncated: usize,
+    /// Replies with TC set and records (never expected).
+    truncated_with_records: usize,
+    back_bytes: usize,
+}
+
+/// Runs [`dns_burst_driver`] (this test binary) inside `ns`: `count`
+/// queries for api-int at `rate` per second to serve's DNS.
+fn dns_burst(lab: &Lab, ns: &str, count: usize, rate: usize) -> Burst {
+    let exe = std::env::current_exe().unwrap();
+    let out = lab
+        .cmd(ns, &exe.to_string_lossy())
+        .args([
+            "dns_burst_driver",
+            "--ignored",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("OKD_DNS_BURST", format!("{BASTION}:53,{count},{rate}"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "driver: {text}\n{err}");
+    eprintln!("{}", err.trim());
+    let line = text
+        .lines()
+        .find_map(|l| l.split_once("BURST ").map(|(_, r)| r))
+        .unwrap_or_else(|| panic!("no result from the driver:\n{text}"));
+    let v: Vec<f64> = line
+        .split(' ')
+        .map(|x| x.split_once('=').unwrap().1.parse().unwrap())
+        .collect();
+    Burst {
+        sent: v[0] as usize,
+        sent_bytes: v[1] as usize,
+        secs: v[2],
+        answered: v[3] as usize,
+        truncated: v[4] as usize,
+        truncated_with_records: v[5] as usize,
+        back_bytes: v[6] as usize,
+    }
+}
+
+/// The `Udp:` lines of this network namespace's `/proc/net/snmp` (receive
+/// buffer errors and the like), for failure messages.
+fn udp_counters() -> String {
+    std::fs::read_to_string("/proc/net/snmp")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("Udp:"))
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+/// The load generator of [`dns_nodes_are_never_limited_outsiders_are`],
+/// run inside a namespace by [`dns_burst`] (does nothing without
+/// `OKD_DNS_BURST=server:port,count,rate`): sends the queries paced at the
+/// rate from one socket, reading replies in between, then waits 1 s for
+/// the last replies; prints `BURST sent=… …`.
+#[test]
+#[ignore]
+fn dns_burst_driver() {
+    let Ok(spec) = std::env::var("OKD_DNS_BURST") else {
+        return;
+    };
+    let parts: Vec<&str> = spec.split(',').collect();
+    let server: std::net::SocketAddr = parts[0].parse().unwrap();
+    let count: usize = parts[1].parse().unwrap();
+    let rate: f64 = parts[2].parse().unwrap();
+    let sock = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    // Room for every reply, should this process be descheduled a while.
+    rustix::net::sockopt::set_socket_recv_buffer_size_force(&sock, 8 << 20).unwrap();
+    sock.connect(server).unwrap();
+    sock.set_nonblocking(true).unwrap();
+    let mut b = Burst::default();
+    let mut seen = vec![false; count];
+    let mut buf = [0u8; 1500];
+    let mut take = |b: &mut Burst, r: &[u8]| {
+        let id = usize::from(u16::from_be_bytes([r[0], r[1]]));
+        let records = r[6..12] != [0; 6];
+        b.back_bytes += r.len();
+        if r[2] & 0x02 != 0 {
+            if records {
+                b.truncated_with_records += 1;
+            } else {
+                b.truncated += 1;
+            }
+        } else if id < count && !seen[id] && r[7] > 0 {
+            seen[id] = true;
+            b.answered += 1;
+        }
+    };
+    let start = Instant::now();
+    for i in 0..count {
+        let due = start + Duration::from_secs_f64(i as f64 / rate);
+        loop {
+            match sock.recv(&mut buf) {
+                Ok(n) => take(&mut b, &buf[..n]),
+                Err(_) if Instant::now() >= due => break,
+                Err(_) => std::thread::sleep(Duration::from_micros(100)),
+            }
+        }
+        let q = dns_query(i as u16, "api-int.okd.example");
+        if sock.send(&q).is_ok() {
+            b.sent += 1;
+            b.sent_bytes += q.len();
+        }
+    }
+    b.secs = start.elapsed().as_secs_f64();
+    sock.set_nonblocking(false).unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < end {
+        if let Ok(n) = sock.recv(&mut buf) {
+            take(&mut b, &buf[..n]);
+        }
+    }
+    eprintln!("this namespace's UDP counters: {}", udp_counters());
+    println!(
+        "BURST sent={} sent_bytes={} secs={:.3} answered={} truncated={} truncated_with_records={} back_bytes={}",
+        b.sent,
+        b.sent_bytes,
+        b.secs,
+        b.answered,
+        b.truncated,
+        b.truncated_with_records,
+        b.back_bytes
+    );
+}
+
+/// Issue #18 finding 8: a node of the cluster asking 3 000 queries at
+/// 2 500/s gets every answer (the nodes' networks are never rate limited),
+/// while a host outside the allowed networks (10.77.0.5, routed through the
+/// bastion) is response-rate limited as BIND's `rate-limit`: 20 responses
+/// per second to its /24, of the rest every second one truncated (TC, no
+/// records), so it gets fewer bytes back than it sent.
+#[test]
+fn dns_nodes_are_never_limited_outsiders_are() {
+    if !common::netns::available() {
+        return;
+    }
+    let d = served_dir();
+    let (mut lab, _pid, serve_log) = lab_with_serve(d.path(), "od", &[]);
+    let master = lab.nodes[1].ns.clone();
+    // An outsider on the same bridge, in a network of its own.
+    let bastion = lab.bastion.ns.clone();
+    common::netns::ip(&["-n", &bastion, "addr", "add", "10.77.0.1/24", "dev", "br0"]);
+    let outsider = format!("{bastion}-out");
+    let tail = &bastion[bastion.len().saturating_sub(6)..];
+    lab.nodes.push(common::netns::Host {
+        ns: outsider.clone(),
+        addr: "10.77.0.5".into(),
+    });
+    common::netns::attach(
+        &bastion,
+        &outsider,
+        &format!("v{tail}o"),
+        "10.77.0.5",
+        "10.77.0.1",
+    );
+
+    let node = dns_burst(&lab, &master, 3000, 2500);
+    eprintln!("node: {node:?}");
+    let log = || std::fs::read_to_string(&serve_log).unwrap_or_default();
+    assert_eq!(node.sent, 3000);
+    assert!(
+        node.sent as f64 / node.secs >= 2000.0,
+        "the driver sent only {:.0} q/s",
+        node.sent as f64 / node.secs
+    );
+    let bastion_udp = lab
+        .cmd(&bastion, "cat")
+        .arg("/proc/net/snmp")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    assert_eq!(
+        node.answered,
+        3000,
+        "a node got {} answers of 3000: {node:?}\nthe bastion's /proc/net/snmp:\n{bastion_udp}\n{}",
+        node.answered,
+        log()
+    );
+    assert_eq!(node.truncated + node.truncated_with_records, 0, "{node:?}");
+
+    let out = dns_burst(&lab, &outsider, 400, 1000);
+    eprintln!("outsider: {out:?}");
+    assert_eq!(out.sent, 400);
+    // One second of credit (20) plus 20/s while the burst lasts.
+    let allowed = 20.0 + 20.0 * (out.secs + 0.1);
+    assert!(
+        out.answered >= 20 && out.answered as f64 <= allowed,
+        "outsider answered {} (at most {allowed:.0}): {out:?}",
+        out.answered
+    );
+    let limited = out.sent - out.answered;
+    assert!(
+        out.truncated.abs_diff(limited / 2) <= 2,
+        "{} truncated of {limited} limited (slip 2): {out:?}",
+        out.truncated
+    );
+    assert_eq!(out.truncated_with_records, 0, "{out:?}");
+    assert!(
+        out.back_bytes < out.sent_bytes,
+        "{} octets back for {} sent: {out:?}",
+        out.back_bytes,
+        out.sent_bytes
+    );
+    assert!(
+        log().contains("over the rate limit"),
+        "no log line about the limit:\n{}",
+        log()
+    );
+}

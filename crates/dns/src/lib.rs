@@ -25,20 +25,26 @@
 //! replies; with no upstreams, or from other clients, they are REFUSED
 //! (without RA). A relayed UDP reply larger than the client takes (its EDNS
 //! size, at most 1232, or 512) goes back as the question alone with TC set,
-//! so the client retries over TCP. Each client address has a query rate
-//! limit ([`RateLimit`]); TCP clients are held to [`DnsOptions::tcp`]
-//! (connection caps, idle timeout). Queries with an EDNS OPT
+//! so the client retries over TCP. UDP clients outside the allowed
+//! networks (`allow_recursion`, the nodes' networks, loopback) get
+//! response rate limiting per /24 or /56 prefix as BIND's `rate-limit`
+//! ([`RateLimit`]: over the rate, every second response truncated, the
+//! others dropped); the nodes themselves are never limited. TCP clients are
+//! held to [`DnsOptions::tcp`] (connection caps, idle timeout). Queries with an EDNS OPT
 //! record (RFC 6891) get one back (payload 1232, DO copied); a UDP answer
 //! larger than the client takes is truncated (TC) so it retries over TCP.
 //!
 //! Answers from our zones are encoded once at start; answering one is a hash
-//! lookup and a copy, done inline by the UDP receive tasks, while forwarded
-//! queries run in their own tasks so a slow upstream never delays them.
+//! lookup and a copy, done inline by the UDP receive threads (one per
+//! runtime worker, at most 4, blocking on the one socket), while forwarded
+//! queries run as tokio tasks so a slow upstream never delays them.
 //! Every answered query is logged at debug level and reported to an
-//! optional [`DnsObserver`].
+//! optional [`DnsObserver`] through a queue to a thread of its own (a
+//! repeated question within a second once).
 
 use std::borrow::Cow;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -48,22 +54,26 @@ use tokio::task::{JoinHandle, JoinSet};
 
 mod forward;
 mod limit;
+mod report;
 mod table;
 mod wire;
 pub mod zone;
 
-pub use limit::{DEFAULT_BURST, DEFAULT_QUERIES_PER_SECOND, RateLimit};
+pub use limit::{DEFAULT_RESPONSES_PER_SECOND, DEFAULT_SLIP, DEFAULT_WINDOW_SECS, RateLimit};
 pub use zone::{RecordData, TTL_SECS, Zone, ZoneRecord, reverse_zone, zone_records};
 
 use forward::Forwarder;
-use limit::Limiter;
+use limit::{Limiter, Verdict};
+use report::Reporter;
 use table::{Lookup, Table};
 use wire::{Flags, Query, Reject, Sections, rcode};
 
-/// Told about every answered query.
+/// Told about answered queries.
 ///
-/// Called on the task that answers, just before the answer is sent: keep
-/// it quick.
+/// Called on a thread of the server's own, shortly after the answer went
+/// out, never on the serving path: reports wait in a queue of 4096 (when
+/// it is full, new ones are dropped), and a client asking the same name
+/// and type again within a second is reported once.
 pub trait DnsObserver: Send + Sync {
     /// `client` asked `name` (FQDN with trailing dot, lower case, e.g.
     /// "api-int.okd.example.") of `qtype` ("A", "SRV", ...); `answers` are
@@ -118,7 +128,7 @@ const TCP_IDLE: Duration = Duration::from_secs(10);
 /// defaults, which [`DnsServer::start`] uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DnsOptions {
-    /// Per-client query rate limit (both transports).
+    /// Response rate limit for UDP clients outside the allowed networks.
     pub rate: RateLimit,
     /// Limits of the TCP listener. Default: 128 connections, 16 per client
     /// address, 10 s idle (RFC 7766 §6.2.3); `header_read` is unused.
@@ -140,12 +150,14 @@ impl Default for DnsOptions {
 }
 /// Largest query read over UDP.
 const UDP_BUF: usize = 4096;
+/// Receive buffer asked for the UDP socket, in octets.
+const UDP_RCVBUF: usize = 4 << 20;
 
 /// Everything the serving tasks share.
 struct Shared {
     table: Table,
     forwarder: Option<Forwarder>,
-    observer: Option<Arc<dyn DnsObserver>>,
+    reporter: Option<Reporter>,
     /// Client networks whose other questions are forwarded.
     allow_recursion: Vec<ipnet::IpNet>,
     limiter: Limiter,
@@ -178,12 +190,25 @@ impl Transport {
 }
 
 impl Shared {
-    /// Whether answers are worth describing (an observer, or debug logging).
-    fn reporting(&self) -> bool {
-        self.observer.is_some() || tracing::enabled!(tracing::Level::DEBUG)
+    /// Whether `q` from `client` is worth describing: debug logging is on,
+    /// or the observer has not heard of this question from this client
+    /// within a second.
+    fn reporting(&self, client: SocketAddr, q: &Query<'_>) -> bool {
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            return true;
+        }
+        let Some(r) = &self.reporter else {
+            return false;
+        };
+        let mut lower = [0u8; 255];
+        let name = &mut lower[..q.qname.len().min(255)];
+        for (l, c) in name.iter_mut().zip(q.qname) {
+            *l = c.to_ascii_lowercase();
+        }
+        r.fresh(client.ip().to_canonical(), name, q.qtype)
     }
 
-    /// Logs and reports one answered query.
+    /// Logs and reports one answered query (after [`Shared::reporting`]).
     fn report(
         &self,
         client: SocketAddr,
@@ -203,8 +228,8 @@ impl Shared {
             ?answers,
             "dns query"
         );
-        if let Some(o) = &self.observer {
-            o.answered(client, &name, &qtype, answers);
+        if let Some(r) = &self.reporter {
+            r.send(client, name, qtype, answers.to_vec());
         }
     }
 
@@ -219,7 +244,20 @@ impl Shared {
         out: &mut Vec<u8>,
     ) -> Handled {
         let ra = self.forwarder.is_some() && self.may_recurse(client);
-        let q = match wire::parse_query(msg) {
+        let parsed = wire::parse_query(msg);
+        if let Err(Reject::Drop) = parsed {
+            return Handled::Drop;
+        }
+        // Every response over UDP to a client outside the allowed networks
+        // is accounted (BIND 9 ARM, "Response Rate Limiting").
+        let verdict = match transport {
+            Transport::Udp => self.limiter.verdict(client.ip().to_canonical()),
+            Transport::Tcp => Verdict::Send,
+        };
+        if verdict == Verdict::Drop {
+            return Handled::Drop;
+        }
+        let q = match parsed {
             Ok(q) => q,
             Err(Reject::Drop) => return Handled::Drop,
             Err(Reject::Error {
@@ -230,6 +268,9 @@ impl Shared {
             }) => {
                 tracing::debug!(%client, opcode, rcode = rcode_name(rcode), "dns message refused");
                 wire::write_error(out, id, rd, opcode, rcode, ra);
+                if verdict == Verdict::Slip {
+                    wire::set_tc(out);
+                }
                 return Handled::Reply;
             }
         };
@@ -237,25 +278,27 @@ impl Shared {
             Transport::Udp => wire::udp_limit(&q),
             Transport::Tcp => usize::from(u16::MAX),
         };
-        if !self.limiter.admit(client.ip()) {
-            tracing::debug!(%client, "dns query over the client's rate limit");
-            if transport == Transport::Udp {
-                return Handled::Drop;
-            }
+        if verdict == Verdict::Slip {
+            // TC and nothing but the question (and OPT): never longer than
+            // the query, so a forged source gets no amplification.
             let f = Flags {
                 aa: false,
                 ra,
-                rcode: rcode::REFUSED,
+                rcode: rcode::NOERROR,
             };
-            wire::write_response(out, &q, f, &Sections::default(), limit);
-            return Handled::Reply;
+            wire::write_response(out, &q, f, &Sections::default(), 0);
+            return if out.len() <= msg.len() {
+                Handled::Reply
+            } else {
+                Handled::Drop
+            };
         }
         let reply = |out: &mut Vec<u8>, aa: bool, rcode: u16, s: &Sections<'_>| {
             wire::write_response(out, &q, Flags { aa, ra, rcode }, s, limit);
         };
         if q.edns.is_some_and(|e| e.version > 0) {
             reply(out, false, rcode::BADVERS, &Sections::default());
-            if self.reporting() {
+            if self.reporting(client, &q) {
                 self.report(client, transport, &q, rcode::BADVERS, &[]);
             }
             return Handled::Reply;
@@ -298,7 +341,7 @@ impl Shared {
                 (rcode::REFUSED, &[])
             }
         };
-        if self.reporting() {
+        if self.reporting(client, &q) {
             self.report(client, transport, &q, rc, answers);
         }
         Handled::Reply
@@ -350,7 +393,7 @@ impl Shared {
         } else {
             reply
         };
-        if self.reporting() {
+        if self.reporting(client, &q) {
             let (rc, answers) = match hickory_proto::op::Message::from_vec(&reply) {
                 Ok(m) => (
                     u16::from(m.metadata.response_code),
@@ -380,10 +423,30 @@ fn rcode_name(rc: u16) -> &'static str {
 /// A running DNS server (see the crate documentation).
 ///
 /// Dropping it without [`DnsServer::shutdown`] also stops the serving
-/// tasks, but without waiting for the sockets to close.
+/// threads and tasks, but without waiting for the sockets to close.
 pub struct DnsServer {
     local: SocketAddr,
     tasks: Vec<JoinHandle<()>>,
+    udp: UdpThreads,
+}
+
+/// The UDP receive threads and how to stop them.
+struct UdpThreads {
+    stop: Arc<AtomicBool>,
+    sock: Weak<std::net::UdpSocket>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl UdpThreads {
+    /// Tells the threads to stop and wakes those blocked in a receive
+    /// (a read shutdown ends a blocking `recvfrom` on Linux even on an
+    /// unconnected socket; the 1 s receive timeout is the fallback).
+    fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(s) = self.sock.upgrade() {
+            let _ = rustix::net::shutdown(&*s, rustix::net::Shutdown::Read);
+        }
+    }
 }
 
 impl std::fmt::Debug for DnsServer {
@@ -406,9 +469,9 @@ impl DnsServer {
     /// address on the bind port — is skipped, as it would loop) for
     /// clients inside `inv.allow_recursion`, or refused when there are no
     /// upstreams or the client is outside. Uses [`DnsOptions::default`]
-    /// ([`DnsServer::start_with`] takes others). The serving tasks run on the current tokio
-    /// runtime: one UDP receive loop per runtime worker (at most 4) and a
-    /// TCP accept loop.
+    /// ([`DnsServer::start_with`] takes others). UDP is served by threads
+    /// of its own, one per worker of the current tokio runtime (at most 4);
+    /// the TCP accept loop and forwarded queries run on the runtime.
     ///
     /// # Errors
     /// [`DnsError::Bind`] naming the address, port and protocol when a
@@ -456,12 +519,20 @@ impl DnsServer {
             protocol: "udp",
             error,
         })?;
+        let reporter = match observer {
+            Some(o) => Some(Reporter::start(o).map_err(|error| DnsError::Bind {
+                addr: local,
+                protocol: "udp",
+                error,
+            })?),
+            None => None,
+        };
         let shared = Arc::new(Shared {
             table: Table::new(&zones)?,
             forwarder: (!upstreams.is_empty()).then(|| Forwarder::new(upstreams.clone())),
-            observer,
+            reporter,
             allow_recursion: inv.allow_recursion.clone(),
-            limiter: Limiter::new(&options.rate),
+            limiter: Limiter::new(&options.rate, &allowed_networks(inv)),
         });
         tracing::info!(
             address = %local,
@@ -471,19 +542,17 @@ impl DnsServer {
             etcd_records,
             "DNS server listening (udp, tcp)"
         );
-        let udp = Arc::new(udp);
-        let workers = tokio::runtime::Handle::current()
-            .metrics()
-            .num_workers()
-            .clamp(1, 4);
-        let mut tasks = Vec::with_capacity(workers + 1);
-        for _ in 0..workers {
-            tasks.push(tokio::spawn(udp_loop(udp.clone(), shared.clone())));
-        }
-        drop(udp);
+        let rt = tokio::runtime::Handle::current();
+        let workers = rt.metrics().num_workers().clamp(1, 4);
+        let udp =
+            start_udp_threads(udp, workers, &shared, &rt).map_err(|error| DnsError::Bind {
+                addr: local,
+                protocol: "udp",
+                error,
+            })?;
         let tcp = okd_listen::Listener::new(tcp, options.tcp);
-        tasks.push(tokio::spawn(tcp_loop(tcp, shared)));
-        Ok(DnsServer { local, tasks })
+        let tasks = vec![tokio::spawn(tcp_loop(tcp, shared))];
+        Ok(DnsServer { local, tasks, udp })
     }
 
     /// The bound UDP address (the real port when 0 was asked).
@@ -501,6 +570,14 @@ impl DnsServer {
         for t in &tasks {
             t.abort();
         }
+        self.udp.stop();
+        let threads = std::mem::take(&mut self.udp.threads);
+        let _ = tokio::task::spawn_blocking(move || {
+            for t in threads {
+                let _ = t.join();
+            }
+        })
+        .await;
         for t in tasks {
             let _ = t.await;
         }
@@ -513,7 +590,23 @@ impl Drop for DnsServer {
         for t in &self.tasks {
             t.abort();
         }
+        self.udp.stop();
     }
+}
+
+/// The networks whose clients are never rate limited: the inventory's
+/// `allow_recursion` and every node's network (address and prefix).
+fn allowed_networks(inv: &okd_hosts::Inventory) -> Vec<ipnet::IpNet> {
+    let mut nets = inv.allow_recursion.clone();
+    for n in &inv.nodes {
+        if let Ok(net) = ipnet::IpNet::new(n.address, n.prefix) {
+            let net = net.trunc();
+            if !nets.contains(&net) {
+                nets.push(net);
+            }
+        }
+    }
+    nets
 }
 
 /// Binds UDP on `bind`, then TCP on the same address and port; with port
@@ -530,6 +623,11 @@ async fn bind_both(bind: SocketAddr) -> Result<(UdpSocket, TcpListener), DnsErro
         let udp = UdpSocket::bind(bind)
             .await
             .map_err(|e| err(bind, "udp", e))?;
+        // Room for a burst of queries from many nodes at once (best effort:
+        // beyond net.core.rmem_max only with CAP_NET_ADMIN).
+        if rustix::net::sockopt::set_socket_recv_buffer_size_force(&udp, UDP_RCVBUF).is_err() {
+            let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&udp, UDP_RCVBUF);
+        }
         let at = udp.local_addr().map_err(|e| err(bind, "udp", e))?;
         match TcpListener::bind(at).await {
             Ok(tcp) => return Ok((udp, tcp)),
@@ -542,41 +640,164 @@ async fn bind_both(bind: SocketAddr) -> Result<(UdpSocket, TcpListener), DnsErro
     }
 }
 
-/// One UDP receive loop: answers our zones inline, spawns forwards.
-async fn udp_loop(sock: Arc<UdpSocket>, shared: Arc<Shared>) {
+/// Starts `n` threads serving `udp` (switched to blocking mode with a 1 s
+/// receive timeout); forwards are spawned on `rt`.
+fn start_udp_threads(
+    udp: UdpSocket,
+    n: usize,
+    shared: &Arc<Shared>,
+    rt: &tokio::runtime::Handle,
+) -> std::io::Result<UdpThreads> {
+    let sock = udp.into_std()?;
+    sock.set_nonblocking(false)?;
+    sock.set_read_timeout(Some(Duration::from_secs(1)))?;
+    let sock = Arc::new(sock);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::with_capacity(n);
+    for i in 0..n {
+        let (s, shared, rt, halt) = (sock.clone(), shared.clone(), rt.clone(), stop.clone());
+        let t = std::thread::Builder::new()
+            .name(format!("okd-dns-udp-{i}"))
+            .spawn(move || udp_loop(&s, &shared, &rt, &halt));
+        match t {
+            Ok(t) => threads.push(t),
+            Err(e) => {
+                let started = UdpThreads {
+                    stop,
+                    sock: Arc::downgrade(&sock),
+                    threads,
+                };
+                started.stop();
+                return Err(e);
+            }
+        }
+    }
+    Ok(UdpThreads {
+        stop,
+        sock: Arc::downgrade(&sock),
+        threads,
+    })
+}
+
+/// Queries read at most before the replies go out together.
+const BATCH: usize = 32;
+
+/// One UDP receive loop: answers our zones inline, spawns forwards on
+/// `rt`, until `stop`. After a blocking receive it takes what else is
+/// queued already (up to [`BATCH`] queries, without waiting) and sends the
+/// replies with one `sendmmsg` (Linux), so a busy socket costs fewer
+/// system calls per query.
+fn udp_loop(
+    sock: &Arc<std::net::UdpSocket>,
+    shared: &Arc<Shared>,
+    rt: &tokio::runtime::Handle,
+    stop: &AtomicBool,
+) {
     let mut buf = vec![0u8; UDP_BUF];
     let mut out = Vec::with_capacity(UDP_BUF);
     let mut scratch = Vec::with_capacity(256);
-    let weak = Arc::downgrade(&sock);
-    loop {
-        let (n, client) = match sock.recv_from(&mut buf).await {
-            Ok(r) => r,
+    let mut replies: Vec<u8> = Vec::with_capacity(BATCH * 512);
+    let mut ends: Vec<(usize, rustix::net::SocketAddrAny)> = Vec::with_capacity(BATCH);
+    let weak = Arc::downgrade(sock);
+    while !stop.load(Ordering::Relaxed) {
+        let mut next = match sock.recv_from(&mut buf) {
+            Ok(r) => Some(r),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue;
+            }
             Err(e) => {
                 // E.g. ICMP errors surfacing on the socket: never spin.
                 tracing::debug!(error = %e, "dns udp receive failed");
-                tokio::time::sleep(Duration::from_millis(1)).await;
+                std::thread::sleep(Duration::from_millis(1));
                 continue;
             }
         };
-        let msg = &buf[..n];
-        match shared.handle(msg, client, Transport::Udp, &mut scratch, &mut out) {
-            Handled::Reply => {
-                if let Err(e) = sock.send_to(&out, client).await {
-                    tracing::debug!(%client, error = %e, "dns udp send failed");
+        replies.clear();
+        ends.clear();
+        let mut taken = 0;
+        while let Some((n, client)) = next.take() {
+            taken += 1;
+            let msg = &buf[..n];
+            match shared.handle(msg, client, Transport::Udp, &mut scratch, &mut out) {
+                Handled::Reply => {
+                    replies.extend_from_slice(&out);
+                    ends.push((replies.len(), client.into()));
                 }
+                Handled::Forward => {
+                    spawn_udp_forward(shared, sock, &weak, rt, msg, client, &mut out);
+                }
+                Handled::Drop => {}
             }
-            Handled::Forward => spawn_udp_forward(&shared, &weak, msg, client, &mut out).await,
-            Handled::Drop => {}
+            if taken < BATCH
+                && let Ok((n, _, Some(from))) =
+                    rustix::net::recvfrom(&**sock, &mut buf[..], rustix::net::RecvFlags::DONTWAIT)
+                && let Ok(client) = SocketAddr::try_from(from)
+            {
+                next = Some((n.min(UDP_BUF), client));
+            }
+        }
+        send_batch(sock, &replies, &ends);
+    }
+}
+
+/// Sends the replies `replies` (each ending at its offset in `ends`, to its
+/// address): one `sendto`, or `sendmmsg` for several.
+fn send_batch(
+    sock: &std::net::UdpSocket,
+    replies: &[u8],
+    ends: &[(usize, rustix::net::SocketAddrAny)],
+) {
+    use rustix::net::{MMsgHdr, SendAncillaryBuffer, SendFlags};
+    use std::io::IoSlice;
+    if let [(end, to)] = ends {
+        if let Err(e) = rustix::net::sendto(sock, &replies[..*end], SendFlags::empty(), to) {
+            tracing::debug!(error = %e, "dns udp send failed");
+        }
+        return;
+    }
+    let mut start = 0;
+    let iovs: Vec<[IoSlice<'_>; 1]> = ends
+        .iter()
+        .map(|(end, _)| {
+            let iov = [IoSlice::new(&replies[start..*end])];
+            start = *end;
+            iov
+        })
+        .collect();
+    let mut controls: Vec<SendAncillaryBuffer<'_, '_, '_>> = ends
+        .iter()
+        .map(|_| SendAncillaryBuffer::default())
+        .collect();
+    let mut msgs: Vec<MMsgHdr<'_>> = iovs
+        .iter()
+        .zip(ends)
+        .zip(controls.iter_mut())
+        .map(|((iov, (_, to)), control)| MMsgHdr::new_with_addr(to, iov, control))
+        .collect();
+    let mut sent = 0;
+    while sent < msgs.len() {
+        match rustix::net::sendmmsg(sock, &mut msgs[sent..], SendFlags::empty()) {
+            Ok(k) if k > 0 => sent += k,
+            // The first message failed: skip it.
+            Ok(_) | Err(_) => sent += 1,
         }
     }
 }
 
-/// Starts relaying `msg` in its own task, replying through `sock` (weak, so
-/// a stopped server's socket closes at once); SERVFAIL when too many
-/// queries are in flight already.
-async fn spawn_udp_forward(
+/// Starts relaying `msg` in a task on `rt`, replying through `weak` (so a
+/// stopped server's socket closes at once; the reply is sent without
+/// waiting); SERVFAIL at once through `sock` when too many queries are in
+/// flight already.
+fn spawn_udp_forward(
     shared: &Arc<Shared>,
-    sock: &Weak<UdpSocket>,
+    sock: &std::net::UdpSocket,
+    weak: &Weak<std::net::UdpSocket>,
+    rt: &tokio::runtime::Handle,
     msg: &[u8],
     client: SocketAddr,
     out: &mut Vec<u8>,
@@ -591,17 +812,15 @@ async fn spawn_udp_forward(
                 rcode: rcode::SERVFAIL,
             };
             wire::write_response(out, &q, f, &Sections::default(), usize::MAX);
-            if let Some(s) = sock.upgrade() {
-                let _ = s.send_to(out, client).await;
-            }
+            let _ = sock.send_to(out, client);
         }
         return;
     };
-    let (shared, sock, msg) = (shared.clone(), sock.clone(), msg.to_vec());
-    tokio::spawn(async move {
+    let (shared, sock, msg) = (shared.clone(), weak.clone(), msg.to_vec());
+    rt.spawn(async move {
         let reply = shared.forward(&msg, client, Transport::Udp).await;
         if let (Some(reply), Some(s)) = (reply, sock.upgrade()) {
-            let _ = s.send_to(&reply, client).await;
+            let _ = rustix::net::sendto(&*s, &reply, rustix::net::SendFlags::DONTWAIT, &client);
         }
         drop(permit);
     });
@@ -678,9 +897,9 @@ mod tests {
         Shared {
             table: Table::new(&zone_records(&inv, true).unwrap()).unwrap(),
             forwarder: upstreams.then(|| Forwarder::new(vec!["127.0.0.1:9".parse().unwrap()])),
-            observer: None,
+            reporter: None,
             allow_recursion: inv.allow_recursion.clone(),
-            limiter: Limiter::new(&RateLimit::default()),
+            limiter: Limiter::new(&RateLimit::default(), &allowed_networks(&inv)),
         }
     }
 

@@ -425,6 +425,14 @@ pub(crate) fn write_error(out: &mut Vec<u8>, id: u16, rd: bool, opcode: u8, rcod
     put_header(out, &header);
 }
 
+/// Sets TC in a response already written to `out` (header flags, RFC 1035
+/// §4.1.1).
+pub(crate) fn set_tc(out: &mut [u8]) {
+    if let Some(flags) = out.get_mut(2) {
+        *flags |= 0x02;
+    }
+}
+
 /// The largest UDP response the client takes (RFC 6891 §6.2.5): its EDNS
 /// payload size capped at ours, or 512 without EDNS.
 pub(crate) fn udp_limit(q: &Query<'_>) -> usize {

@@ -1,6 +1,6 @@
 //! Hostile and careless clients (issue #10 items 2 and 4): recursion only
 //! for the allowed networks, relayed replies cut to the client's UDP size,
-//! the per-client rate limit, and a slow TCP flood — with `dig` and a real
+//! response rate limiting outside the allowed networks, and a slow TCP flood — with `dig` and a real
 //! dnsmasq upstream on loopback.
 
 mod common;
@@ -105,50 +105,85 @@ fn query(id: u16) -> Vec<u8> {
     q
 }
 
-/// Sends `n` queries from `src` at once and counts the answers that come
-/// within 500 ms of the last one sent.
-fn answered(src: &str, to: SocketAddr, n: u16) -> usize {
+/// Sends `n` queries from `src` (20 at a time, reading what came back in
+/// between) and collects the replies that come within 500 ms of the last
+/// one sent.
+fn exchange(src: &str, to: SocketAddr, n: u16) -> Vec<Vec<u8>> {
     let sock = UdpSocket::bind((src, 0)).unwrap();
+    let mut got = Vec::new();
+    let mut b = [0u8; 512];
+    let mut drain = |sock: &UdpSocket, wait: Duration| {
+        sock.set_read_timeout(Some(wait)).unwrap();
+        let deadline = Instant::now() + wait;
+        while Instant::now() < deadline {
+            if let Ok(len) = sock.recv(&mut b) {
+                got.push(b[..len].to_vec());
+            }
+        }
+    };
     for id in 0..n {
         sock.send_to(&query(id), to).unwrap();
-    }
-    sock.set_read_timeout(Some(Duration::from_millis(100)))
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_millis(500);
-    let mut got = 0;
-    let mut b = [0u8; 512];
-    while Instant::now() < deadline {
-        if sock.recv(&mut b).is_ok() {
-            got += 1;
+        if id % 20 == 19 {
+            drain(&sock, Duration::from_millis(2));
         }
     }
+    drain(&sock, Duration::from_millis(500));
     got
 }
 
+/// Whether a reply has TC set.
+fn tc(r: &[u8]) -> bool {
+    r[2] & 0x02 != 0
+}
+
 #[test]
-fn per_client_rate_limit_drops_the_excess_of_one_client_only() {
-    let inv = single_master();
+fn rate_limit_per_prefix_outside_the_allowed_networks_with_slip() {
+    let mut inv = single_master();
+    inv.allow_recursion = vec!["127.0.2.0/24".parse().unwrap()];
     let s = Running::start_with(
         &inv,
         false,
         DnsOptions {
             rate: RateLimit {
-                per_second: 10,
-                burst: 20,
+                responses_per_second: 10,
+                slip: 2,
                 exempt: vec![],
+                ..RateLimit::default()
             },
             ..DnsOptions::default()
         },
     );
-    // 100 at once from one client: the burst and a few refilled tokens.
-    let flood = answered("127.0.0.7", s.addr, 100);
-    assert!((20..=30).contains(&flood), "answered {flood} of 100");
-    // Another client is not affected.
-    assert_eq!(answered("127.0.0.8", s.addr, 10), 10);
-    // The flooder gets tokens back at 10/s.
-    std::thread::sleep(Duration::from_millis(600));
-    let again = answered("127.0.0.7", s.addr, 3);
-    assert_eq!(again, 3);
+    // 100 from one client outside: the one second of credit answered, of
+    // the other responses every second truncated, the rest dropped.
+    let r = exchange("127.0.0.7", s.addr, 100);
+    let full = r.iter().filter(|r| !tc(r)).count();
+    let slipped: Vec<_> = r.iter().filter(|r| tc(r)).collect();
+    assert!((10..=13).contains(&full), "{full} answered of 100");
+    assert!(
+        (43..=45).contains(&slipped.len()),
+        "{} truncated of 100",
+        slipped.len()
+    );
+    let sent = query(0).len();
+    for t in &slipped {
+        assert!(t.len() <= sent, "truncated reply of {} octets", t.len());
+        assert_eq!(&t[6..12], [0; 6], "records in a truncated reply");
+    }
+    let back: usize = r.iter().map(Vec::len).sum();
+    assert!(
+        back < 100 * sent,
+        "{back} octets back for {} sent",
+        100 * sent
+    );
+    // The same /24 shares the account; another /24 has its own.
+    let same = exchange("127.0.0.8", s.addr, 10);
+    assert_eq!(same.len(), 5, "{same:?}");
+    assert!(same.iter().all(|r| tc(r)), "{same:?}");
+    let other = exchange("127.0.1.8", s.addr, 10);
+    assert_eq!(other.iter().filter(|r| !tc(r)).count(), 10);
+    // The allowed networks are never limited.
+    let allowed = exchange("127.0.2.9", s.addr, 1000);
+    assert_eq!(allowed.iter().filter(|r| !tc(r)).count(), 1000);
 }
 
 /// A TCP connection from `src` to `to`.
