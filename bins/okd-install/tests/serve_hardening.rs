@@ -783,8 +783,19 @@ fn dns_nodes_are_never_limited_outsiders_are() {
         "10.77.0.1",
     );
 
-    let node = dns_burst(&lab, &master, 3000, 2500);
+    // Up to three bursts, so a loaded CI machine dropping datagrams in the
+    // kernel once does not fail the test; the old per-client limiter (1000
+    // at once, then 500/s) answered about 1600 of every such burst.
+    let mut node = dns_burst(&lab, &master, 3000, 2500);
     eprintln!("node: {node:?}");
+    for _ in 0..2 {
+        if node.answered == 3000 {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+        node = dns_burst(&lab, &master, 3000, 2500);
+        eprintln!("node, again: {node:?}");
+    }
     let log = || std::fs::read_to_string(&serve_log).unwrap_or_default();
     assert_eq!(node.sent, 3000);
     assert!(
