@@ -244,3 +244,41 @@ fn bastion_configs_remove_the_pxe_files_of_a_replaced_mac() {
         "a file that is not ours was touched"
     );
 }
+
+/// A release given by digest with `--release-version 4.5`: serve's and
+/// `create bastion-configs`' idea of the release is the recorded one, so
+/// the DNS files carry the etcd records a 4.5 install needs (the pull spec
+/// alone names no release).
+#[test]
+fn bastion_configs_follow_the_recorded_release_of_a_digest() {
+    let d = tempfile::tempdir().unwrap();
+    for f in [
+        "install-config.yaml",
+        "agent-config.yaml",
+        "bastion-config.yaml",
+    ] {
+        std::fs::copy(
+            repo().join("examples/baremetal-single-master").join(f),
+            d.path().join(f),
+        )
+        .unwrap();
+    }
+    let digest = format!("quay.io/openshift/okd@sha256:{}", "ab".repeat(32));
+    okd_ok(
+        d.path(),
+        &[
+            "create",
+            "ignition-configs",
+            "--release-image",
+            &digest,
+            "--release-version",
+            "4.5",
+        ],
+    );
+    okd_ok(d.path(), &["create", "bastion-configs"]);
+    let dnsmasq = std::fs::read_to_string(d.path().join("bastion/dnsmasq/dnsmasq.conf")).unwrap();
+    assert!(
+        dnsmasq.contains("_etcd-server-ssl._tcp"),
+        "no etcd SRV record for a 4.5 release given by digest:\n{dnsmasq}"
+    );
+}

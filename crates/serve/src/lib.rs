@@ -87,7 +87,12 @@ impl ClusterInfo {
         let target = match &recorded {
             Some(r) => r
                 .get::<ReleaseImage>()?
-                .and_then(|i| ReleaseTarget::from_release_image(&i.pull_spec)),
+                // The release the state file recorded (a digest pull spec
+                // with --release-version names none), else the pull spec's.
+                .and_then(|i| {
+                    i.target()
+                        .or_else(|| ReleaseTarget::from_release_image(&i.pull_spec))
+                }),
             None => None,
         };
         Ok(ClusterInfo {
