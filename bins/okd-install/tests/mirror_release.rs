@@ -208,6 +208,8 @@ fn mirror_release_copies_every_digest_and_resumes_after_a_kill() {
             reg.join("ca.crt").to_str().unwrap(),
             "--image-sources-file",
             out_dir.join("install-config-mirror.yaml").to_str().unwrap(),
+            "--release-image",
+            &lab.from(),
         ],
     );
     let ic: serde_yaml_ng::Value =
@@ -218,8 +220,16 @@ fn mirror_release_copies_every_digest_and_resumes_after_a_kill() {
         Some(2),
         "{ic:?}"
     );
-    okd_ok(d, &["create", "ignition-configs"]);
+    let err = okd_ok(
+        d,
+        &["create", "ignition-configs", "--release-image", &lab.from()],
+    );
+    // The release the flow mirrored is the one installed, so its mirrors
+    // cover it (issue #25 item 3).
+    assert!(!err.contains("is not covered by any"), "{err}");
     let files = common::ign_files(&common::read_ign(&d.join("bootstrap.ign")));
+    let script = String::from_utf8_lossy(&files["/usr/local/bin/release-image.sh"].1).into_owned();
+    assert!(script.contains(&lab.from()), "{script}");
     let conf = String::from_utf8(files["/etc/containers/registries.conf"].1.clone()).unwrap();
     assert!(conf.contains(&format!("location = \"{to}\"")), "{conf}");
     let ca = std::fs::read_to_string(reg.join("ca.crt")).unwrap();
