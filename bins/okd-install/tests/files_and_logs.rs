@@ -150,8 +150,9 @@ fn leftovers_of_an_interrupted_run_are_swept() {
     assert!(d.path().join("notes.txt").exists(), "a user's file removed");
 }
 
-#[test]
-fn control_characters_from_user_files_are_escaped_in_stderr_and_log() {
+/// A fresh directory with the single-master example's install-config,
+/// agent-config and bastion-config.
+fn single_master_with_hosts() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
     for f in [
         "install-config.yaml",
@@ -164,6 +165,12 @@ fn control_characters_from_user_files_are_escaped_in_stderr_and_log() {
         )
         .unwrap();
     }
+    d
+}
+
+#[test]
+fn control_characters_from_user_files_are_escaped_in_stderr_and_log() {
+    let d = single_master_with_hosts();
     // A key the schema rejects; serde's message repeats it verbatim.
     let mut b = std::fs::read_to_string(d.path().join("bastion-config.yaml")).unwrap();
     b.push_str("\"bogus\\e[2J\\nFORGED-LINE\\r\\u009b\": 1\n");
@@ -251,18 +258,7 @@ fn bastion_configs_remove_the_pxe_files_of_a_replaced_mac() {
 /// alone names no release).
 #[test]
 fn bastion_configs_follow_the_recorded_release_of_a_digest() {
-    let d = tempfile::tempdir().unwrap();
-    for f in [
-        "install-config.yaml",
-        "agent-config.yaml",
-        "bastion-config.yaml",
-    ] {
-        std::fs::copy(
-            repo().join("examples/baremetal-single-master").join(f),
-            d.path().join(f),
-        )
-        .unwrap();
-    }
+    let d = single_master_with_hosts();
     let digest = format!("quay.io/openshift/okd@sha256:{}", "ab".repeat(32));
     okd_ok(
         d.path(),

@@ -319,24 +319,10 @@ fn regenerated_assets_are_never_served_mixed_with_the_old() {
         return;
     }
     let d = served_dir();
-    let prefix = format!("rg{}", std::process::id() % 100000);
-    let mut lab = Lab::new(
-        &prefix,
-        "192.168.120.101",
-        &[("worker", "192.168.120.104")],
-        "okd.example",
-    );
-    let bastion = lab.bastion.ns.clone();
-    let worker = lab.nodes[0].ns.clone();
-    let dir = d.path().to_string_lossy().into_owned();
-    let serve_log = d.path().join("serve.log");
-    let pid = lab.spawn(
-        &bastion,
-        env!("CARGO_BIN_EXE_okd-install"),
-        &["serve", "--dir", &dir],
-        &serve_log,
-    );
+    let (mut lab, pid, serve_log) =
+        lab_spawning_serve(d.path(), "rg", &[("worker", "192.168.120.104")], &[]);
     wait_ready(&serve_log);
+    let worker = lab.nodes[0].ns.clone();
     let scratch = tempfile::tempdir().unwrap();
     let (ok, log, root) = ignite(
         &lab,
@@ -407,15 +393,7 @@ fn regenerated_assets_are_never_served_mixed_with_the_old() {
     assert_eq!(String::from_utf8_lossy(&http.stdout), "503");
 
     // Restarted, serve renders the new pools: the real Ignition gets the file.
-    lab.kill(pid);
-    let serve_log2 = d.path().join("serve2.log");
-    lab.spawn(
-        &bastion,
-        env!("CARGO_BIN_EXE_okd-install"),
-        &["serve", "--dir", &dir],
-        &serve_log2,
-    );
-    wait_ready(&serve_log2);
+    restart_serve(&mut lab, d.path(), pid, &[], "serve2.log");
     let (ok, log, root) = ignite(
         &lab,
         &worker,

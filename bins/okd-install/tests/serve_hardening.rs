@@ -17,31 +17,6 @@ use common::netns::Lab;
 use common::serve::*;
 use common::*;
 
-/// Kills the serve `pid` of `lab` and starts it again in the bastion
-/// namespace with `args`, logging to `<d>/<log>`; returns the new PID and log.
-fn restart_serve(
-    lab: &mut Lab,
-    d: &Path,
-    pid: u32,
-    args: &[&str],
-    log: &str,
-) -> (u32, std::path::PathBuf) {
-    lab.kill(pid);
-    let serve_log = d.join(log);
-    let bastion = lab.bastion.ns.clone();
-    let dir = d.to_string_lossy().into_owned();
-    let mut all = vec!["serve", "--dir", &dir];
-    all.extend_from_slice(args);
-    let pid = lab.spawn(
-        &bastion,
-        env!("CARGO_BIN_EXE_okd-install"),
-        &all,
-        &serve_log,
-    );
-    wait_ready(&serve_log);
-    (pid, serve_log)
-}
-
 /// `curl` inside `ns` with extra `args`: (HTTP status, body).
 fn curl_args_in(lab: &Lab, ns: &str, url: &str, args: &[&str]) -> (u16, String) {
     let out = lab

@@ -48,7 +48,15 @@ pub fn lab_spawning_serve(
 ) -> (Lab, u32, std::path::PathBuf) {
     let prefix = format!("{prefix}{}", std::process::id() % 100000);
     let mut lab = Lab::new(&prefix, BASTION, nodes, "okd.example");
-    let serve_log = d.join("serve.log");
+    let (pid, serve_log) = spawn_serve(&mut lab, d, args, "serve.log");
+    (lab, pid, serve_log)
+}
+
+/// Starts `okd-install serve --dir d` (extra `args`) in the bastion namespace
+/// of `lab`, logging to `<d>/<log>`; returns its PID and the log path at once
+/// (serve may still be starting).
+pub fn spawn_serve(lab: &mut Lab, d: &Path, args: &[&str], log: &str) -> (u32, PathBuf) {
+    let serve_log = d.join(log);
     let bastion = lab.bastion.ns.clone();
     let dir = d.to_string_lossy().into_owned();
     let mut all = vec!["serve", "--dir", &dir];
@@ -59,7 +67,22 @@ pub fn lab_spawning_serve(
         &all,
         &serve_log,
     );
-    (lab, pid, serve_log)
+    (pid, serve_log)
+}
+
+/// Kills the serve `pid` of `lab` (0: none) and starts it again with `args`,
+/// logging to `<d>/<log>`; returns the new PID and log once it serves.
+pub fn restart_serve(
+    lab: &mut Lab,
+    d: &Path,
+    pid: u32,
+    args: &[&str],
+    log: &str,
+) -> (u32, PathBuf) {
+    lab.kill(pid);
+    let (pid, serve_log) = spawn_serve(lab, d, args, log);
+    wait_ready(&serve_log);
+    (pid, serve_log)
 }
 
 /// [`lab_spawning_serve`] with the bootstrap (192.168.120.102) and the
