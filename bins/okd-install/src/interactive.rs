@@ -1,5 +1,6 @@
 //! `create install-config` without an `install-config.yaml`: the questions of
-//! openshift-install's wizard (installer.md §2.5: SSH Public Key, Platform,
+//! openshift-install's wizard (openshift/installer `pkg/asset/installconfig/`,
+//! e.g. `ssh.go`: SSH Public Key, Platform,
 //! Base Domain, Cluster Name, Pull Secret) asked on a terminal, or answered by
 //! flags for scripts. Unlike openshift-install's wizard, platform `none` (the
 //! usual UPI choice) is offered. Answers go through the same defaults and

@@ -1,4 +1,5 @@
-//! Logging in openshift-install's formats (installer.md §1.7): stderr gets
+//! Logging in openshift-install's formats (openshift/installer
+//! `cmd/openshift-install/main.go`, `command/log.go`): stderr gets
 //! `level=info msg=…` (or `INFO …` in colour on a terminal) at the chosen level;
 //! `<dir>/.openshift_install.log` is appended at debug level in logrus text
 //! format with a timestamp. Structured fields of an event follow its message
@@ -145,7 +146,8 @@ pub(crate) fn init(level: Level, dir: Option<&Path>) -> anyhow::Result<()> {
     let file = match dir {
         Some(d) => {
             // The first write of a run: a new --dir is 0750 and the log 0640
-            // from their creation, whatever the umask (installer.md §1.4).
+            // from their creation, whatever the umask (openshift/installer
+            // `pkg/asset/store/store.go`).
             okd_fs::create_dir_all(d, okd_fs::DIR_MODE)?;
             Some(Mutex::new(okd_fs::open_append(
                 &d.join(LOG_FILE),

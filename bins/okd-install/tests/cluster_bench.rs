@@ -114,7 +114,8 @@ fn now_rfc3339() -> String {
         .unwrap()
 }
 
-/// The approve-csr.sh loop of the bootstrap node (installer.md §8), with
+/// The approve-csr.sh loop of the bootstrap node (openshift/installer
+/// `data/data/bootstrap/files/usr/local/bin/approve-csr.sh`), with
 /// kubectl for oc, every `every`.
 fn peer_loop(cp: &ControlPlane, every: Duration) -> okd_test_utils::ChildGuard {
     let kc = cp.auth("kubeconfig-loopback");

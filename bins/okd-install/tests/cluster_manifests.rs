@@ -4,7 +4,7 @@
 //! namespaces made, every generated file is created as cluster-bootstrap
 //! creates it, `status` goes through the status subresource, and every
 //! object reads back with each generated field as generated. Issue #11
-//! item 2; installer.md §3.
+//! item 2; openshift/installer `pkg/asset/manifests`.
 
 mod common;
 
@@ -180,7 +180,8 @@ fn single_master_manifests_are_accepted_by_the_api_server() {
         return;
     };
     // bootstrap.ign carries exactly what `create manifests` wrote, but for
-    // cvo-overrides.yaml, which gains `spec.overrides` (installer.md §5.6).
+    // cvo-overrides.yaml, which gains `spec.overrides` (openshift/installer
+    // `pkg/asset/ignition/bootstrap/cvoignore.go`).
     let mut in_ign = snapshot(&root.join("manifests"));
     let mut generated = generated_manifests;
     let cvo = in_ign.remove("cvo-overrides.yaml").unwrap();

@@ -2,7 +2,7 @@
 //! kube-controller-manager (the kit of `tests/kube`), started with exactly
 //! the certificates, keys and kubeconfigs that `bootstrap.ign` carries
 //! (laid down by the real Ignition) and the bootstrap control plane's flags.
-//! Issue #11 item 2; installer.md §4.
+//! Issue #11 item 2; openshift/installer `pkg/asset/tls/`.
 
 mod common;
 

@@ -67,7 +67,8 @@ fn ignition_validate(dir: &Path) {
 }
 
 /// Applies bootstrap.ign with the real Ignition (platform `file`, stages
-/// fetch-offline then files) into a scratch root (peers.md §1b), then checks
+/// fetch-offline then files) into a scratch root (coreos/ignition
+/// `-platform=file`), then checks
 /// that every storage file landed with its mode, every unit and dropin exists,
 /// and the core user got both SSH keys.
 fn ignition_apply(dir: &Path) {

@@ -1,6 +1,6 @@
 //! Output compared with data measured from a real openshift-install 4.13 run on
 //! the same install-configs (`tests-data/reference`, from
-//! `shared/reference/openshift-install-4.13`): the manifest list with kinds,
+//! runs of the real openshift-install 4.13): the manifest list with kinds,
 //! names and keys; bootstrap.ign's files, modes and units; every certificate's
 //! subject, issuer, usages, SANs and validity.
 

@@ -3,8 +3,8 @@
 //! what the cluster would (the `kube-system/bootstrap` ConfigMap, the Etcd
 //! `EtcdBootstrapMemberRemoved` condition, ClusterVersion and
 //! ClusterOperator status) and check openshift-install's messages and exit
-//! codes (installer.md §7), the timeouts (shortened with `--timeouts`), and
-//! that a wait survives an API server restart without a false success.
+//! codes (openshift/installer `cmd/openshift-install/waitfor.go`), the timeouts (shortened with
+//! `--timeouts`), and that a wait survives an API server restart without a false success.
 //!
 //! The CustomResourceDefinitions here declare only the kinds, scopes and
 //! the status subresource of openshift/api's ClusterVersion,

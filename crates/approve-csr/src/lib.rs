@@ -2,7 +2,7 @@
 //! user-provisioned cluster — and only those.
 //!
 //! openshift-install's bootstrap node runs `approve-csr.sh`, which approves
-//! every pending CSR while bootstrapping (installer.md §8, upstream
+//! every pending CSR while bootstrapping (openshift/installer
 //! `data/data/bootstrap/files/usr/local/bin/approve-csr.sh`); after that UPI
 //! users approve by hand (openshift/installer#3711). Both approve a forged
 //! node as readily as a real one. Here each CSR must pass the identity

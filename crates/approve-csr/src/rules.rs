@@ -7,7 +7,7 @@
 //! `digital signature` + `client auth` (plus `key encipherment` from
 //! kubelets before 1.27 or with RSA keys), as the bootstrap identity — on
 //! OpenShift the MCO's `node-bootstrapper` service account
-//! (installer.md §4.2, `kubelet-client`). Once it has its client
+//! (openshift/installer `pkg/asset/tls/kubelet.go`, `kubelet-client`). Once it has its client
 //! certificate it files a serving CSR for signer
 //! `kubernetes.io/kubelet-serving` as `system:node:<name>` with its host
 //! names and addresses as SANs and `server auth` usage.

@@ -100,7 +100,8 @@ impl GenCtx {
     }
 
     /// Starts generating `n` RSA-2048 keys in the background on `threads`
-    /// threads, so certificate assets find their keys ready (installer.md §4.1:
+    /// threads, so certificate assets find their keys ready (openshift/installer
+    /// `pkg/asset/tls/tls.go`:
     /// every key is RSA-2048; generation dominates the run time).
     pub fn start_key_pool(&mut self, n: usize, threads: usize) {
         let given = self

@@ -1,4 +1,4 @@
-//! The CVO-ignore asset (installer.md §5.6).
+//! The CVO-ignore asset (openshift/installer `pkg/asset/ignition/bootstrap/cvoignore.go`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -12,7 +12,8 @@ use crate::manifests::{CommonManifests, OpenshiftManifests};
 use crate::store::{Asset, Dep, Parents, dep};
 
 /// `manifests/cvo-overrides.yaml` as it goes into bootstrap.ign, and
-/// `/opt/openshift/original_cvo_overrides.patch` (installer.md §5.6): every
+/// `/opt/openshift/original_cvo_overrides.patch` (openshift/installer
+/// `pkg/asset/ignition/bootstrap/cvoignore.go`): every
 /// other manifest is listed unmanaged so the CVO leaves them to bootkube.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CvoIgnore {

@@ -1,8 +1,8 @@
 //! The asset directory (`--dir`): reading user inputs, atomic writes, purging.
 //!
-//! Layout and modes follow openshift-install (installer.md §1.3, §1.4,
-//! Appendix B.5): directories 0750, files 0640, the state file
-//! `.openshift_install_state.json` 0640, exact whatever the umask. Every write
+//! Layout and modes follow openshift-install (openshift/installer
+//! `pkg/asset/store/store.go` and `pkg/asset/asset.go` `PersistToFile`): directories 0750, files
+//! 0640, the state file `.openshift_install_state.json` 0640, exact whatever the umask. Every write
 //! goes through [`okd_fs::write_atomic`] (temporary file in the same directory,
 //! fsync, rename, directory fsync), so an interrupted run never leaves a
 //! half-written asset; the temporaries such a run leaves are swept by

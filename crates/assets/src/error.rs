@@ -3,7 +3,8 @@
 //! Messages follow openshift-install's wrapping so a user of either tool reads
 //! the same chain, e.g. `failed to fetch Master Machines: failed to load asset
 //! "Install Config": failed to create install config: invalid
-//! "install-config.yaml" file: pullSecret: …` (installer.md §1.3, §2.1).
+//! "install-config.yaml" file: pullSecret: …` (openshift/installer
+//! `pkg/asset/store/store.go`, `pkg/asset/installconfig/installconfigbase.go`).
 //! Each variant's text never repeats its source; print with [`chain`].
 
 use std::path::PathBuf;
@@ -29,6 +30,14 @@ pub enum AssetError {
     /// Writing, creating directories, locking or sweeping failed (okd-fs).
     #[error(transparent)]
     Fs(#[from] okd_fs::FsError),
+    /// The asset graph has a cycle: each asset on the path depends on the
+    /// next, and the last is the first again (a defect of the graph, never
+    /// of the user's input).
+    #[error("the asset graph has a cycle: {}", path.join(" -> "))]
+    Cycle {
+        /// The display names along the cycle, e.g. `["A", "B", "A"]`.
+        path: Vec<&'static str>,
+    },
     /// A file in the asset directory has content that cannot be used; names the file and the rule.
     #[error("{}: {message}", path.display())]
     BadFile {
@@ -52,7 +61,8 @@ pub enum AssetError {
     /// The kubeadmin password could not be hashed.
     #[error("hashing the kubeadmin password")]
     Hash(#[source] bcrypt::BcryptError),
-    /// An input is valid on its own but not for this asset (e.g. bootstrap-in-place checks, §9).
+    /// An input is valid on its own but not for this asset (e.g. bootstrap-in-place checks,
+    /// `pkg/asset/ignition/bootstrap/bootstrap_in_place.go`).
     #[error("{0}")]
     Invalid(String),
     /// Certificate or key generation failed.
@@ -106,7 +116,8 @@ pub enum AssetError {
 
 impl AssetError {
     /// True if an install-config load/validation error is anywhere in the chain:
-    /// openshift-install exits with code 3 for those (installer.md §1.7).
+    /// openshift-install exits with code 3 for those (openshift/installer
+    /// `cmd/openshift-install/create.go`).
     pub fn is_install_config_error(&self) -> bool {
         let mut e: Option<&(dyn std::error::Error + 'static)> = Some(self);
         while let Some(err) = e {

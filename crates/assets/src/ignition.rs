@@ -1,11 +1,11 @@
-//! Ignition configs (installer.md §5): `bootstrap.ign` and the single-node
-//! `bootstrap-in-place-for-live-iso.ign` (the pointer configs are in
+//! Ignition configs (openshift/installer `pkg/asset/ignition/`): `bootstrap.ign` and the
+//! single-node `bootstrap-in-place-for-live-iso.ign` (the pointer configs are in
 //! [`crate::pointer`]).
 //!
 //! bootstrap.ign carries, in order: the bootstrap node's own files and units
 //! (okd-bootstrap-files), every manifest under `/opt/openshift/{manifests,openshift}`
 //! with the CVO-ignore version of `cvo-overrides.yaml`, the original overrides
-//! patch, the three internal kubeconfigs and the TLS files (§4.4).
+//! patch, the three internal kubeconfigs and the TLS files (`common.go`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -63,7 +63,8 @@ fn bootstrap_config(ctx: &GenCtx, p: &Parents<'_>, in_place: bool) -> Result<Con
         ssh_authorized_keys: vec![ic.ssh_key.clone().unwrap_or_default(), ssh_pub],
         ..Default::default()
     });
-    // The bootstrap-in-place files come last, after root-ca.crt (as measured, installer.md §9).
+    // The bootstrap-in-place files come last, after root-ca.crt (as measured from
+    // openshift-install 4.13; `pkg/asset/ignition/bootstrap/bootstrap_in_place.go`).
     let is_bip_file = |path: &str| {
         path.starts_with("/opt/openshift/bootstrap-in-place/")
             || path == "/usr/local/bin/bootstrap-in-place.sh"
@@ -109,7 +110,7 @@ fn bootstrap_config(ctx: &GenCtx, p: &Parents<'_>, in_place: bool) -> Result<Con
 }
 
 /// The values the bootstrap node's file and unit templates are rendered with
-/// (okd-bootstrap-files; installer.md §5.2).
+/// (okd-bootstrap-files; openshift/installer `pkg/asset/ignition/bootstrap/common.go`).
 fn template_data(
     ctx: &GenCtx,
     p: &Parents<'_>,
@@ -169,7 +170,8 @@ fn template_data(
     }
 }
 
-/// Everything under `/opt/openshift/`, in bootstrap.ign's order (§4.4): the
+/// Everything under `/opt/openshift/`, in bootstrap.ign's order (openshift/installer
+/// `pkg/asset/ignition/bootstrap/common.go`): the
 /// manifests (with the CVO-ignore version of a file where there is one), the
 /// other CVO-ignore files, the three internal kubeconfigs, the TLS files and
 /// `tls/root-ca.crt`.
@@ -259,7 +261,8 @@ pub fn bootstrap_cert_validity(
 
 /// Checks every certificate under `/opt/openshift/tls/` of a loaded bootstrap
 /// config: an expired one is an error naming each certificate and its expiry
-/// (the 24-hour trap, installer.md §5.3 and §10.3).
+/// (the 24-hour trap: openshift/installer `pkg/asset/tls/` signs the bootstrap
+/// certificates for one day).
 fn check_expiry(path: &str, cfg: &Value, now: time::OffsetDateTime) -> Result<(), AssetError> {
     let mut expired = Vec::new();
     for (name, _, not_after) in bootstrap_cert_validity(cfg) {
@@ -318,7 +321,8 @@ impl Asset for BootstrapIgnition {
     }
 }
 
-/// `bootstrap-in-place-for-live-iso.ign` for single-node installs (installer.md §9).
+/// `bootstrap-in-place-for-live-iso.ign` for single-node installs (openshift/installer
+/// `pkg/asset/ignition/bootstrap/bootstrap_in_place.go`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct SingleNodeBootstrapInPlace(pub IgnitionAsset);

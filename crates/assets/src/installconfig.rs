@@ -1,6 +1,7 @@
 //! The install-config asset, the cluster ID and the release image.
 //!
-//! `install-config.yaml` is the root of the graph (installer.md §2). Loading it
+//! `install-config.yaml` is the root of the graph (openshift/installer
+//! `pkg/asset/installconfig/installconfig.go`). Loading it
 //! runs okd-installconfig's pipeline (strict parse, up-conversion, defaults,
 //! validation with every error collected) and re-serializes the normalized
 //! config, so a file that differs only in whitespace or in defaults made
@@ -111,7 +112,8 @@ impl Asset for InstallConfigAsset {
     }
 }
 
-/// The cluster's identity: `{"UUID": "<uuid v4>", "InfraID": "<name>-<5 chars>"}` (§3.3).
+/// The cluster's identity: `{"UUID": "<uuid v4>", "InfraID": "<name>-<5 chars>"}`
+/// (`pkg/asset/installconfig/clusterid.go`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterId {
     /// Random UUID v4, lowercase canonical form; `spec.clusterID` and metadata.json.

@@ -1,5 +1,5 @@
-//! Kubeconfigs (installer.md §4.5): clientcmd v1 without apiVersion/kind, keys
-//! sorted, CA and client credentials embedded as base64 data.
+//! Kubeconfigs (openshift/installer `pkg/asset/kubeconfig/`): clientcmd v1 without apiVersion/kind,
+//! keys sorted, CA and client credentials embedded as base64 data.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

@@ -1,6 +1,7 @@
 //! The openshift-install asset graph in Rust: install-config → manifests →
 //! Ignition configs, PKI, auth and metadata, with openshift-install's commands,
-//! directory semantics and file formats (`reference/installer.md` §1–§5, §9).
+//! directory semantics and file formats (openshift/installer `pkg/asset/`,
+//! `cmd/openshift-install/` and `data/data/`).
 //!
 //! * [`store`]: typed assets, the load/fetch/save/purge walk, the state file.
 //! * [`targets`]: what each `create` command produces.

@@ -1,4 +1,4 @@
-//! The machine assets of `openshift/` (installer.md §3.1, §1.5): user-data
+//! The machine assets of `openshift/` (openshift/installer `pkg/asset/machines/`): user-data
 //! secrets carrying the pointer configs, the SSH (and FIPS / hyperthreading)
 //! MachineConfigs per pool, the AWS Machine and MachineSet manifests, and the
 //! `openshift-install-manifests` ConfigMap.

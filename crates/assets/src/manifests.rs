@@ -1,6 +1,6 @@
 //! `create manifests`: the Common Manifests (`manifests/`), the Openshift
-//! Manifests and the OpenShift Install manifest (`openshift/`), per installer.md
-//! §3 and the 4.13 reference index (`manifests-index.tsv`).
+//! Manifests and the OpenShift Install manifest (`openshift/`), per openshift/installer
+//! `pkg/asset/manifests` and the manifest list measured from openshift-install 4.13.
 //!
 //! Objects are built as JSON and written with [`okd_types::goyaml`], which
 //! reproduces sigs.k8s.io/yaml; the few files openshift-install renders from
@@ -21,7 +21,8 @@ use crate::password::KubeadminPassword;
 use crate::store::{Asset, Dep, Parents, dep};
 use crate::tls::{McsCertKey, RootCa, api_vips};
 
-/// `manifests/*`: the cluster-scoped config objects (installer.md §3.1).
+/// `manifests/*`: the cluster-scoped config objects (openshift/installer
+/// `pkg/asset/manifests/operators.go`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct CommonManifests(pub FileListAsset);
@@ -87,7 +88,7 @@ struct Inputs<'a> {
 type Manifests = Result<Vec<(String, Vec<u8>)>, AssetError>;
 
 /// Every common manifest, one function each (openshift/installer
-/// `pkg/asset/manifests`, installer.md §3.1).
+/// `pkg/asset/manifests`).
 const COMMON_MANIFESTS: &[fn(&Inputs<'_>) -> Manifests] = &[
     cluster_config,
     cluster_dns,
@@ -525,7 +526,8 @@ fn proxy(ic: &okd_installconfig::InstallConfig) -> Value {
     config_object("Proxy", spec, status)
 }
 
-/// The computed `status.noProxy` of the cluster Proxy (installer.md §3.2).
+/// The computed `status.noProxy` of the cluster Proxy (openshift/installer
+/// `pkg/asset/manifests`).
 pub fn no_proxy_status(ic: &okd_installconfig::InstallConfig) -> String {
     let user = ic
         .proxy
@@ -581,7 +583,7 @@ fn cvo_overrides(ctx: &GenCtx, cluster_id: &str, ic: &okd_installconfig::Install
 }
 
 /// `openshift/*` other than the machine manifests: the kubeadmin secret, the
-/// FeatureGate (installer.md §3.1).
+/// FeatureGate (openshift/installer `pkg/asset/manifests`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct OpenshiftManifests(pub FileListAsset);

@@ -1,4 +1,5 @@
-//! `metadata.json` (installer.md §5.5): cluster name, ID, infraID and the
+//! `metadata.json` (openshift/installer `pkg/asset/cluster/metadata.go`,
+//! `pkg/types/clustermetadata.go`): cluster name, ID, infraID and the
 //! platform key, compact Go JSON in struct order.
 
 use serde::{Deserialize, Serialize};

@@ -1,8 +1,8 @@
 //! `manifests/cluster-network-01-crd.yml`: the CustomResourceDefinition of
 //! `networks.config.openshift.io`, written by openshift-install up to 4.15
-//! (installer.md §3.1 history). This schema is our own description of the
-//! Network config API fields the installer sets (openshift/api
-//! config/v1 types_network.go), not a copy of the upstream CRD.
+//! (openshift/installer `data/data/manifests/` and its git history). This schema
+//! is our own description of the Network config API fields the installer sets
+//! (openshift/api config/v1 types_network.go), not a copy of the upstream CRD.
 
 /// The CRD text (YAML, apiextensions.k8s.io/v1).
 pub(crate) const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1

@@ -1,5 +1,5 @@
-//! The kubeadmin password (installer.md §4.6): 23 characters of the form
-//! `xxxxx-xxxxx-xxxxx-xxxxx` from a 58-symbol alphabet without look-alikes,
+//! The kubeadmin password (openshift/installer `pkg/asset/password/password.go`): 23 characters of
+//! the form `xxxxx-xxxxx-xxxxx-xxxxx` from a 58-symbol alphabet without look-alikes,
 //! bcrypt-hashed (cost 10) into Secret `kube-system/kubeadmin`, the plain text in
 //! `auth/kubeadmin-password` (0640, no trailing newline).
 
@@ -75,7 +75,7 @@ impl Asset for KubeadminPassword {
         vec![self.file.clone()]
     }
 
-    /// A user-supplied `tls/kubeadmin-password.hash` replaces generation (§4.6);
+    /// A user-supplied `tls/kubeadmin-password.hash` replaces generation (`password.go`);
     /// `auth/kubeadmin-password` alone is the output of an earlier run.
     fn load(dir: &AssetDir, _: &GenCtx) -> Result<Option<Self>, AssetError> {
         let Some(hash) = dir.read("tls/kubeadmin-password.hash")? else {

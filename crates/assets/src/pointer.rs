@@ -1,5 +1,5 @@
 //! The pointer Ignition configs `master.ign` and `worker.ign`
-//! (installer.md §5.4): each merges its pool's config from the
+//! (openshift/installer `pkg/asset/ignition/machine/`): each merges its pool's config from the
 //! machine-config server and trusts the root CA; and [`IgnitionAsset`], the
 //! state shape every Ignition asset shares.
 
@@ -54,7 +54,8 @@ impl IgnitionAsset {
 
 /// The machine-config-server URL a pool's pointer config merges:
 /// `https://api-int.<cluster domain>:22623/config/<role>`, or the first API VIP
-/// on baremetal (bracketed if IPv6) (installer.md §5.4).
+/// on baremetal (bracketed if IPv6) (openshift/installer
+/// `pkg/asset/ignition/machine/node.go`).
 pub fn pointer_url(ic: &okd_installconfig::InstallConfig, role: &str) -> String {
     let host = match api_vips(ic).first() {
         Some(v) if v.contains(':') => format!("[{v}]"),

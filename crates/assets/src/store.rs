@@ -1,5 +1,5 @@
 //! The asset graph and its store, after openshift-install's
-//! `pkg/asset/store/store.go` (installer.md §1.3).
+//! `pkg/asset/store/store.go` (openshift/installer).
 //!
 //! Each node is a type implementing [`Asset`]: a stable state key (the Go type
 //! name openshift-install uses, so state files read alike), a display name for
@@ -36,7 +36,7 @@ pub const STATE_FILE: &str = ".openshift_install_state.json";
 
 /// One node of the install graph (openshift/installer `pkg/asset/asset.go`).
 pub trait Asset: Serialize + DeserializeOwned + Send + Sync + 'static {
-    /// Display name used in log lines, e.g. `Install Config` (installer.md §1.6).
+    /// Display name used in log lines, e.g. `Install Config` (openshift/installer `pkg/asset/store/store.go`).
     const NAME: &'static str;
     /// Key in `.openshift_install_state.json`, the Go type name, e.g.
     /// `*installconfig.InstallConfig`. Never rename it.
@@ -250,7 +250,16 @@ impl<'c> Store<'c> {
     /// target of the command was fetched, so a command that fails part way
     /// leaves the state file and its inputs as they were (openshift-install
     /// `pkg/asset/store/store.go`: fetch, then save the state, then purge).
+    ///
+    /// # Errors
+    /// [`AssetError::Cycle`] naming the path when the graph below `target`
+    /// has a cycle (checked first: loading and fetching recurse through the
+    /// graph and would not come back), else [`AssetError::Fetch`] wrapping
+    /// what failed.
     pub fn fetch(&mut self, target: Dep) -> Result<(), AssetError> {
+        if let Some(path) = find_cycle(&[target]) {
+            return Err(AssetError::Cycle { path });
+        }
         debug!("Fetching {}...", target.name);
         let wrap = |e: AssetError| AssetError::Fetch {
             name: target.name,
@@ -471,6 +480,40 @@ fn fetch_asset<T: Asset>(store: &mut Store<'_>, depth: usize) -> Result<(), Asse
     e.asset = Some(Box::new(generated));
     e.source = Source::Generated;
     Ok(())
+}
+
+/// A cycle in the graph below `targets`: the display names along it, the
+/// first repeated at the end (`A -> B -> A`), or `None` for a DAG. A
+/// depth-first walk with an explicit stack, so even a deep or cyclic graph
+/// cannot overflow the thread's stack.
+pub fn find_cycle(targets: &[Dep]) -> Option<Vec<&'static str>> {
+    // Done: every asset below it was walked and no cycle passes through it.
+    let mut done: HashSet<TypeId> = HashSet::new();
+    for &t in targets {
+        if done.contains(&t.id) {
+            continue;
+        }
+        // The path from `t` down to the asset being walked, each with the
+        // parents still to visit.
+        let mut path: Vec<(Dep, Vec<Dep>)> = vec![(t, (t.deps)())];
+        while let Some((_, pending)) = path.last_mut() {
+            let Some(next) = pending.pop() else {
+                let (d, _) = path.pop().expect("non-empty");
+                done.insert(d.id);
+                continue;
+            };
+            if done.contains(&next.id) {
+                continue;
+            }
+            if let Some(at) = path.iter().position(|(d, _)| d.id == next.id) {
+                let mut names: Vec<&'static str> = path[at..].iter().map(|(d, _)| d.name).collect();
+                names.push(next.name);
+                return Some(names);
+            }
+            path.push((next, (next.deps)()));
+        }
+    }
+    None
 }
 
 /// The display names of every asset below `targets` (the targets included),

@@ -1,5 +1,5 @@
 //! Targets: the asset lists each `create` command fetches and persists
-//! (openshift/installer `pkg/asset/targets/targets.go`, installer.md §1.2).
+//! (openshift/installer `pkg/asset/targets/targets.go`).
 
 use std::collections::BTreeSet;
 

@@ -1,9 +1,10 @@
-//! TLS assets: every signer, certificate, CA bundle and key pair of installer.md
-//! §4, one asset type each, keyed in the state file by openshift-install's Go
-//! type names (`*tls.RootCA`, …).
+//! TLS assets: every signer, certificate, CA bundle and key pair of
+//! openshift/installer `pkg/asset/tls/`, one asset type each, keyed in the
+//! state file by openshift-install's Go type names (`*tls.RootCA`, …).
 //!
-//! Profiles (subjects, SANs, usages, validity) follow §4.2 as measured in
-//! `reference/openshift-install-4.13/pki-index.tsv`; bundles follow §4.3,
+//! Profiles (subjects, SANs, usages, validity) follow `pkg/asset/tls/*.go` as
+//! measured from openshift-install 4.13 runs; bundles follow
+//! `pkg/asset/tls/cabundle.go`,
 //! including the complete-client-bundle quirk (only the first certificate of
 //! each input bundle). Keys come from the context's key pool so generation runs
 //! in parallel with the rest of the graph.
@@ -411,7 +412,7 @@ signed_cert!(
 ca_bundle!(
     /// `tls/kube-apiserver-complete-client-ca-bundle.crt`: the first certificate of each of the
     /// admin-kubeconfig, kubelet-client, kube-control-plane, to-kubelet and kubelet-bootstrap
-    /// bundles (installer.md §4.3 quirk, reproduced).
+    /// bundles (an openshift/installer `pkg/asset/tls` quirk, reproduced).
     KubeApiServerCompleteClientCaBundle, "*tls.KubeAPIServerCompleteClientCABundle", "Certificate (kube-apiserver-complete-client-ca-bundle)", "kube-apiserver-complete-client-ca-bundle", first_only: true,
     [AdminKubeConfigCaBundle, KubeletClientCaBundle, KubeControlPlaneCaBundle, KubeApiServerToKubeletCaBundle, KubeletBootstrapCaBundle]);
 
@@ -549,12 +550,14 @@ impl Asset for BootstrapSshKeyPair {
 }
 
 /// The TLS assets whose files go into bootstrap.ign under `/opt/openshift/`,
-/// in the reference order (installer.md §4.4); one list gives both the files
+/// in openshift-install's order (openshift/installer
+/// `pkg/asset/ignition/bootstrap/common.go`); one list gives both the files
 /// and the dependencies, so they cannot drift apart.
 macro_rules! bootstrap_tls {
     ($($ty:ty),* $(,)?) => {
         /// Every TLS file that goes into bootstrap.ign under `/opt/openshift/`, in
-        /// the reference order (installer.md §4.4). All are 0600 except
+        /// openshift-install's order (openshift/installer
+        /// `pkg/asset/ignition/bootstrap/common.go`). All are 0600 except
         /// `tls/root-ca.crt` (0644, added last by the caller).
         pub fn bootstrap_tls_files(p: &Parents<'_>) -> Vec<AssetFile> {
             let mut v: Vec<AssetFile> = Vec::new();

@@ -13,10 +13,12 @@
 //! | `coredns/Corefile`, `coredns/db.*` | CoreDNS (`file`, `forward`) | — |
 //! | `pxe/pxelinux.cfg/01-<mac>`, `pxe/grub.cfg-01-<mac>`, `pxe/ipxe/<mac>.ipxe` | syslinux, GRUB 2, iPXE | — |
 //!
-//! Shapes follow the helper node (`infra-tools.md` B.3–B.7: zones, HAProxy
+//! Shapes follow the helper node (RedHatOfficial/ocp4-helpernode
+//! `templates/zonefile.j2`, `dhcpd.conf.j2`, `haproxy.cfg.j2`: zones, HAProxy
 //! frontends with `balance source`, stats on :9000 with `monitor-uri
-//! /healthz`), kcli (A.5: keepalived instances with a `/readyz` curl check,
-//! CoreDNS `forward .`) and the ports of the inventory.
+//! /healthz`), kcli (karmab/kcli `kvirt/cluster/openshift/staticpods/`:
+//! keepalived instances with a `/readyz` curl check, CoreDNS `forward .`)
+//! and the ports of the inventory.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

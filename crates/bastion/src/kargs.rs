@@ -1,8 +1,9 @@
 //! Kernel arguments for a node's install boot, the ones the bare-metal guide
 //! typed at each node's boot prompt.
 //!
-//! Spec followed: coreos-installer's live-image service (`infra-tools.md` E.2)
-//! and dracut's `ip=` syntax (E.5,
+//! Spec followed: coreos-installer's live-image service (coreos/coreos-installer
+//! `docs/getting-started.md`, `scripts/coreos-installer-service`) and dracut's
+//! `ip=` syntax (dracutdevs/dracut `man/dracut.cmdline.7.asc`,
 //! `ip=<client-IP>:[<peer>]:<gateway-IP>:<netmask>:<client_hostname>:<interface>:none`).
 
 use std::net::IpAddr;

@@ -2,8 +2,9 @@
 //! as generated text, with no servers: what the bare-metal guide's bastion
 //! ran by hand.
 //!
-//! * [`kargs`]: the kernel arguments each node boots with (coreos-installer
-//!   and dracut `ip=`, `infra-tools.md` E).
+//! * [`kargs`]: the kernel arguments each node boots with (coreos/coreos-installer
+//!   `docs/getting-started.md`, and dracut `ip=` from dracutdevs/dracut
+//!   `man/dracut.cmdline.7.asc`).
 //! * [`pxe`]: per-MAC iPXE, GRUB and pxelinux boot scripts as text (served
 //!   by `okd-bootserver`, the HTTP server of `okd-install serve`).
 //! * [`configs`]: `okd-install create bastion-configs`, the same layer as

@@ -2,9 +2,11 @@
 //! [`pxe_kernel_args`](crate::kargs::pxe_kernel_args).
 //!
 //! Spec followed: matchbox's per-MAC selection and script shapes
-//! (`infra-tools.md` C.3/C.4: `#!ipxe`, `kernel <url> <args>`, `initrd <url>`,
+//! (poseidon/matchbox `matchbox/server/server.go`, `matchbox/http/`,
+//! `docs/api-http.md`: `#!ipxe`, `kernel <url> <args>`, `initrd <url>`,
 //! `boot`; GRUB with an EFI and a BIOS entry) and the helper node's TFTP tree
-//! (B.5: `pxelinux.cfg/01-<mac-with-dashes>`, `grub.cfg-01-<mac-with-dashes>`).
+//! (RedHatOfficial/ocp4-helpernode `tasks/main.yml`, `templates/pxe-*.j2`,
+//! `grub2-*.j2`: `pxelinux.cfg/01-<mac-with-dashes>`, `grub.cfg-01-<mac-with-dashes>`).
 //!
 //! iPXE fetches kernel and initramfs over HTTP from `/images/`. GRUB and
 //! pxelinux load them over TFTP with paths relative to the TFTP root

@@ -1,7 +1,8 @@
 //! Static files and systemd units of the bootstrap node (`bootstrap.ign`).
 //!
 //! This crate is the okd-install counterpart of openshift-install's
-//! `data/data/bootstrap/` tree (installer.md §5.3, §8 and §9): the files under
+//! `data/data/bootstrap/` tree (openshift/installer `data/data/bootstrap/files`,
+//! `systemd/common/units` and `bootstrap-in-place/`): the files under
 //! `/etc`, `/root` and `/usr/local/bin` and the systemd units that every
 //! bootstrap Ignition config carries, rendered from [`TemplateData`] with plain
 //! Rust string building (no template engine).
@@ -23,7 +24,8 @@ use std::fmt::Write as _;
 
 mod scripts;
 
-/// Cluster-wide proxy *status* (installer.md §5.3: the bootstrap template data
+/// Cluster-wide proxy *status* (openshift/installer
+/// `pkg/asset/ignition/bootstrap/common.go`: the bootstrap template data
 /// carries `Proxy` status, i.e. the effective values after defaulting, with
 /// `no_proxy` already expanded by the consumer).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -37,7 +39,8 @@ pub struct ProxyStatus {
 }
 
 /// One image source with its mirrors, from `imageContentSources` /
-/// `imageDigestSources` (installer.md §5.3: `/etc/containers/registries.conf`).
+/// `imageDigestSources` (openshift/installer `data/data/bootstrap/files`:
+/// `/etc/containers/registries.conf`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Registry {
     /// The repository being mirrored, e.g. `quay.io/openshift/okd`.
@@ -46,8 +49,8 @@ pub struct Registry {
     pub mirrors: Vec<String>,
 }
 
-/// Everything the bootstrap files and units are rendered from (installer.md
-/// §5.3, "The bootstrap template data includes").
+/// Everything the bootstrap files and units are rendered from (the bootstrap
+/// template data of openshift/installer `pkg/asset/ignition/bootstrap/common.go`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TemplateData {
     /// Release image pull spec (tag or digest form).
@@ -66,7 +69,9 @@ pub struct TemplateData {
     pub fips: bool,
     /// `OPENSHIFT_INSTALL_EXPERIMENTAL_CLUSTER_PROFILE`, when set.
     pub cluster_profile: Option<String>,
-    /// Bootstrap-in-place (§9): the installation disk, e.g. `/dev/sda`.
+    /// Bootstrap-in-place (openshift/installer
+    /// `pkg/asset/ignition/bootstrap/bootstrap_in_place.go`): the installation disk,
+    /// e.g. `/dev/sda`.
     /// `Some` only when rendering `bootstrap-in-place-for-live-iso.ign`.
     pub bootstrap_in_place: Option<String>,
     /// The first service network is IPv6.
@@ -95,7 +100,7 @@ pub struct TemplateData {
     pub control_plane_replicas: i64,
 }
 
-/// One file of `storage.files` (installer.md §5.3 step 1).
+/// One file of `storage.files` (from openshift/installer `data/data/bootstrap/files`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BootstrapFile {
     /// Absolute path on the bootstrap node.
@@ -117,7 +122,8 @@ pub struct Dropin {
     pub contents: String,
 }
 
-/// One entry of `systemd.units` (installer.md §5.3).
+/// One entry of `systemd.units` (openshift/installer
+/// `data/data/bootstrap/systemd/common/units`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BootstrapUnit {
     /// Unit name, e.g. `bootkube.service`.
@@ -158,9 +164,9 @@ fn toml_quote(s: &str) -> String {
 /// Renders `/etc/containers/registries.conf` (containers-registries.conf v2
 /// TOML): one `[[registry]]` per source with `mirror-by-digest-only = true`
 /// and a `[[registry.mirror]]` per mirror; empty when there are no sources
-/// (installer.md §5.3; measured 0 bytes without mirrors). [`files`] writes it
-/// with mode 0600, as measured in 4.13 (installer.md's text says 0644 for
-/// newer releases).
+/// (openshift/installer `pkg/asset/ignition/bootstrap/common.go`; measured 0 bytes
+/// without mirrors). [`files`] writes it with mode 0600, as measured from
+/// openshift-install 4.13 (newer openshift/installer releases write 0644).
 pub fn registries_conf(registries: &[Registry]) -> String {
     let mut out = String::new();
     for r in registries {
@@ -179,7 +185,9 @@ pub fn registries_conf(registries: &[Registry]) -> String {
 }
 
 /// `/etc/ignition-machine-config-encapsulated.json`: the FIPS bootstrap
-/// MachineConfig stub (installer.md §5.3), pretty-printed with two spaces.
+/// MachineConfig stub (openshift/installer
+/// `data/data/bootstrap/files/etc/ignition-machine-config-encapsulated.json.template`),
+/// pretty-printed with two spaces.
 fn encapsulated_mc(fips: bool) -> String {
     format!(
         "{{\n  \"metadata\": {{\n    \"name\": \"bootstrap-fips\"\n  }},\n  \"spec\": {{\n    \"config\": {{\n      \"ignition\": {{\n        \"version\": \"3.1.0\"\n      }}\n    }},\n    \"kernelArguments\": [],\n    \"fips\": {fips}\n  }}\n}}\n"
@@ -213,7 +221,8 @@ fn systemd_env_value(v: &str) -> String {
     )
 }
 
-/// `/etc/systemd/system.conf.d/10-default-env.conf` (installer.md §5.3).
+/// `/etc/systemd/system.conf.d/10-default-env.conf` (openshift/installer
+/// `data/data/bootstrap/files`).
 fn default_env_conf(proxy: Option<&ProxyStatus>) -> String {
     let mut out = String::from("[Manager]\n");
     if let Some(p) = proxy {
@@ -256,8 +265,9 @@ fn file(path: &str, mode: u32, contents: impl Into<Vec<u8>>) -> BootstrapFile {
     }
 }
 
-/// The bootstrap node's files (installer.md §5.3 step 1, §9 for
-/// bootstrap-in-place), sorted by path. Modes follow the measured 4.13 run:
+/// The bootstrap node's files (openshift/installer `data/data/bootstrap/files`,
+/// and `data/data/bootstrap/bootstrap-in-place/` for bootstrap-in-place), sorted
+/// by path. Modes follow the measured 4.13 run:
 /// `/usr/local/bin/*` 0555, `/etc/motd` 0644 (append), everything else 0600.
 /// With `data.bootstrap_in_place` set, four more files are added
 /// (`/opt/openshift/bootstrap-in-place/*` 0600, `bootstrap-in-place.sh` and
@@ -522,11 +532,12 @@ RestartSec=5s
 WantedBy=multi-user.target
 ";
 
-/// The bootstrap node's systemd units (installer.md §5.3 `systemd.units`, §8
-/// unit chain), sorted by name as measured in 4.13: 11 units for every
-/// flavour (`release-image-pivot.service` is empty for OCP and pivots the
+/// The bootstrap node's systemd units (openshift/installer
+/// `data/data/bootstrap/systemd/common/units`), sorted by name as measured in 4.13: 11 units for
+/// every flavour (`release-image-pivot.service` is empty for OCP and pivots the
 /// host for OKD), plus the enabled `install-to-disk.service` last when
-/// `data.bootstrap_in_place` is set (§9). `enabled` is `Some(true)` exactly
+/// `data.bootstrap_in_place` is set (openshift/installer
+/// `data/data/bootstrap/bootstrap-in-place/`). `enabled` is `Some(true)` exactly
 /// for approve-csr, chown-gatewayd-key, kubelet, progress,
 /// systemd-journal-gatewayd.socket (and install-to-disk).
 pub fn units(data: &TemplateData) -> Vec<BootstrapUnit> {

@@ -1,4 +1,5 @@
-//! Shell scripts of the bootstrap node (installer.md §8, §9).
+//! Shell scripts of the bootstrap node (openshift/installer
+//! `data/data/bootstrap/files/usr/local/bin/` and `data/data/bootstrap/bootstrap-in-place/`).
 //!
 //! Each script lives next to this module as a plain `.sh` file. Scripts that
 //! need template data carry one `# @@VARIABLES@@` line, which is replaced by

@@ -5,7 +5,7 @@
 //! 24-hour trap of openshift/installer#1792), a kubeconfig for another
 //! cluster, or the API's own refusal.
 //!
-//! The kubeconfig format is clientcmd v1 (installer.md §4.5, upstream
+//! The kubeconfig format is clientcmd v1 (openshift/installer
 //! `pkg/asset/kubeconfig`); certificates and keys are embedded as
 //! `*-data` fields.
 

@@ -3,7 +3,7 @@
 //!
 //! openshift-install cannot do this step there: it loads `metadata.json`,
 //! finds no platform and fails with `no platform configured in metadata`
-//! (installer.md §7; openshift/installer `pkg/destroy/bootstrap/bootstrap.go`),
+//! (openshift/installer `pkg/destroy/bootstrap/bootstrap.go`),
 //! and the user removes the bootstrap machine and its load-balancer entries
 //! by hand. okd-install knows the hosts (`agent-config.yaml` +
 //! `bastion-config.yaml`, crate okd-hosts) and runs the load balancer

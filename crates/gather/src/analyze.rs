@@ -1,5 +1,6 @@
-//! The analysis of a bundle's service records (installer.md §8 "Service
-//! records"; openshift/installer `pkg/gather/service/analyze.go`): what each
+//! The analysis of a bundle's service records (openshift/installer
+//! `data/data/bootstrap/files/usr/local/bin/bootstrap-service-record.sh`,
+//! `pkg/gather/service/analyze.go`): what each
 //! bootstrap service did, and for those that failed, in plain words, which
 //! stage failed and the last lines of its journal.
 //!
@@ -94,7 +95,8 @@ pub fn judge(entries: &[Entry]) -> ServiceVerdict {
     v
 }
 
-/// A bootstrap stage in plain words (the stages of installer.md §8 and
+/// A bootstrap stage in plain words (the stages of openshift/installer
+/// `data/data/bootstrap/files/usr/local/bin/bootkube.sh.template` and
 /// okd-install's own), `None` for one this table does not know.
 pub fn stage_words(stage: &str) -> Option<&'static str> {
     Some(match stage {

@@ -1,5 +1,5 @@
 //! `okd-install gather bootstrap`: the bootstrap log bundle of a failing
-//! install, as openshift-install makes it (installer.md §7; openshift/installer
+//! install, as openshift-install makes it (openshift/installer
 //! `cmd/openshift-install/gather.go`, `pkg/gather/ssh`, `pkg/gather/service`).
 //!
 //! 1. Log in to `<user>@<bootstrap>:22` (user `core`) over SSH with the

@@ -1,5 +1,5 @@
 //! `agent-config.yaml`: openshift-install's agent-flow host list
-//! (`pkg/types/agent/agent_config_type.go`; assisted.md §"agent-config"),
+//! (openshift/installer `pkg/types/agent/agent_config_type.go`),
 //! read unchanged so the same file works with `openshift-install agent`.
 
 use std::collections::BTreeMap;

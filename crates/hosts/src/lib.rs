@@ -3,7 +3,8 @@
 //! Two files in the asset directory describe them:
 //!
 //! * `agent-config.yaml` — openshift-install's agent-flow format
-//!   (`apiVersion: v1beta1`, `kind: AgentConfig`; assisted.md §"agent-config"),
+//!   (`apiVersion: v1beta1`, `kind: AgentConfig`; openshift/installer
+//!   `pkg/types/agent/agent_config_type.go`),
 //!   unchanged so the same file works with `openshift-install agent`: `hosts[]`
 //!   with `hostname`, `role` (`master`/`worker`), `rootDeviceHints.deviceName`,
 //!   `interfaces[{name, macAddress}]` and an nmstate `networkConfig` whose first

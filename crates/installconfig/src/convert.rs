@@ -1,4 +1,6 @@
-//! Parse, up-conversion and defaults (installer.md §2.1 steps 1–3, §2.3).
+//! Parse, up-conversion and defaults (openshift/installer
+//! `pkg/asset/installconfig/installconfigbase.go`, `pkg/types/conversion/installconfig.go`,
+//! `pkg/types/defaults/installconfig.go`).
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -10,7 +12,8 @@ use crate::field::FieldError;
 use crate::types::*;
 
 /// Parses the YAML. Syntax and type errors are fatal (with line numbers); an
-/// unknown key produces the warning/info pair of §2.1 step 1 and is ignored.
+/// unknown key produces the warning/info pair of openshift/installer
+/// `pkg/asset/installconfig/installconfigbase.go` and is ignored.
 pub(crate) fn parse(
     file: &str,
     bytes: &[u8],
@@ -91,7 +94,8 @@ fn first_unknown(input: &Value, back: &Value) -> Option<String> {
     }
 }
 
-/// §2.1 step 2: accepted apiVersions and deprecated-field mapping; sets apiVersion `v1`.
+/// `pkg/types/conversion/installconfig.go`: accepted apiVersions and deprecated-field mapping;
+/// sets apiVersion `v1`.
 /// Errors are field errors on the field that cannot be converted.
 pub(crate) fn upconvert(mut c: InstallConfig) -> Result<InstallConfig, FieldError> {
     match c.api_version.as_str() {
@@ -238,7 +242,7 @@ fn random_mac() -> String {
     )
 }
 
-/// §2.3 defaults (pkg/types/defaults): networking, publish, trust-bundle policy,
+/// Defaults (openshift/installer pkg/types/defaults): networking, publish, trust-bundle policy,
 /// pools (replicas 3 / 0 for edge and arbiter, hyperthreading Enabled, host
 /// architecture, platform `{}`), the worker pool, baremetal provisioning defaults.
 pub(crate) fn apply_defaults(c: &mut InstallConfig) {

@@ -5,7 +5,8 @@
 //! A [`FieldError`] prints as `<path>: <kind>[: <value>][: <detail>]`, e.g.
 //! `platform.aws.region: Required value: region must be specified` or
 //! `networking.networkType: Unsupported value: "Foo": supported values:
-//! "OVNKubernetes"` (installer.md §2.4).
+//! "OVNKubernetes"` (openshift/installer `pkg/types/validation/installconfig.go`,
+//! k8s.io/apimachinery `pkg/util/validation/field/errors.go`).
 
 use std::fmt;
 

@@ -1,10 +1,13 @@
 //! `install-config.yaml`: model, load pipeline, defaults and validation.
 //!
-//! Follows `reference/installer.md` §2: strict parse with an unknown-field
-//! fallback (§2.1 step 1), up-conversion of deprecated fields (step 2),
-//! defaults (§2.3), and `ValidateInstallConfig` (§2.4) with every error
+//! Follows openshift-install's install-config asset: strict parse with an
+//! unknown-field fallback (openshift/installer
+//! `pkg/asset/installconfig/installconfigbase.go`), up-conversion of deprecated
+//! fields (`pkg/types/conversion/installconfig.go`), defaults
+//! (`pkg/types/defaults/installconfig.go`), and `ValidateInstallConfig`
+//! (`pkg/types/validation/installconfig.go`) with every error
 //! collected in evaluation order and reported in one aggregate message. Also
-//! the infraID derivation of §3.3.
+//! the infraID derivation (`pkg/asset/installconfig/clusterid.go`).
 
 mod convert;
 mod field;
@@ -21,7 +24,8 @@ pub use field::{ErrorKind, FieldError, FieldValue};
 pub use types::*;
 
 /// Options of one load: the target release (version-dependent rules such as
-/// OpenShiftSDN refusal) and whether the host runs in FIPS mode (§2.4 `sshKey`/`fips`).
+/// OpenShiftSDN refusal) and whether the host runs in FIPS mode
+/// (`sshKey`/`fips` rules of `pkg/types/validation/installconfig.go`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoadOptions {
     /// The release the install is generated for.
@@ -51,7 +55,8 @@ pub struct Loaded {
     pub infos: Vec<String>,
 }
 
-/// Why an install-config could not be loaded (§2.1). The texts follow
+/// Why an install-config could not be loaded (openshift/installer
+/// `pkg/asset/installconfig/installconfigbase.go`). The texts follow
 /// openshift-install's wrapping; the caller adds `failed to create install config`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -98,9 +103,10 @@ fn invalid_text(file: Option<&str>, errors: &[FieldError]) -> String {
 }
 
 /// Loads `bytes` (the content of `file_name`) through the whole pipeline of
-/// §2.1: YAML parse (syntax errors name the line), unknown-field fallback
-/// (warning + info, then non-strict parse), up-conversion, defaults (§2.3),
-/// validation (§2.4). Errors: [`LoadError::Parse`], [`LoadError::Convert`],
+/// openshift/installer `pkg/asset/installconfig/installconfigbase.go`: YAML parse
+/// (syntax errors name the line), unknown-field fallback (warning + info, then
+/// non-strict parse), up-conversion, defaults (`pkg/types/defaults`), validation
+/// (`pkg/types/validation/installconfig.go`). Errors: [`LoadError::Parse`], [`LoadError::Convert`],
 /// [`LoadError::Invalid`] (with `file = Some(file_name)`).
 pub fn load(file_name: &str, bytes: &[u8], opts: &LoadOptions) -> Result<Loaded, LoadError> {
     let mut warnings = Vec::new();
@@ -114,8 +120,9 @@ pub fn load(file_name: &str, bytes: &[u8], opts: &LoadOptions) -> Result<Loaded,
 }
 
 /// Defaults and validates an in-memory config (the interactive/generated path of
-/// §2.5): up-conversion, §2.3 defaults, §2.4 validation. Validation failures read
-/// `invalid install config: …`.
+/// openshift/installer `pkg/asset/installconfig/`): up-conversion, defaults
+/// (`pkg/types/defaults`), validation (`pkg/types/validation/installconfig.go`).
+/// Validation failures read `invalid install config: …`.
 pub fn finish(cfg: InstallConfig, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     let cfg = convert::upconvert(cfg).map_err(|error| LoadError::Convert {
         file: "install config".to_string(),
@@ -146,16 +153,17 @@ fn run(
     })
 }
 
-/// The 27 characters random infraID suffixes are drawn from (§3.3): no vowels, no 0, 1 or 3.
+/// The 27 characters random infraID suffixes are drawn from
+/// (`pkg/asset/installconfig/clusterid.go`): no vowels, no 0, 1 or 3.
 pub const INFRA_ID_ALPHABET: &str = "bcdfghjklmnpqrstvwxz2456789";
 
 /// Maximum length of the sanitized cluster-name part of an infraID (27 − 6).
 const INFRA_NAME_MAX: usize = 21;
 
 /// Derives the infraID from the cluster name and a 5-character random suffix
-/// (§3.3): non `[A-Za-z0-9-]` → `-`, dash runs collapsed, truncated to 21
-/// characters (with the returned warning text), trailing dashes trimmed, then
-/// `-<suffix>`. Returns `(infra_id, warning)`.
+/// (`pkg/asset/installconfig/clusterid.go`): non `[A-Za-z0-9-]` → `-`, dash runs
+/// collapsed, truncated to 21 characters (with the returned warning text),
+/// trailing dashes trimmed, then `-<suffix>`. Returns `(infra_id, warning)`.
 pub fn infra_id(name: &str, suffix: &str) -> (String, Option<String>) {
     let mut s = String::new();
     for c in name.chars() {
@@ -188,13 +196,15 @@ fn parse_nets<'a>(it: impl Iterator<Item = &'a str>) -> Vec<IpNet> {
 
 impl InstallConfig {
     /// The normalized document as JSON: Go field order, empty/None fields omitted,
-    /// `metadata.creationTimestamp: null` (what §2.1 step 5 re-serializes).
+    /// `metadata.creationTimestamp: null` (what openshift-install re-serializes
+    /// with sigs.k8s.io/yaml).
     pub fn to_json_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
 
-    /// A copy for `cluster-config.yaml` (§3.1): `pullSecret: ""`, vSphere
-    /// `username`/`password` removed from every object of the vSphere stanza.
+    /// A copy for `cluster-config.yaml` (openshift/installer `pkg/asset/manifests`):
+    /// `pullSecret: ""`, vSphere `username`/`password` removed from every object of the
+    /// vSphere stanza.
     pub fn redacted(&self) -> InstallConfig {
         let mut c = self.clone();
         c.pull_secret = String::new();
@@ -449,7 +459,8 @@ fn strip_creds(v: &mut Value) {
     }
 }
 
-/// Checks one interactive answer the way §2.5 requires (same rules as §2.4):
+/// Checks one interactive answer the way openshift-install's prompts do
+/// (`pkg/asset/installconfig/`; same rules as `pkg/types/validation/installconfig.go`):
 /// the cluster name for the chosen platform. Returns the detail text on error.
 pub fn check_cluster_name(name: &str, platform: &str) -> Result<(), String> {
     validate::cluster_name_error(name, PlatformName::from_key(platform)).map_or(Ok(()), Err)
@@ -462,18 +473,20 @@ pub fn check_platform(platform: &str) -> Result<(), String> {
     validate::unsupported_platform(platform).map_or(Ok(()), |e| Err(e.to_string()))
 }
 
-/// Checks a base domain answer (§2.5/§2.4: DNS-1123 subdomain, one trailing dot allowed).
+/// Checks a base domain answer (prompt and
+/// `pkg/types/validation/installconfig.go`: DNS-1123 subdomain, one trailing dot allowed).
 pub fn check_base_domain(base_domain: &str) -> Result<(), String> {
     validate::base_domain_error(base_domain).map_or(Ok(()), Err)
 }
 
-/// Checks a pull secret answer (§2.5/§2.4): JSON with a non-empty `auths` map whose
-/// entries carry `auth` or `credsStore`.
+/// Checks a pull secret answer (prompt and `pkg/types/validation/installconfig.go`): JSON
+/// with a non-empty `auths` map whose entries carry `auth` or `credsStore`.
 pub fn check_pull_secret(pull_secret: &str) -> Result<(), String> {
     validate::pull_secret_error(pull_secret).map_or(Ok(()), Err)
 }
 
-/// Checks an SSH public key answer (§2.5/§2.4): an authorized_keys line, e.g. `ssh: no key found`.
+/// Checks an SSH public key answer (`pkg/asset/installconfig/ssh.go`): an authorized_keys
+/// line, e.g. `ssh: no key found`.
 pub fn check_ssh_key(key: &str) -> Result<(), String> {
     validate::ssh_key_error(key).map_or(Ok(()), Err)
 }

@@ -1,10 +1,12 @@
-//! The install-config v1 data model (installer.md §2.2).
+//! The install-config v1 data model (openshift/installer `pkg/types/installconfig.go`,
+//! `machinepools.go` and `pkg/types/<platform>/platform.go`).
 //!
 //! Field names are the JSON/YAML names of openshift-install's
 //! `pkg/types/installconfig.go`; fields are declared in the Go struct order and
 //! serialize with Go's `omitempty` rules, so `serde_json::to_value` of a
 //! normalized config is the document openshift-install re-serializes.
-//! Deprecated fields (§2.1 step 2) are read but cleared by up-conversion.
+//! Deprecated fields (openshift/installer `pkg/types/conversion/installconfig.go`) are read
+//! but cleared by up-conversion.
 
 use std::collections::BTreeMap;
 
@@ -23,13 +25,15 @@ fn is_zero(n: &i64) -> bool {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectMeta {
-    /// The cluster name, validated as a DNS-1123 subdomain of at most 54 characters (§2.4).
+    /// The cluster name, validated as a DNS-1123 subdomain of at most 54 characters
+    /// (openshift/installer `pkg/types/validation/installconfig.go`).
     #[serde(default)]
     pub name: String,
     /// Ignored namespace (kept for round-trips).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
-    /// Always serialized as `null`, as sigs.k8s.io/yaml writes it (§2.1 step 5); input ignored.
+    /// Always serialized as `null`, as sigs.k8s.io/yaml writes it when openshift-install
+    /// re-serializes the file); input ignored.
     #[serde(default, serialize_with = "ser_null")]
     pub creation_timestamp: Option<Value>,
     /// Ignored labels (kept for round-trips).
@@ -44,7 +48,8 @@ fn ser_null<S: serde::Serializer>(_: &Option<Value>, s: S) -> Result<S::Ok, S::E
     s.serialize_none()
 }
 
-/// The whole `install-config.yaml` (`types.InstallConfig`, apiVersion v1; §2.2).
+/// The whole `install-config.yaml` (`types.InstallConfig`, apiVersion v1;
+/// openshift/installer `pkg/types/installconfig.go`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InstallConfig {
@@ -69,7 +74,7 @@ pub struct InstallConfig {
     /// The base DNS domain; cluster records live under `<name>.<baseDomain>`.
     #[serde(default)]
     pub base_domain: String,
-    /// Cluster, machine and service networks (defaulted, §2.3).
+    /// Cluster, machine and service networks (defaulted, `pkg/types/defaults/installconfig.go`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub networking: Option<Networking>,
     /// The control-plane pool (`name: master`).
@@ -125,7 +130,8 @@ pub struct InstallConfig {
     pub feature_gates: Vec<String>,
 }
 
-/// `networking` (§2.2); CIDRs are kept as text and validated in §2.4 order.
+/// `networking` (`pkg/types/installconfig.go`); CIDRs are kept as text and validated in
+/// the order of `pkg/types/validation/installconfig.go`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Networking {
@@ -223,7 +229,7 @@ pub struct OvnIpv4Config {
     pub internal_join_subnet: Option<String>,
 }
 
-/// A machine pool (`types.MachinePool`, §2.2).
+/// A machine pool (`types.MachinePool`, `pkg/types/machinepools.go`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MachinePool {
@@ -248,7 +254,7 @@ pub struct MachinePool {
     pub fencing: Option<Value>,
 }
 
-/// `platform`: exactly one key must be set (§2.4).
+/// `platform`: exactly one key must be set (`pkg/types/validation/installconfig.go`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Platform {
@@ -498,7 +504,7 @@ pub struct LoadBalancer {
     pub lb_type: String,
 }
 
-/// `proxy` (§2.2).
+/// `proxy` (`pkg/types/installconfig.go`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Proxy {
@@ -528,7 +534,7 @@ pub struct ImageSource {
     pub source_policy: Option<String>,
 }
 
-/// `bootstrapInPlace` (single node, §9).
+/// `bootstrapInPlace` (single node, `pkg/types/installconfig.go`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BootstrapInPlace {
@@ -537,7 +543,7 @@ pub struct BootstrapInPlace {
     pub installation_disk: String,
 }
 
-/// `capabilities` (§2.4 "Capabilities and feature sets").
+/// `capabilities` (validated in `pkg/types/validation/installconfig.go`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Capabilities {

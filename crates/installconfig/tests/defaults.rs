@@ -1,4 +1,6 @@
-//! Defaults (installer.md §2.3), up-conversion (§2.1), accessors and infraID (§3.3).
+//! Defaults (openshift/installer `pkg/types/defaults/installconfig.go`), up-conversion
+//! (`pkg/types/conversion/installconfig.go`), accessors and infraID
+//! (`pkg/asset/installconfig/clusterid.go`).
 
 use okd_installconfig::{
     INFRA_ID_ALPHABET, InstallConfig, LoadError, LoadOptions, finish, infra_id, load,

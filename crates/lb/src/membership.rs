@@ -1,7 +1,8 @@
 //! Which inventory hosts sit behind which frontend: the one rule the
 //! embedded load balancer ([`crate::frontends_for`]) and the generated
 //! `haproxy.cfg` (`okd_bastion::configs::haproxy_cfg`) both follow
-//! (infra-tools.md B.7: the install guides' HAProxy).
+//! (the install guides' HAProxy, as in RedHatOfficial/ocp4-helpernode
+//! `templates/haproxy.cfg.j2`).
 
 use std::time::Duration;
 

@@ -1,11 +1,12 @@
-//! Accept-header negotiation of the Ignition spec version (installer.md §6
-//! "Accept-header negotiation", infra-tools.md F.5).
+//! Accept-header negotiation of the Ignition spec version
+//! (openshift/machine-config-operator `pkg/server/api.go`; the header Ignition
+//! sends is built in coreos/ignition `internal/resource/url.go`).
 
 use std::fmt;
 
 /// The newest spec 3 minor version this server serves (`3.5.0`, as the
-/// machine-config server does, installer.md §6). Conversions between 3.x
-/// minors only rewrite `ignition.version` and refuse fields a lower minor
+/// machine-config server does, openshift/machine-config-operator `pkg/server/api.go`). Conversions
+/// between 3.x minors only rewrite `ignition.version` and refuse fields a lower minor
 /// lacks, so serving 3.5.0 needs no typed 3.5 model.
 pub const MAX_SPEC3_MINOR: u8 = 5;
 
@@ -58,7 +59,7 @@ impl fmt::Display for SpecVersion {
 }
 
 /// The Accept header named an Ignition version the server does not serve
-/// (HTTP 400, installer.md §6).
+/// (HTTP 400, openshift/machine-config-operator `pkg/server/api.go`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unsupported Ignition version in Accept header: {header}")]
 pub struct UnsupportedVersion {
@@ -166,7 +167,7 @@ fn parse_accept(header: &str) -> Vec<Entry> {
 }
 
 /// Picks the spec version for a request's Accept header, as the MCO's
-/// `detectSpecVersionFromAcceptHeader` does (installer.md §6).
+/// `detectSpecVersionFromAcceptHeader` does (`pkg/server/api.go`).
 ///
 /// Entries are taken in q order (highest first, stable); among those with
 /// subtype `vnd.coreos.ignition+json` and a parseable semantic version:

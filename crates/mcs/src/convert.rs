@@ -1,5 +1,6 @@
 //! Converting a rendered spec 3.x config to the spec a client asked for
-//! (installer.md §6 "Supported conversions", infra-tools.md F.2/F.3).
+//! (openshift/machine-config-operator `pkg/controller/common/ignition_converter.go`;
+//! coreos/ignition `docs/release-notes.md`, `docs/migrating-configs.md`).
 
 use serde_json::{Map, Value, json};
 
@@ -110,8 +111,10 @@ fn check_fields_3(cfg: &Value, target: SpecVersion, minor: u8) -> Result<(), Con
 /// Converts `cfg` (a spec 3.x config, any minor) to `target`:
 /// - 3.y: the fields spec 3.y lacks are refused (kernelArguments below 3.3
 ///   must have been moved out by the caller), then `ignition.version` is
-///   rewritten — spec 3 minors are otherwise compatible (infra-tools.md F.2);
-/// - 2.2: translated per infra-tools.md F.3 — `ignition.config.merge` becomes
+///   rewritten — spec 3 minors are otherwise compatible (coreos/ignition
+///   `docs/release-notes.md`);
+/// - 2.2: translated per coreos/ignition `docs/migrating-configs.md` (spec 2.x
+///   vs 3.x) — `ignition.config.merge` becomes
 ///   `append`; resources keep only `source` and `verification`; files,
 ///   directories and links get `filesystem: "root"`; a file's `append`
 ///   resources become further entries for the same path with `append: true`

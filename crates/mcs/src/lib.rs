@@ -8,7 +8,9 @@
 //! ([`Transport::Tls`], port 22623) and plain HTTP ([`Transport::Plain`],
 //! port 22624), with the connection limits of [`okd_listen`] (caps per
 //! listener and client address, TLS-handshake, request-head and idle
-//! timeouts). Spec: installer.md §6, infra-tools.md F.
+//! timeouts). Spec: openshift/machine-config-operator `pkg/server/` and
+//! `cmd/machine-config-server/`; coreos/ignition `docs/` (spec versions,
+//! `docs/migrating-configs.md`, `docs/operator-notes.md`).
 //!
 //! Differences from the real bootstrap-mode server: every pool found
 //! (always `master` and `worker`) is served, not only `master`/`arbiter`;

@@ -1,7 +1,8 @@
 //! Rendering a pool's MachineConfigs into one `rendered-<pool>-<hash>`
 //! MachineConfig, following the machine-config-operator's merge rules
-//! (`pkg/controller/common/helpers.go` `MergeMachineConfigs`, installer.md §6,
-//! infra-tools.md F.4).
+//! (openshift/machine-config-operator `pkg/controller/common/helpers.go`
+//! `MergeMachineConfigs`; coreos/ignition `docs/operator-notes.md` for
+//! `merge`/`replace`).
 
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};

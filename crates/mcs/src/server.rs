@@ -1,4 +1,5 @@
-//! HTTP routes and listeners (installer.md §6 "Ports and routes").
+//! HTTP routes and listeners (openshift/machine-config-operator `pkg/server/api.go`,
+//! `cmd/machine-config-server/`).
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -1,5 +1,6 @@
 //! The server's state: rendered pools, bootstrap inputs and the served
-//! bodies for every spec version (installer.md §6 "Bootstrap mode").
+//! bodies for every spec version (openshift/machine-config-operator
+//! `pkg/server/bootstrap_server.go`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -105,7 +106,8 @@ fn push_file(cfg: &mut Value, file: Value) {
 }
 
 /// Builds the body served for `spec` from a rendered MachineConfig
-/// (installer.md §6 "Bootstrap mode"): below spec 3.3 the config's
+/// (openshift/machine-config-operator `pkg/server/bootstrap_server.go`,
+/// `pkg/server/api.go`): below spec 3.3 the config's
 /// `kernelArguments.shouldExist` move into the MachineConfig's
 /// `spec.kernelArguments` (and `shouldNotExist` is an error); then the five
 /// bootstrap files are appended (mode 420, overwrite true, `data:,` URLs):

@@ -57,7 +57,8 @@ fn one_version_is_served_as_asked() {
 
 #[test]
 fn real_ignition_headers() {
-    // Debian's Ignition 2.14 (peers.md §1c logged it): its newest spec.
+    // Debian's Ignition 2.14 (as logged from a real fetch; coreos/ignition
+    // `internal/resource/url.go` builds the header): its newest spec.
     assert_eq!(
         neg("application/vnd.coreos.ignition+json;version=3.3.0, */*;q=0.1"),
         Ok(SpecVersion::V3(3))

@@ -1,5 +1,5 @@
 //! X.509 certificates (RFC 5280) DER-encoded the way Go's `crypto/x509`
-//! writes them for openshift-install (installer.md §4.1).
+//! writes them for openshift-install (openshift/installer `pkg/asset/tls/tls.go`).
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -316,7 +316,8 @@ fn build(
     })
 }
 
-/// A self-signed certificate (installer.md §4.1 "Self-signed CA"):
+/// A self-signed certificate (openshift/installer `pkg/asset/tls/tls.go`
+/// `SelfSignedCertificate`):
 /// NotBefore = `now`, NotAfter = `now + validity`, no AuthorityKeyId.
 ///
 /// # Errors
@@ -355,7 +356,8 @@ pub fn self_signed_with_serial(
     Ok(CertKey { cert, key })
 }
 
-/// A certificate signed by `ca` (installer.md §4.1 "Signed leaf"): issuer =
+/// A certificate signed by `ca` (openshift/installer `pkg/asset/tls/tls.go`
+/// `SignedCertificate`): issuer =
 /// the CA's subject bytes, NotBefore = the CA's NotBefore, NotAfter = `now +
 /// validity`, AuthorityKeyId = the CA's SubjectKeyId.
 ///
@@ -402,7 +404,8 @@ pub fn signed_with_serial(
 }
 
 /// A chained server certificate file: the leaf PEM, `\n`, then the signer PEM
-/// (so a blank line separates them, installer.md §4.1 "AppendParent").
+/// (so a blank line separates them, as the `AppendParent` option of
+/// openshift/installer `pkg/asset/tls/` does).
 pub fn pem_with_parent(cert: &Certificate, parent: &Certificate) -> String {
     format!("{}\n{}", cert.pem, parent.pem)
 }

@@ -52,7 +52,8 @@ impl RsaKey {
         })
     }
 
-    /// Generates an RSA-2048 key with public exponent 65537 (installer.md §4.1).
+    /// Generates an RSA-2048 key with public exponent 65537 (openshift/installer
+    /// `pkg/asset/tls/tls.go`).
     ///
     /// # Errors
     /// [`PkiError::KeyGeneration`] if the generator fails.
@@ -116,7 +117,7 @@ impl RsaKey {
     }
 
     /// The public key as openshift-install writes `*.pub`: PKIX body under an
-    /// `RSA PUBLIC KEY` header (installer.md §4.1 quirk).
+    /// `RSA PUBLIC KEY` header (an openshift/installer `pkg/asset/tls` quirk).
     pub fn public_pem(&self) -> String {
         pem_encode("RSA PUBLIC KEY", &self.public_spki_der())
     }

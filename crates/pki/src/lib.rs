@@ -1,7 +1,7 @@
 //! RSA keys and X.509 certificates made the way openshift-install makes them.
 //!
-//! Follows installer.md §4.1 (Go's `crypto/x509` as called by
-//! `pkg/asset/tls`): RSA-2048 keys written as PKCS#1 `RSA PRIVATE KEY` PEM;
+//! Follows openshift/installer `pkg/asset/tls/tls.go` (Go's `crypto/x509` as
+//! called by `pkg/asset/tls`): RSA-2048 keys written as PKCS#1 `RSA PRIVATE KEY` PEM;
 //! public keys as PKIX DER under an `RSA PUBLIC KEY` header (a kept quirk);
 //! version-3 certificates signed with sha256WithRSAEncryption; serial numbers
 //! uniform in `[0, 2^63−1)`; `SubjectKeyId` = SHA-1 of the PKCS#1

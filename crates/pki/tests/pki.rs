@@ -1,4 +1,5 @@
-//! Integration tests for okd-pki against installer.md §4.1, checked with the
+//! Integration tests for okd-pki against openshift/installer's
+//! `pkg/asset/tls/tls.go` rules, checked with the
 //! real `openssl` (and `ssh-keygen` when installed).
 
 use std::net::IpAddr;
@@ -365,7 +366,8 @@ fn key_pem_round_trips() {
         key.private_der()
     );
 
-    // Public key: "RSA PUBLIC KEY" header over a PKIX body (the §4.1 quirk).
+    // Public key: "RSA PUBLIC KEY" header over a PKIX body (an openshift/installer
+    // `pkg/asset/tls` quirk).
     let pubpem = key.public_pem();
     assert!(pubpem.starts_with("-----BEGIN RSA PUBLIC KEY-----\n"));
     let pkix = pubpem.replace("RSA PUBLIC KEY", "PUBLIC KEY");

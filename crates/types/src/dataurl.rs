@@ -2,7 +2,8 @@
 //!
 //! The installer encodes every file with `dataurl.EncodeBytes`, whose media
 //! type comes from Go's `net/http.DetectContentType` (the WHATWG MIME sniffing
-//! algorithm, first 512 bytes) with `"; "` replaced by `";"` (installer.md §5.2).
+//! algorithm, first 512 bytes) with `"; "` replaced by `";"` (openshift/installer's
+//! vendored `github.com/vincent-petithory/dataurl/dataurl.go`).
 //! [`detect_content_type`] re-implements that table; [`encode`] and [`decode`]
 //! are the URL codec.
 
@@ -157,14 +158,16 @@ fn is_mp4(data: &[u8]) -> bool {
 }
 
 /// Encodes `data` as `data:<sniffed type without the space>;base64,<standard base64>`,
-/// byte-identical to the installer's `dataurl.EncodeBytes` (installer.md §5.2).
+/// byte-identical to the installer's `dataurl.EncodeBytes`
+/// (`github.com/vincent-petithory/dataurl`, vendored by openshift/installer).
 pub fn encode(data: &[u8]) -> String {
     let mt = detect_content_type(data).replace("; ", ";");
     format!("data:{mt};base64,{}", STANDARD.encode(data))
 }
 
 /// Decodes a data URL: `data:[<mediatype>][;base64],<data>`; the non-base64
-/// form is percent-decoded (as in the MCS's `data:,…` files, installer.md §6).
+/// form is percent-decoded (as in the MCS's `data:,…` files; RFC 2397 and
+/// openshift/machine-config-operator `pkg/server`).
 ///
 /// # Errors
 /// [`DataUrlError`] when the prefix, the comma, the base64 or an escape is bad.

@@ -1,7 +1,8 @@
 //! JSON as Go's `encoding/json` (and `github.com/clarketm/json`) writes it.
 //!
 //! Differences from serde_json's defaults that matter for byte compatibility
-//! (installer.md §5.2, Appendix B): `<`, `>` and `&` are written as `\u003c`,
+//! (openshift/installer `pkg/asset/ignition/node.go` and its vendored
+//! `github.com/clarketm/json/encode.go`): `<`, `>` and `&` are written as `\u003c`,
 //! `\u003e`, `\u0026`, and U+2028/U+2029 as `\u2028`/`\u2029` (HTML-safe
 //! escaping). Field order is the serializing type's order (structs) or sorted
 //! keys (`serde_json::Value` maps, like Go maps).

@@ -6,8 +6,9 @@
 //! mode; Unit: contents, dropins, enabled, mask, name; Resource: compression,
 //! httpHeaders, source, verification). As with `clarketm/json`, optional
 //! fields that are unset and structs that are empty are omitted
-//! (installer.md §5.2). Only the parts the installer writes are modelled;
-//! [`Config::check_spec`] rejects fields the chosen spec version lacks.
+//! (Ignition spec v3.2.0, `coreos/ignition` `config/v3_2/types/schema.go`, as
+//! serialized by openshift/installer `pkg/asset/ignition`). Only the parts the installer writes are
+//! modelled; [`Config::check_spec`] rejects fields the chosen spec version lacks.
 
 use serde::{Deserialize, Serialize};
 
@@ -474,7 +475,8 @@ impl Config {
         }
     }
 
-    /// Compact JSON in Go field order with HTML-safe escaping (installer.md §5.2).
+    /// Compact JSON in Go field order with HTML-safe escaping (Go `encoding/json`,
+    /// as openshift/installer `pkg/asset/ignition` writes it).
     pub fn to_json(&self) -> String {
         crate::gojson::to_string(self)
     }

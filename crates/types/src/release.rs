@@ -5,7 +5,7 @@
 //! being refused from 4.15 on). okd-install generates for one *target
 //! release*, derived from the release image's tag or given explicitly, and
 //! every version-dependent rule asks this type. The dated changes come from
-//! `reference/installer.md` Appendix C.
+//! the openshift/installer git history (`git log -S` on the files concerned).
 
 use std::fmt;
 use std::str::FromStr;
@@ -143,7 +143,8 @@ impl ReleaseTarget {
 
     /// The Ignition spec openshift-install of this release writes for
     /// bootstrap.ign, the pointer configs and installer MachineConfigs
-    /// (installer.md §5.1): 3.0.0 up to 4.5 (the OKD/FCOS installers; OCP 4.5 wrote
+    /// (openshift/installer `pkg/asset/ignition/bootstrap/bootstrap.go`): 3.0.0 up to 4.5 (the
+    /// OKD/FCOS installers; OCP 4.5 wrote
     /// spec 2.2, which okd-install never emits), 3.1.0 for 4.6–4.7, 3.2.0 from 4.8.
     pub fn ignition_spec(&self) -> IgnitionSpec {
         match self.minor {
@@ -187,8 +188,9 @@ impl ReleaseTarget {
     }
 
     /// Whether DNS should publish `etcd-<n>` A records and the
-    /// `_etcd-server-ssl._tcp` SRV records (infra-tools.md, cross-reference
-    /// table: a pre-4.4 requirement). Kept through 4.5 because the OKD 4.5
+    /// `_etcd-server-ssl._tcp` SRV records (a pre-4.4 requirement: RedHatOfficial/ocp4-helpernode
+    /// `templates/zonefile.j2`, openshift/installer
+    /// `upi/aws/cloudformation/05_cluster_master_nodes.yaml`). Kept through 4.5 because the OKD 4.5
     /// guides (the examples) still create them; dropped from 4.6.
     pub fn wants_etcd_srv_records(&self) -> bool {
         self.minor <= 5

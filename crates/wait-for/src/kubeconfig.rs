@@ -1,7 +1,7 @@
 //! `wait-for install-complete` puts the ingress CA in front of every
 //! cluster CA of `auth/kubeconfig`, so `oc` trusts routes' certificates too
 //! (upstream `cmd/openshift-install/create.go` addRouterCAToClusterCA;
-//! installer.md §4.5).
+//! `pkg/asset/kubeconfig/`).
 
 use std::path::Path;
 

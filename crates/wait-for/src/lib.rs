@@ -1,6 +1,6 @@
 //! `okd-install wait-for bootstrap-complete` and `wait-for
 //! install-complete`: openshift-install's waits with its log lines,
-//! timeouts and exit codes (installer.md §7; upstream
+//! timeouts and exit codes (openshift/installer
 //! `cmd/openshift-install/waitfor.go`, `create.go`), plus progress a person
 //! can follow meanwhile: what `serve` saw of each host, the API, etcd,
 //! CSRs, nodes, ClusterVersion and ClusterOperators (live lines on a
@@ -56,7 +56,8 @@ pub struct Timeouts {
 }
 
 impl Timeouts {
-    /// openshift-install's limits for `platform` (installer.md §7).
+    /// openshift-install's limits for `platform` (openshift/installer
+    /// `cmd/openshift-install/waitfor.go`, `create.go`).
     pub fn for_platform(platform: Option<PlatformName>) -> Timeouts {
         let long_bootstrap = matches!(
             platform,

@@ -1,5 +1,5 @@
 //! The waits, each with openshift-install's log lines and limits
-//! (installer.md §7).
+//! (openshift/installer `cmd/openshift-install/waitfor.go`, `create.go`).
 
 use std::pin::pin;
 use std::time::{Duration, Instant};

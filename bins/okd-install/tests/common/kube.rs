@@ -11,7 +11,8 @@
 //! of openshift/cluster-kube-controller-manager-operator (kubelet-signer
 //! signs node certificates, the loopback kubeconfig). etcd's certificates
 //! are made here, as cluster-etcd-operator's `render` makes them on a real
-//! bootstrap node (installer.md §4.7).
+//! bootstrap node (openshift/cluster-etcd-operator `pkg/cmd/render/render.go`,
+//! `certs.go`).
 //!
 //! The namespace's `/etc/netns/<ns>/hosts` maps `api.<domain>` and
 //! `api-int.<domain>` to the namespace's address, so every kubeconfig is

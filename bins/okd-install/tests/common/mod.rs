@@ -168,7 +168,8 @@ pub fn reference_rows(file: &str) -> Vec<Vec<String>> {
 
 /// A minimal root that Ignition's files stage accepts (passwd, group, shadow,
 /// gshadow, SELinux disabled) plus a directory with a stub `setfiles`
-/// (peers.md §1b). Returns (root, run dir for cache/state, stub bin dir).
+/// (what coreos/ignition's `-platform=file` run needs, as measured with Debian's
+/// `ignition` 2.14). Returns (root, run dir for cache/state, stub bin dir).
 pub fn ignition_root(base: &Path) -> (PathBuf, PathBuf, PathBuf) {
     let (root, run, stub) = (base.join("root"), base.join("run"), base.join("stubbin"));
     for d in [

@@ -1,4 +1,4 @@
-//! Hosts as network namespaces on a bridge (peers.md §2): a bastion namespace
+//! Hosts as network namespaces on a bridge (iproute2 `ip-netns(8)`): a bastion namespace
 //! owning the bridge and node namespaces joined by veth pairs, each with its
 //! own `/etc/netns/<name>/resolv.conf`. Every address lives inside namespaces
 //! this test made; [`Lab`] removes them, their files and the processes it

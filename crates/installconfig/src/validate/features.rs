@@ -1,5 +1,5 @@
-//! `capabilities`, `featureSet` and `featureGates` (installer.md §2.4
-//! "Capabilities and feature sets").
+//! `capabilities`, `featureSet` and `featureGates` (openshift/installer
+//! `pkg/types/validation/installconfig.go`).
 
 use super::*;
 

@@ -1,5 +1,5 @@
-//! `sshKey` (FIPS and non-FIPS rules) and `additionalTrustBundle` (installer.md §2.4
-//! "apiVersion and keys"; pkg/types/validation/installconfig.go, pkg/validate/validate.go).
+//! `sshKey` (FIPS and non-FIPS rules) and `additionalTrustBundle` (openshift/installer
+//! pkg/types/validation/installconfig.go, pkg/validate/validate.go).
 
 use super::*;
 
@@ -47,7 +47,8 @@ pub(super) fn parse_authorized_key(text: &str) -> Result<String, String> {
     Err("ssh: no key found".to_string())
 }
 
-/// The `sshKey` detail text, or `None` when valid (non-FIPS rule of §2.4).
+/// The `sshKey` detail text, or `None` when valid (non-FIPS rule of
+/// `pkg/types/validation/installconfig.go`).
 pub(crate) fn ssh_key_error(key: &str) -> Option<String> {
     parse_authorized_key(key).err()
 }

@@ -1,4 +1,5 @@
-//! `ValidateInstallConfig` (installer.md §2.4), in evaluation order, one
+//! `ValidateInstallConfig` (openshift/installer
+//! `pkg/types/validation/installconfig.go`), in evaluation order, one
 //! module per area of the config.
 //!
 //! Every error is a typed [`FieldError`] (Kubernetes' `field.Error`) that prints

@@ -1,4 +1,5 @@
-//! `metadata.name` and `baseDomain` (installer.md §2.4 "Names"; k8s.io/apimachinery
+//! `metadata.name` and `baseDomain` (openshift/installer
+//! pkg/types/validation/installconfig.go, pkg/validate/validate.go; k8s.io/apimachinery
 //! pkg/util/validation IsDNS1123Subdomain).
 
 use super::*;
@@ -24,7 +25,8 @@ pub(super) fn dns1123_subdomain(v: &str) -> Vec<String> {
     out
 }
 
-/// The `metadata.name` detail text for `platform`, or `None` when valid (§2.4 "Names").
+/// The `metadata.name` detail text for `platform`, or `None` when valid
+/// (`pkg/types/validation/installconfig.go`).
 pub(crate) fn cluster_name_error(name: &str, plat: Option<P>) -> Option<String> {
     let err = if name.len() > 54 {
         vec!["must be no more than 54 characters".to_string()]

@@ -1,6 +1,6 @@
 //! `networking`: machine, service and cluster networks, host prefixes, OVN
-//! reserved ranges, IP families and the baremetal VIPs (installer.md §2.4
-//! "Networking"; pkg/types/validation/installconfig.go validateNetworking).
+//! reserved ranges, IP families and the baremetal VIPs (openshift/installer
+//! pkg/types/validation/installconfig.go validateNetworking).
 
 use okd_types::release::ReleaseTarget;
 
@@ -42,7 +42,8 @@ pub(super) fn is_v4(n: &IpNet) -> bool {
     matches!(n, IpNet::V4(_))
 }
 
-/// Checks one network list for both-family/ordering rules of §2.4 "IP families".
+/// Checks one network list for the both-family/ordering rules of
+/// `pkg/types/validation/installconfig.go`.
 pub(super) fn family_rules(
     path: &str,
     nets: &[IpNet],

@@ -1,6 +1,6 @@
 //! `platform` (one platform; pkg/types/aws/validation/platform.go for AWS) and the
-//! machine pools `controlPlane`, `arbiter`, `compute` (installer.md §2.4 "Platform
-//! and machine pools"; pkg/types/validation/machinepools.go).
+//! machine pools `controlPlane`, `arbiter`, `compute` (openshift/installer
+//! pkg/types/validation/installconfig.go and pkg/types/validation/machinepools.go).
 
 use super::*;
 

@@ -1,5 +1,6 @@
 //! `pullSecret`, `proxy`, `imageContentSources`/`imageDigestSources`, `publish`
-//! and `credentialsMode` (installer.md §2.4 "Pull secret, proxy, mirrors, publish").
+//! and `credentialsMode` (openshift/installer `pkg/types/validation/installconfig.go`,
+//! `pkg/validate/validate.go`).
 
 use super::*;
 
@@ -12,7 +13,8 @@ pub(super) fn pull_secret(c: &InstallConfig, e: &mut Errs) {
     }
 }
 
-/// The `pullSecret` detail text, or `None` when valid (§2.4 "Pull secret"): JSON
+/// The `pullSecret` detail text, or `None` when valid (openshift/installer
+/// `pkg/validate/validate.go`): JSON
 /// syntax errors verbatim, `auths required`, `"<registry>" requires either auth or credsStore`.
 pub(crate) fn pull_secret_error(ps: &str) -> Option<String> {
     let v: Value = match serde_json::from_str(ps) {

@@ -3,7 +3,8 @@
 //! The installer marshals objects with `sigs.k8s.io/yaml`: JSON first, then
 //! the JSON is re-read by go-yaml v2 into generic maps and emitted by its
 //! libyaml port. This module reproduces that emitter for a
-//! [`serde_json::Value`] (installer.md Appendix B, "YAML"):
+//! [`serde_json::Value`] (`sigs.k8s.io/yaml` `yaml.go` and go-yaml v2's
+//! `emitterc.go`, as vendored by openshift/installer):
 //!
 //! * block style, 2-space indentation, sequences inside mappings not indented
 //!   (`key:\n- a`), mappings inside sequences compact (`- a: 1\n  b: 2`);
