@@ -10,26 +10,20 @@ mod mirror_support;
 use std::process::Command;
 
 use common::okd_ok;
-use mirror_support::{need, push_bare_release, push_image, start_plain_registry, tar_gz, text};
-use okd_test_utils::free_tcp_port;
+use mirror_support::{plain_registry, push_bare_release, push_image, tar_gz, text};
 use serde_json::Value;
 
 #[test]
 fn to_disk_and_from_disk_keep_a_docker_v2s2_release() {
-    let (Some(registry), Some(skopeo)) = (
-        need("docker-registry", "docker-registry"),
-        need("skopeo", "skopeo"),
-    ) else {
+    let Some(lab) = plain_registry() else {
         return;
     };
-    let d = tempfile::tempdir().unwrap();
-    let t = d.path();
-    let (_a, a) = start_plain_registry(&registry, t, free_tcp_port());
+    let (skopeo, t, a) = (&lab.skopeo, lab.dir.path(), &lab.addr);
     let version = "4.15.0-0.okd-v2s2";
 
     // A component and a release image, both pushed as Docker schema 2.
     let comp = push_image(
-        &skopeo,
+        skopeo,
         &t.join("c"),
         &tar_gz("usr/bin/cli", b"component"),
         "cli",
@@ -42,7 +36,7 @@ fn to_disk_and_from_disk_keep_a_docker_v2s2_release() {
         "spec": {"tags": [{"name": "cli", "from": {"kind": "DockerImage", "name": format!("{a}/okd/okd-content@{comp}")}}]}
     });
     let rel = push_image(
-        &skopeo,
+        skopeo,
         &t.join("r"),
         &tar_gz(
             "release-manifests/image-references",
@@ -53,7 +47,7 @@ fn to_disk_and_from_disk_keep_a_docker_v2s2_release() {
         Some("v2s2"),
     );
     let raw = |reference: &str| {
-        let out = Command::new(&skopeo)
+        let out = Command::new(skopeo)
             .args(["inspect", "--raw", "--tls-verify=false"])
             .arg(format!("docker://{reference}"))
             .output()
@@ -81,7 +75,7 @@ fn to_disk_and_from_disk_keep_a_docker_v2s2_release() {
             "--archive",
             arch,
             "--plain-http",
-            &a,
+            a,
         ],
     );
     assert!(err.contains("Archived: 2 images"), "{err}");
@@ -102,7 +96,7 @@ fn to_disk_and_from_disk_keep_a_docker_v2s2_release() {
     // Debian's skopeo 1.9 `oci:` transport looks only at OCI media types in
     // index.json and does not find the tag (the README says so); should a
     // newer skopeo read it, the bytes must be the release's.
-    let out = Command::new(&skopeo)
+    let out = Command::new(skopeo)
         .args(["inspect", "--raw"])
         .arg(format!("oci:{arch}:{version}"))
         .output()
@@ -129,7 +123,7 @@ fn to_disk_and_from_disk_keep_a_docker_v2s2_release() {
             "--to",
             &to,
             "--plain-http",
-            &a,
+            a,
         ],
     );
     for d in [&rel, &comp] {
@@ -145,20 +139,15 @@ fn to_disk_and_from_disk_keep_a_docker_v2s2_release() {
 /// (each tagged with its version). The archive's folders are 0750.
 #[test]
 fn to_disk_twice_keeps_both_releases_and_from_disk_pushes_both() {
-    let (Some(registry), Some(skopeo)) = (
-        need("docker-registry", "docker-registry"),
-        need("skopeo", "skopeo"),
-    ) else {
+    let Some(lab) = plain_registry() else {
         return;
     };
-    let d = tempfile::tempdir().unwrap();
-    let t = d.path();
-    let (_a, a) = start_plain_registry(&registry, t, free_tcp_port());
+    let (skopeo, t, a) = (&lab.skopeo, lab.dir.path(), &lab.addr);
     let versions = ["4.15.0-0.okd-first", "4.16.0-0.okd-second"];
     let mut digests = Vec::new();
     for (i, v) in versions.iter().enumerate() {
         digests.push(push_bare_release(
-            &skopeo,
+            skopeo,
             &t.join(format!("rel{i}")),
             v,
             &format!("{a}/okd/okd:{v}"),
@@ -179,7 +168,7 @@ fn to_disk_twice_keeps_both_releases_and_from_disk_pushes_both() {
                 "--archive",
                 arch,
                 "--plain-http",
-                &a,
+                a,
             ],
         );
     }
@@ -207,7 +196,7 @@ fn to_disk_twice_keeps_both_releases_and_from_disk_pushes_both() {
             "--to",
             &to,
             "--plain-http",
-            &a,
+            a,
             "--to-release-image",
             &rel_image,
         ],
@@ -228,13 +217,13 @@ fn to_disk_twice_keeps_both_releases_and_from_disk_pushes_both() {
             "--to",
             &to,
             "--plain-http",
-            &a,
+            a,
         ],
     );
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     for (v, digest) in versions.iter().zip(&digests) {
-        let out = Command::new(&skopeo)
+        let out = Command::new(skopeo)
             .args(["inspect", "--raw", "--tls-verify=false"])
             .arg(format!("docker://{to}:{v}"))
             .output()

@@ -21,7 +21,8 @@ use base64::Engine as _;
 use common::okd_ok;
 use mirror_support::{
     Lab, PidGuard, TokenService, assert_fails_with, assert_refused_before_login, need,
-    push_bare_release, push_image, registry_init, registry_pid, start_plain_registry, text,
+    plain_registry, push_bare_release, push_image, registry_init, registry_pid,
+    start_plain_registry, text,
 };
 use okd_test_utils::{free_tcp_port, start_docker_registry};
 
@@ -716,17 +717,12 @@ fn https_proxy_from_the_environment(lab: &Lab) {
 /// and port receive.
 #[test]
 fn credentials_never_follow_an_upload_location_to_another_host() {
-    let (Some(registry), Some(skopeo)) = (
-        need("docker-registry", "docker-registry"),
-        need("skopeo", "skopeo"),
-    ) else {
+    let Some(lab) = plain_registry() else {
         return;
     };
-    let d = tempfile::tempdir().unwrap();
-    let t = d.path();
-    let (_a, a) = start_plain_registry(&registry, t, free_tcp_port());
+    let (skopeo, t, a) = (&lab.skopeo, lab.dir.path(), &lab.addr);
     push_bare_release(
-        &skopeo,
+        skopeo,
         &t.join("layout"),
         "4.15.0-0.okd-hostile",
         &format!("{a}/okd/okd:rel"),
@@ -770,7 +766,7 @@ fn credentials_never_follow_an_upload_location_to_another_host() {
     )
     .unwrap();
     let (from, to) = (format!("{a}/okd/okd:rel"), format!("{h}/x/y"));
-    let mut args = mirror_args(&from, &to, &a);
+    let mut args = mirror_args(&from, &to, a);
     args.extend(["--plain-http", &h, "-a", auth.to_str().unwrap()]);
     let out = run_bounded(t, &args, &[], Duration::from_secs(60));
     assert_ne!(out.status.code(), Some(0), "{}", text(&out).1);

@@ -640,3 +640,37 @@ pub fn push_bare_release(skopeo: &Path, dir: &Path, version: &str, dest: &str) -
         None,
     )
 }
+
+/// A plain-HTTP docker-registry on a free loopback port, in a temporary
+/// directory of its own, and skopeo: the start of the archive and hostile
+/// tests. Fields drop in order, so the registry stops before its directory
+/// goes.
+pub struct PlainRegistry {
+    /// The running registry.
+    pub _guard: ChildGuard,
+    /// `127.0.0.1:<port>`.
+    pub addr: String,
+    /// The skopeo binary.
+    pub skopeo: PathBuf,
+    /// Scratch directory (the registry's config, data and log in it).
+    pub dir: tempfile::TempDir,
+}
+
+/// [`PlainRegistry`], or `None` when docker-registry or skopeo is missing
+/// (outside CI, after a message).
+pub fn plain_registry() -> Option<PlainRegistry> {
+    let (Some(registry), Some(skopeo)) = (
+        need("docker-registry", "docker-registry"),
+        need("skopeo", "skopeo"),
+    ) else {
+        return None;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (_guard, addr) = start_plain_registry(&registry, dir.path(), free_tcp_port());
+    Some(PlainRegistry {
+        _guard,
+        addr,
+        skopeo,
+        dir,
+    })
+}
