@@ -44,8 +44,7 @@
 
 use std::borrow::Cow;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -56,6 +55,7 @@ mod forward;
 mod limit;
 mod report;
 mod table;
+mod udp;
 mod wire;
 pub mod zone;
 
@@ -66,6 +66,7 @@ use forward::Forwarder;
 use limit::{Limiter, Verdict};
 use report::Reporter;
 use table::{Lookup, Table};
+use udp::{UdpThreads, start_udp_threads};
 use wire::{Flags, Query, Reject, Sections, rcode};
 
 /// Told about answered queries.
@@ -430,25 +431,6 @@ pub struct DnsServer {
     udp: UdpThreads,
 }
 
-/// The UDP receive threads and how to stop them.
-struct UdpThreads {
-    stop: Arc<AtomicBool>,
-    sock: Weak<std::net::UdpSocket>,
-    threads: Vec<std::thread::JoinHandle<()>>,
-}
-
-impl UdpThreads {
-    /// Tells the threads to stop and wakes those blocked in a receive
-    /// (a read shutdown ends a blocking `recvfrom` on Linux even on an
-    /// unconnected socket; the 1 s receive timeout is the fallback).
-    fn stop(&self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(s) = self.sock.upgrade() {
-            let _ = rustix::net::shutdown(&*s, rustix::net::Shutdown::Read);
-        }
-    }
-}
-
 impl std::fmt::Debug for DnsServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DnsServer")
@@ -638,192 +620,6 @@ async fn bind_both(bind: SocketAddr) -> Result<(UdpSocket, TcpListener), DnsErro
             Err(e) => return Err(err(at, "tcp", e)),
         }
     }
-}
-
-/// Starts `n` threads serving `udp` (switched to blocking mode with a 1 s
-/// receive timeout); forwards are spawned on `rt`.
-fn start_udp_threads(
-    udp: UdpSocket,
-    n: usize,
-    shared: &Arc<Shared>,
-    rt: &tokio::runtime::Handle,
-) -> std::io::Result<UdpThreads> {
-    let sock = udp.into_std()?;
-    sock.set_nonblocking(false)?;
-    sock.set_read_timeout(Some(Duration::from_secs(1)))?;
-    let sock = Arc::new(sock);
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut threads = Vec::with_capacity(n);
-    for i in 0..n {
-        let (s, shared, rt, halt) = (sock.clone(), shared.clone(), rt.clone(), stop.clone());
-        let t = std::thread::Builder::new()
-            .name(format!("okd-dns-udp-{i}"))
-            .spawn(move || udp_loop(&s, &shared, &rt, &halt));
-        match t {
-            Ok(t) => threads.push(t),
-            Err(e) => {
-                let started = UdpThreads {
-                    stop,
-                    sock: Arc::downgrade(&sock),
-                    threads,
-                };
-                started.stop();
-                return Err(e);
-            }
-        }
-    }
-    Ok(UdpThreads {
-        stop,
-        sock: Arc::downgrade(&sock),
-        threads,
-    })
-}
-
-/// Queries read at most before the replies go out together.
-const BATCH: usize = 32;
-
-/// One UDP receive loop: answers our zones inline, spawns forwards on
-/// `rt`, until `stop`. After a blocking receive it takes what else is
-/// queued already (up to [`BATCH`] queries, without waiting) and sends the
-/// replies with one `sendmmsg` (Linux), so a busy socket costs fewer
-/// system calls per query.
-fn udp_loop(
-    sock: &Arc<std::net::UdpSocket>,
-    shared: &Arc<Shared>,
-    rt: &tokio::runtime::Handle,
-    stop: &AtomicBool,
-) {
-    let mut buf = vec![0u8; UDP_BUF];
-    let mut out = Vec::with_capacity(UDP_BUF);
-    let mut scratch = Vec::with_capacity(256);
-    let mut replies: Vec<u8> = Vec::with_capacity(BATCH * 512);
-    let mut ends: Vec<(usize, rustix::net::SocketAddrAny)> = Vec::with_capacity(BATCH);
-    let weak = Arc::downgrade(sock);
-    while !stop.load(Ordering::Relaxed) {
-        let mut next = match sock.recv_from(&mut buf) {
-            Ok(r) => Some(r),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                continue;
-            }
-            Err(e) => {
-                // E.g. ICMP errors surfacing on the socket: never spin.
-                tracing::debug!(error = %e, "dns udp receive failed");
-                std::thread::sleep(Duration::from_millis(1));
-                continue;
-            }
-        };
-        replies.clear();
-        ends.clear();
-        let mut taken = 0;
-        while let Some((n, client)) = next.take() {
-            taken += 1;
-            let msg = &buf[..n];
-            match shared.handle(msg, client, Transport::Udp, &mut scratch, &mut out) {
-                Handled::Reply => {
-                    replies.extend_from_slice(&out);
-                    ends.push((replies.len(), client.into()));
-                }
-                Handled::Forward => {
-                    spawn_udp_forward(shared, sock, &weak, rt, msg, client, &mut out);
-                }
-                Handled::Drop => {}
-            }
-            if taken < BATCH
-                && let Ok((n, _, Some(from))) =
-                    rustix::net::recvfrom(&**sock, &mut buf[..], rustix::net::RecvFlags::DONTWAIT)
-                && let Ok(client) = SocketAddr::try_from(from)
-            {
-                next = Some((n.min(UDP_BUF), client));
-            }
-        }
-        send_batch(sock, &replies, &ends);
-    }
-}
-
-/// Sends the replies `replies` (each ending at its offset in `ends`, to its
-/// address): one `sendto`, or `sendmmsg` for several.
-fn send_batch(
-    sock: &std::net::UdpSocket,
-    replies: &[u8],
-    ends: &[(usize, rustix::net::SocketAddrAny)],
-) {
-    use rustix::net::{MMsgHdr, SendAncillaryBuffer, SendFlags};
-    use std::io::IoSlice;
-    if let [(end, to)] = ends {
-        if let Err(e) = rustix::net::sendto(sock, &replies[..*end], SendFlags::empty(), to) {
-            tracing::debug!(error = %e, "dns udp send failed");
-        }
-        return;
-    }
-    let mut start = 0;
-    let iovs: Vec<[IoSlice<'_>; 1]> = ends
-        .iter()
-        .map(|(end, _)| {
-            let iov = [IoSlice::new(&replies[start..*end])];
-            start = *end;
-            iov
-        })
-        .collect();
-    let mut controls: Vec<SendAncillaryBuffer<'_, '_, '_>> = ends
-        .iter()
-        .map(|_| SendAncillaryBuffer::default())
-        .collect();
-    let mut msgs: Vec<MMsgHdr<'_>> = iovs
-        .iter()
-        .zip(ends)
-        .zip(controls.iter_mut())
-        .map(|((iov, (_, to)), control)| MMsgHdr::new_with_addr(to, iov, control))
-        .collect();
-    let mut sent = 0;
-    while sent < msgs.len() {
-        match rustix::net::sendmmsg(sock, &mut msgs[sent..], SendFlags::empty()) {
-            Ok(k) if k > 0 => sent += k,
-            // The first message failed: skip it.
-            Ok(_) | Err(_) => sent += 1,
-        }
-    }
-}
-
-/// Starts relaying `msg` in a task on `rt`, replying through `weak` (so a
-/// stopped server's socket closes at once; the reply is sent without
-/// waiting); SERVFAIL at once through `sock` when too many queries are in
-/// flight already.
-fn spawn_udp_forward(
-    shared: &Arc<Shared>,
-    sock: &std::net::UdpSocket,
-    weak: &Weak<std::net::UdpSocket>,
-    rt: &tokio::runtime::Handle,
-    msg: &[u8],
-    client: SocketAddr,
-    out: &mut Vec<u8>,
-) {
-    let Some(fwd) = &shared.forwarder else { return };
-    let Ok(permit) = fwd.permits.clone().try_acquire_owned() else {
-        tracing::warn!(%client, "too many queries being forwarded; answering SERVFAIL");
-        if let Ok(q) = wire::parse_query(msg) {
-            let f = Flags {
-                aa: false,
-                ra: true,
-                rcode: rcode::SERVFAIL,
-            };
-            wire::write_response(out, &q, f, &Sections::default(), usize::MAX);
-            let _ = sock.send_to(out, client);
-        }
-        return;
-    };
-    let (shared, sock, msg) = (shared.clone(), weak.clone(), msg.to_vec());
-    rt.spawn(async move {
-        let reply = shared.forward(&msg, client, Transport::Udp).await;
-        if let (Some(reply), Some(s)) = (reply, sock.upgrade()) {
-            let _ = rustix::net::sendto(&*s, &reply, rustix::net::SendFlags::DONTWAIT, &client);
-        }
-        drop(permit);
-    });
 }
 
 /// Accepts TCP clients (the listener's caps close the ones over them);
