@@ -172,7 +172,7 @@ fn manifests_step_consumes_install_config_only() {
 
 #[test]
 fn bad_install_configs_change_nothing() {
-    let bad = repo().join("crates/installconfig/tests/bad");
+    let bad = repo().join("crates/common/installconfig/tests/bad");
     let mut names: Vec<_> = std::fs::read_dir(&bad)
         .unwrap()
         .filter_map(|e| e.ok())

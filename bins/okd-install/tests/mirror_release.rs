@@ -1,7 +1,7 @@
 //! `okd-install mirror release | to-disk | from-disk` against two real
 //! distribution registries (`docker-registry`) on loopback: the source
 //! plain HTTP, the target TLS + htpasswd made by `mirror registry init`.
-//! The release payload is built by `crates/mirror/tests/mkpayload.py` and
+//! The release payload is built by `crates/workstation/mirror/tests/mkpayload.py` and
 //! pushed into the source with skopeo; skopeo also checks the result.
 
 mod common;

@@ -131,7 +131,7 @@ impl Lab {
         std::fs::copy(reg.join("ca.crt"), certs.join("ca.crt")).unwrap();
 
         let out = Command::new(python)
-            .arg(repo().join("crates/mirror/tests/mkpayload.py"))
+            .arg(repo().join("crates/workstation/mirror/tests/mkpayload.py"))
             .arg(t.join("layout"))
             .args([
                 "--registry",

@@ -1,0 +1,82 @@
+//! Every example install-config of the repository and of the reference inputs loads.
+
+use std::path::{Path, PathBuf};
+
+use okd_installconfig::{LoadOptions, load};
+use okd_types::release::ReleaseTarget;
+
+fn example_files() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
+    let mut out = Vec::new();
+    for dir in ["examples"] {
+        if let Ok(rd) = std::fs::read_dir(root.join(dir)) {
+            for e in rd.flatten() {
+                let p = e.path().join("install-config.yaml");
+                if p.exists() {
+                    out.push(p);
+                }
+            }
+        }
+    }
+    let refdir = Path::new("/work/shared/reference/openshift-install-4.13/inputs");
+    if let Ok(rd) = std::fs::read_dir(refdir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("install-config") && n.ends_with(".yaml"))
+            {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn examples_load_without_errors() {
+    let files = example_files();
+    assert!(!files.is_empty());
+    for f in files {
+        let bytes = std::fs::read(&f).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        // OpenShiftSDN examples predate 4.15: load them for 4.13 (OCP), the rest for the default target too.
+        let mut targets = vec![ReleaseTarget::new(13, false)];
+        if !text.contains("OpenShiftSDN") {
+            targets.push(ReleaseTarget::default_target());
+        }
+        for target in targets {
+            let opts = LoadOptions {
+                target,
+                host_fips: false,
+            };
+            match load("install-config.yaml", &bytes, &opts) {
+                Ok(l) => eprintln!("{} ({target}): warnings {:?}", f.display(), l.warnings),
+                Err(e) => panic!("{} ({target}) failed: {e}", f.display()),
+            }
+        }
+    }
+}
+
+#[test]
+fn expired_trust_bundle_cert_is_a_warning() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../examples/baremetal-single-master/install-config.yaml");
+    let bytes = std::fs::read(root).unwrap();
+    let l = load("install-config.yaml", &bytes, &LoadOptions::default()).unwrap();
+    assert!(
+        l.warnings
+            .iter()
+            .any(|w| w.contains("expired") && w.contains("registry.okd")),
+        "{:?}",
+        l.warnings
+    );
+    assert!(
+        l.warnings
+            .iter()
+            .any(|w| w.contains("imageContentSources is deprecated")),
+        "{:?}",
+        l.warnings
+    );
+}
