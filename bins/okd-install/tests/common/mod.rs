@@ -7,6 +7,7 @@ pub mod dashboard;
 pub mod kube;
 pub mod manifests;
 pub mod netns;
+pub mod node;
 pub mod serve;
 
 use std::collections::BTreeMap;
