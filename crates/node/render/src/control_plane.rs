@@ -1,0 +1,212 @@
+//! Stages `kube-apiserver-bootstrap`, `kube-controller-manager-bootstrap`
+//! and `kube-scheduler-bootstrap` for an upstream payload: the bootstrap
+//! control plane's static pods in `<assets>/bootstrap-manifests/`, with the
+//! flags of the operators' bootstrap configs
+//! (openshift/cluster-kube-apiserver-operator and
+//! openshift/cluster-kube-controller-manager-operator,
+//! `bindata/bootkube/config/bootstrap-config-overrides.yaml`: serving
+//! certificates chosen by SNI for the service network, localhost, api and
+//! api-int; the complete client CA; the aggregator; kubelet client
+//! certificates; the service-account keys; kubelet-signer signing node
+//! certificates) and the install's certificates from `bootstrap.ign`, as
+//! cluster-bootstrap lays them out in `/etc/kubernetes/bootstrap-secrets`.
+
+use crate::{BOOTSTRAP_SECRETS, Input, Networks, RenderError, etcd, host_dir, write_pod};
+
+/// The API server's static pod file, under `<assets>`.
+pub const APISERVER_POD: &str = "bootstrap-manifests/kube-apiserver-pod.yaml";
+/// The controller manager's static pod file, under `<assets>`.
+pub const CONTROLLER_MANAGER_POD: &str = "bootstrap-manifests/kube-controller-manager-pod.yaml";
+/// The scheduler's static pod file, under `<assets>`.
+pub const SCHEDULER_POD: &str = "bootstrap-manifests/kube-scheduler-pod.yaml";
+
+fn secret(name: &str) -> String {
+    format!("{BOOTSTRAP_SECRETS}/{name}")
+}
+
+fn pair(base: &str) -> String {
+    format!(
+        "{},{}",
+        secret(&format!("{base}.crt")),
+        secret(&format!("{base}.key"))
+    )
+}
+
+/// kube-apiserver's flags for the bootstrap control plane.
+pub fn apiserver_args(input: &Input, net: &Networks) -> Vec<String> {
+    vec![
+        "kube-apiserver".into(),
+        "--secure-port=6443".into(),
+        "--bind-address=0.0.0.0".into(),
+        format!("--advertise-address={}", input.node_ip),
+        format!("--etcd-servers=https://localhost:{}", etcd::CLIENT_PORT),
+        format!("--etcd-cafile={}", secret("etcd-ca-bundle.crt")),
+        format!("--etcd-certfile={}", secret("etcd-client.crt")),
+        format!("--etcd-keyfile={}", secret("etcd-client.key")),
+        format!(
+            "--client-ca-file={}",
+            secret("kube-apiserver-complete-client-ca-bundle.crt")
+        ),
+        format!(
+            "--tls-cert-file={}",
+            secret("kube-apiserver-service-network-server.crt")
+        ),
+        format!(
+            "--tls-private-key-file={}",
+            secret("kube-apiserver-service-network-server.key")
+        ),
+        format!(
+            "--tls-sni-cert-key={}:kubernetes,kubernetes.default,kubernetes.default.svc,kubernetes.default.svc.cluster.local",
+            pair("kube-apiserver-service-network-server")
+        ),
+        format!(
+            "--tls-sni-cert-key={}:localhost,127.0.0.1,::1",
+            pair("kube-apiserver-localhost-server")
+        ),
+        format!("--tls-sni-cert-key={}", pair("kube-apiserver-lb-server")),
+        format!(
+            "--tls-sni-cert-key={}",
+            pair("kube-apiserver-internal-lb-server")
+        ),
+        format!(
+            "--kubelet-certificate-authority={}",
+            secret("kubelet-client-ca-bundle.crt")
+        ),
+        format!(
+            "--kubelet-client-certificate={}",
+            secret("kube-apiserver-to-kubelet-client.crt")
+        ),
+        format!(
+            "--kubelet-client-key={}",
+            secret("kube-apiserver-to-kubelet-client.key")
+        ),
+        format!("--proxy-client-cert-file={}", secret("apiserver-proxy.crt")),
+        format!("--proxy-client-key-file={}", secret("apiserver-proxy.key")),
+        format!(
+            "--requestheader-client-ca-file={}",
+            secret("aggregator-signer.crt")
+        ),
+        "--requestheader-username-headers=X-Remote-User".into(),
+        "--requestheader-group-headers=X-Remote-Group".into(),
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-".into(),
+        format!(
+            "--service-account-key-file={}",
+            secret("service-account.pub")
+        ),
+        format!(
+            "--service-account-signing-key-file={}",
+            secret("service-account.key")
+        ),
+        "--service-account-issuer=https://kubernetes.default.svc".into(),
+        format!("--service-cluster-ip-range={}", net.service),
+        "--authorization-mode=Node,RBAC".into(),
+        "--enable-admission-plugins=NodeRestriction".into(),
+        "--profiling=false".into(),
+    ]
+}
+
+/// kube-controller-manager's flags: the loopback kubeconfig, kubelet-signer
+/// signing node certificates, no node CIDR allocation (the network plugin
+/// owns pod addresses).
+pub fn controller_manager_args(net: &Networks) -> Vec<String> {
+    let kc = secret("kubeconfig");
+    vec![
+        "kube-controller-manager".into(),
+        format!("--kubeconfig={kc}"),
+        format!("--authentication-kubeconfig={kc}"),
+        format!("--authorization-kubeconfig={kc}"),
+        "--secure-port=10257".into(),
+        format!(
+            "--root-ca-file={}",
+            secret("kube-apiserver-complete-server-ca-bundle.crt")
+        ),
+        format!(
+            "--service-account-private-key-file={}",
+            secret("service-account.key")
+        ),
+        format!(
+            "--cluster-signing-cert-file={}",
+            secret("kubelet-signer.crt")
+        ),
+        format!(
+            "--cluster-signing-key-file={}",
+            secret("kubelet-signer.key")
+        ),
+        format!("--cluster-cidr={}", net.cluster),
+        format!("--service-cluster-ip-range={}", net.service),
+        "--leader-elect=true".into(),
+        "--use-service-account-credentials=true".into(),
+        "--controllers=*,-nodeipam".into(),
+    ]
+}
+
+/// kube-scheduler's flags: the loopback kubeconfig.
+pub fn scheduler_args() -> Vec<String> {
+    let kc = secret("kubeconfig");
+    vec![
+        "kube-scheduler".into(),
+        format!("--kubeconfig={kc}"),
+        format!("--authentication-kubeconfig={kc}"),
+        format!("--authorization-kubeconfig={kc}"),
+        "--secure-port=10259".into(),
+        "--leader-elect=true".into(),
+    ]
+}
+
+fn pod(name: &str, namespace: &str, image: &str, command: Vec<String>) -> serde_json::Value {
+    let (vol, mount) = host_dir("secrets", BOOTSTRAP_SECRETS, true);
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": { "name": name, "namespace": namespace },
+        "spec": {
+            "hostNetwork": true,
+            "containers": [{
+                "name": name.trim_start_matches("bootstrap-"),
+                "image": image,
+                "imagePullPolicy": "IfNotPresent",
+                "command": command,
+                "volumeMounts": [mount],
+            }],
+            "volumes": [vol],
+        },
+    })
+}
+
+/// Writes the three static pods into `<assets>/bootstrap-manifests/`.
+///
+/// # Errors
+/// [`RenderError::Read`] / [`RenderError::Manifest`] when the Network
+/// manifest is missing or incomplete; [`RenderError::Fs`] when a pod cannot
+/// be written.
+pub fn render(input: &Input) -> Result<(), RenderError> {
+    let net = Networks::read(&input.assets)?;
+    let image = &input.hyperkube_image;
+    write_pod(
+        &input.assets.join(APISERVER_POD),
+        &pod(
+            "bootstrap-kube-apiserver",
+            "kube-system",
+            image,
+            apiserver_args(input, &net),
+        ),
+    )?;
+    write_pod(
+        &input.assets.join(CONTROLLER_MANAGER_POD),
+        &pod(
+            "bootstrap-kube-controller-manager",
+            "kube-system",
+            image,
+            controller_manager_args(&net),
+        ),
+    )?;
+    write_pod(
+        &input.assets.join(SCHEDULER_POD),
+        &pod(
+            "bootstrap-kube-scheduler",
+            "kube-system",
+            image,
+            scheduler_args(),
+        ),
+    )
+}
