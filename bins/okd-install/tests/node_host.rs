@@ -65,6 +65,15 @@ fn a_kubelet_runs_static_pods_on_the_host_and_pod_networks() {
     else {
         return;
     };
+    // What the host makes must stay in its root folder.
+    const WATCHED: [&str; 5] = [
+        "/etc/kubernetes",
+        "/var/lib/kubelet",
+        "/var/log/pods",
+        "/opt/containerd",
+        "/etc/cni/net.d",
+    ];
+    let before: Vec<bool> = WATCHED.iter().map(|p| Path::new(p).exists()).collect();
     let scratch = tempfile::tempdir().unwrap();
     let prefix = format!("okh{}", std::process::id() % 100000);
     let lab = Lab::new(&prefix, BASTION, &[("n0", NODE)], "okd.example");
@@ -181,4 +190,9 @@ fn a_kubelet_runs_static_pods_on_the_host_and_pod_networks() {
         let p = d.path().join(&cgroup);
         assert!(!p.exists(), "{} left behind", p.display());
     }
+    let after: Vec<bool> = WATCHED.iter().map(|p| Path::new(p).exists()).collect();
+    assert_eq!(
+        before, after,
+        "the host made some of {WATCHED:?} on the machine"
+    );
 }

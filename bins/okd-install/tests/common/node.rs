@@ -8,8 +8,10 @@
 //! the root the real Ignition wrote `bootstrap.ign` into), bind-mounted
 //! inside the host's mount namespace over `/etc/kubernetes`,
 //! `/var/lib/kubelet`, `/var/lib/containerd`, `/opt/openshift`, … so two
-//! hosts never share state; the mount points are made on the machine when
-//! missing (empty directories, left in place). `/run` is a private tmpfs.
+//! hosts never share state. `/etc`, `/var`, `/usr` and `/opt` are writable
+//! overlays of the machine's inside the host (upper layers in the root
+//! folder), so mount points and stray writes never reach the machine.
+//! `/run` is a private tmpfs.
 //! The kubelet rewrites a few machine-wide sysctls; inside the host those
 //! files are private copies bind-mounted over `/proc/sys`.
 //!
@@ -56,6 +58,10 @@ pub const HOST_DIRS: &[&str] = &[
     "/opt/openshift",
 ];
 
+/// The machine's directories the host sees through a writable overlay of
+/// its own (the lower layer is the machine's, never written).
+const OVERLAY_TOPS: &[&str] = &["/etc", "/var", "/usr", "/opt"];
+
 /// The sysctls the kubelet sets that are not per network namespace.
 const PRIVATE_SYSCTLS: &[&str] = &[
     "vm/overcommit_memory",
@@ -72,6 +78,14 @@ const PRIVATE_SYSCTLS: &[&str] = &[
 const INIT: &str = r#"#!/bin/bash
 set -eu
 root=$1; name=$2; ip=$3; kubelet=$4; shift 4
+# Writable overlays of the top directories, so the mount points below (and
+# whatever a daemon writes outside them, e.g. containerd's /opt/containerd)
+# land in the host's root folder and never on the machine.
+for top in $OVERLAY_TOPS; do
+    mkdir -p "$root/.overlay$top/upper" "$root/.overlay$top/work"
+    mount -t overlay overlay \
+        -o "lowerdir=$top,upperdir=$root/.overlay$top/upper,workdir=$root/.overlay$top/work" "$top"
+done
 for p in $HOST_DIRS; do
     mkdir -p "$root$p" "$p"
     mount --bind "$root$p" "$p"
@@ -262,6 +276,7 @@ impl NodeHost {
         std::fs::write(
             &init_path,
             INIT.replace("$HOST_DIRS", &HOST_DIRS.join(" "))
+                .replace("$OVERLAY_TOPS", &OVERLAY_TOPS.join(" "))
                 .replace("$PRIVATE_SYSCTLS", &PRIVATE_SYSCTLS.join(" ")),
         )
         .unwrap();
