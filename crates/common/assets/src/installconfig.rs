@@ -11,6 +11,7 @@ use okd_installconfig::{InstallConfig, LoadOptions};
 use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
 
+pub use crate::ctx::InstallConfigSource;
 use crate::ctx::GenCtx;
 use crate::dir::{AssetDir, AssetFile};
 use crate::error::AssetError;
@@ -57,10 +58,6 @@ fn log_outcome(l: &okd_installconfig::Loaded) {
     }
 }
 
-/// How `create install-config` obtains a config when the directory has none:
-/// the binary puts interactive prompts or flag answers into
-/// [`GenCtx::install_config_source`].
-pub type InstallConfigSource = Box<dyn Fn() -> Result<InstallConfig, AssetError> + Send + Sync>;
 
 impl Asset for InstallConfigAsset {
     const NAME: &'static str = "Install Config";

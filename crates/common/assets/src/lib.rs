@@ -10,7 +10,9 @@
 //!   [`filelist`], what the manifest assets share), [`machines`], [`cvo`],
 //!   [`kubeconfig`], [`password`], [`pointer`] (master/worker.ign),
 //!   [`ignition`] (bootstrap.ign), [`metadata`]. Modules depend one way:
-//!   `filelist` ← `manifests`, `pointer` ← `machines` ← `cvo` ← `ignition`.
+//!   `filelist` ← `manifests`, `pointer` ← `machines` ← `cvo` ← `ignition`;
+//!   [`ctx`], [`error`] and [`dir`] import no asset module (`tests/layering.rs`
+//!   checks that no modules import each other in a circle).
 //!
 //! Generation is synchronous (a one-shot tool); the only concurrency is the RSA
 //! key pool in [`ctx::GenCtx`], which generates keys on background threads
