@@ -11,8 +11,8 @@ use okd_installconfig::{InstallConfig, LoadOptions};
 use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
 
-pub use crate::ctx::InstallConfigSource;
 use crate::ctx::GenCtx;
+pub use crate::ctx::InstallConfigSource;
 use crate::dir::{AssetDir, AssetFile};
 use crate::error::AssetError;
 use crate::store::{Asset, Dep, Parents, dep};
@@ -57,7 +57,6 @@ fn log_outcome(l: &okd_installconfig::Loaded) {
         info!("{i}");
     }
 }
-
 
 impl Asset for InstallConfigAsset {
     const NAME: &'static str = "Install Config";
