@@ -22,7 +22,8 @@ fn cases() -> Vec<(&'static str, Inventory)> {
     vips.nodes[2].address = ip("fd00:120::104");
     vips.extra_records.insert("quay".into(), ip("10.0.0.5"));
     vips.extra_records.insert("*.svc".into(), ip("10.0.0.6"));
-    vips.extra_records.insert("v6.Registry".into(), ip("fd00::5"));
+    vips.extra_records
+        .insert("v6.Registry".into(), ip("fd00::5"));
     let mut on_node = common::single_master();
     on_node.api = on_node.nodes[1].address;
     on_node.ingress = ip("fd00:120::80");
