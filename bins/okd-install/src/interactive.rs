@@ -476,10 +476,8 @@ pub(crate) fn refuse_contradictions(
     let existing = match std::fs::read(&file) {
         // Unparseable files are reported by the load that follows.
         Ok(bytes) => serde_yaml_ng::from_slice(&bytes).ok(),
-        Err(_) => okd_assets::recorded::Recorded::load(dir)?
-            .map(|r| r.get::<okd_assets::installconfig::InstallConfigAsset>())
-            .transpose()?
-            .flatten()
+        Err(_) => okd_assets::InstallFacts::read(dir)?
+            .recorded::<okd_assets::installconfig::InstallConfigAsset>()?
             .map(|a| a.config),
     };
     let Some(existing) = existing else {

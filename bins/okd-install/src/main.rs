@@ -225,10 +225,7 @@ fn release_context(dir: &std::path::Path, opts: &ReleaseOpts) -> anyhow::Result<
             env.as_deref().unwrap_or_default()
         );
     }
-    let recorded = okd_assets::recorded::Recorded::load(dir)?
-        .map(|r| r.get::<okd_assets::installconfig::ReleaseImage>())
-        .transpose()?
-        .flatten();
+    let recorded = okd_assets::InstallFacts::read(dir)?.release()?;
     let image = opts
         .release_image
         .clone()

@@ -20,19 +20,22 @@
 //! keepalived instances with a `/readyz` curl check, CoreDNS `forward .`)
 //! and the ports of the inventory.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::path::Path;
 
+use okd_dns_records::{
+    APPS, APPS_WILDCARD, ClusterRecords, NAME_SERVER, SOA_EXPIRE_SECS, SOA_REFRESH_SECS,
+    SOA_RETRY_SECS, cluster_records, reverse_name,
+};
 use okd_hosts::Inventory;
 use serde::Serialize;
 
 use crate::pxe;
 
-/// TTL of every DNS record written, in seconds (short, so fixes propagate
-/// during an install).
-pub const DNS_TTL_SECS: u32 = 60;
+/// TTL of every DNS record written, in seconds:
+/// [`okd_dns_records::TTL_SECS`], the TTL `okd-install serve` answers with.
+pub const DNS_TTL_SECS: u32 = okd_dns_records::TTL_SECS;
 
 /// One file of `create bastion-configs`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -63,10 +66,8 @@ fn file(path: impl Into<String>, contents: String) -> GeneratedFile {
 /// regenerated zone always has a higher serial. The keepalived interface is a
 /// guess (see [`keepalived_conf`]).
 pub fn bastion_configs(inv: &Inventory, etcd_records: bool) -> Vec<GeneratedFile> {
-    let serial = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as u32)
-        .unwrap_or(1);
+    let serial = okd_dns_records::serial_now();
+    let records = cluster_records(inv, etcd_records);
     let mut out = vec![
         file("haproxy/haproxy.cfg", haproxy_cfg(inv)),
         file(
@@ -75,7 +76,7 @@ pub fn bastion_configs(inv: &Inventory, etcd_records: bool) -> Vec<GeneratedFile
         ),
         file("dnsmasq/dnsmasq.conf", dnsmasq_conf(inv, etcd_records)),
     ];
-    let zones = zones(inv, etcd_records, serial);
+    let zones = zones(&records, serial);
     let mut zone_stmts = String::new();
     let _ = writeln!(
         zone_stmts,
@@ -447,169 +448,78 @@ pub fn keepalived_conf(inv: &Inventory, interface: &str) -> String {
     s
 }
 
-/// One forward A/AAAA record, name relative to the cluster domain.
-struct Rec {
-    name: String,
-    ip: IpAddr,
-}
-
-/// Every name → address record of the cluster domain except `*.apps`:
-/// api, api-int, the nodes, etcd-N (when asked) and the extra records.
-fn forward_records(inv: &Inventory, etcd: bool) -> Vec<Rec> {
-    let mut v = vec![
-        Rec {
-            name: "api".into(),
-            ip: inv.api,
-        },
-        Rec {
-            name: "api-int".into(),
-            ip: inv.api,
-        },
-    ];
-    for n in &inv.nodes {
-        v.push(Rec {
-            name: n.hostname.clone(),
-            ip: n.address,
-        });
-    }
-    if etcd {
-        for n in &inv.nodes {
-            if let Some(e) = &n.etcd_name {
-                v.push(Rec {
-                    name: e.clone(),
-                    ip: n.address,
-                });
-            }
-        }
-    }
-    for (name, ip) in &inv.extra_records {
-        v.push(Rec {
-            name: name.trim_end_matches('.').to_string(),
-            ip: *ip,
-        });
-    }
-    v
-}
-
-/// Address → names for PTR records: every node (its FQDN), and the API
-/// address → `api.` and `api-int.` when no node has that address.
-fn ptr_records(inv: &Inventory) -> BTreeMap<IpAddr, Vec<String>> {
-    let mut m: BTreeMap<IpAddr, Vec<String>> = BTreeMap::new();
-    for n in &inv.nodes {
-        m.entry(n.address).or_default().push(n.fqdn.clone());
-    }
-    if inv.by_address(inv.api).is_none() {
-        let e = m.entry(inv.api).or_default();
-        e.push(format!("api.{}", inv.cluster_domain));
-        e.push(format!("api-int.{}", inv.cluster_domain));
-    }
-    m
-}
-
-/// The reverse zone holding `ip` and the record's name inside it: the /24
-/// (`120.168.192.in-addr.arpa`, `102`) for IPv4, the /64 in nibble form
-/// (`….ip6.arpa`, 16 nibbles) for IPv6.
-pub fn reverse_zone(ip: IpAddr) -> (String, String) {
-    match ip {
-        IpAddr::V4(v4) => {
-            let o = v4.octets();
-            (
-                format!("{}.{}.{}.in-addr.arpa", o[2], o[1], o[0]),
-                o[3].to_string(),
-            )
-        }
-        IpAddr::V6(v6) => {
-            let nibbles: Vec<String> = v6
-                .octets()
-                .iter()
-                .flat_map(|b| [b >> 4, b & 0xf])
-                .map(|n| format!("{n:x}"))
-                .collect();
-            let rev = |s: &[String]| s.iter().rev().cloned().collect::<Vec<_>>().join(".");
-            (
-                format!("{}.ip6.arpa", rev(&nibbles[..16])),
-                rev(&nibbles[16..]),
-            )
-        }
-    }
-}
-
-/// Full reverse name of `ip` (`102.120.168.192.in-addr.arpa`).
-fn reverse_name(ip: IpAddr) -> String {
-    let (zone, rel) = reverse_zone(ip);
-    format!("{rel}.{zone}")
-}
-
 fn rr_type(ip: IpAddr) -> &'static str {
     if ip.is_ipv6() { "AAAA" } else { "A" }
 }
 
-fn soa(origin: &str, domain: &str, serial: u32) -> String {
+/// The `$ORIGIN`, `$TTL`, SOA and NS lines every zone file starts with.
+fn soa(origin: &str, r: &ClusterRecords, serial: u32) -> String {
     format!(
         "$ORIGIN {origin}.\n\
          $TTL {DNS_TTL_SECS}\n\
-         @\tIN\tSOA\tns1.{domain}. hostmaster.{domain}. (\n\
+         @\tIN\tSOA\t{ns}. {hostmaster}. (\n\
          \t\t{serial}\t; serial\n\
-         \t\t3600\t; refresh\n\
-         \t\t600\t; retry\n\
-         \t\t604800\t; expire\n\
+         \t\t{SOA_REFRESH_SECS}\t; refresh\n\
+         \t\t{SOA_RETRY_SECS}\t; retry\n\
+         \t\t{SOA_EXPIRE_SECS}\t; expire\n\
          \t\t{DNS_TTL_SECS} )\t; negative-cache TTL\n\
-         \tIN\tNS\tns1.{domain}.\n"
+         \tIN\tNS\t{ns}.\n",
+        ns = r.name_server_fqdn(),
+        hostmaster = r.hostmaster(),
     )
 }
 
-/// The forward zone and the reverse zones as `(zone name, zone file text)`,
-/// forward first, reverse sorted. TTL [`DNS_TTL_SECS`], SOA `ns1.<domain>`
-/// (an A record to the listen address unless a host is called `ns1`).
-fn zones(inv: &Inventory, etcd: bool, serial: u32) -> Vec<(String, String)> {
-    let d = &inv.cluster_domain;
+/// The forward zone and the reverse zones of `r` as `(zone name, zone file
+/// text)`, forward first, reverse sorted. TTL [`DNS_TTL_SECS`], SOA
+/// `ns1.<domain>` (an A record to the listen address unless a host or extra
+/// record is called `ns1`), names relative to the zone as the inventory
+/// spells them; `*.apps` but not `apps` itself.
+fn zones(r: &ClusterRecords, serial: u32) -> Vec<(String, String)> {
+    let d = &r.domain;
     let mut fwd = format!(
         "; Forward zone {d}, generated by okd-install create bastion-configs.\n\
          ; Check with: named-checkzone {d} db.{d}\n"
     );
-    fwd.push_str(&soa(d, d, serial));
-    let recs = forward_records(inv, etcd);
-    if !recs.iter().any(|r| r.name == "ns1") {
-        let _ = writeln!(fwd, "ns1\tIN\t{}\t{}", rr_type(inv.listen), inv.listen);
+    fwd.push_str(&soa(d, r, serial));
+    if let Some(ip) = r.name_server {
+        let _ = writeln!(fwd, "{NAME_SERVER}\tIN\t{}\t{ip}", rr_type(ip));
     }
-    for r in &recs {
-        let _ = writeln!(fwd, "{}\tIN\t{}\t{}", r.name, rr_type(r.ip), r.ip);
+    for a in &r.addresses {
+        let _ = writeln!(fwd, "{}\tIN\t{}\t{}", a.name, rr_type(a.ip), a.ip);
     }
-    let _ = writeln!(fwd, "*.apps\tIN\t{}\t{}", rr_type(inv.ingress), inv.ingress);
-    if etcd {
-        for n in &inv.nodes {
-            if let Some(e) = &n.etcd_name {
-                let _ = writeln!(fwd, "_etcd-server-ssl._tcp\tIN\tSRV\t0 10 2380 {e}.{d}.");
-            }
-        }
+    let _ = writeln!(fwd, "{APPS_WILDCARD}\tIN\t{}\t{}", rr_type(r.apps), r.apps);
+    for s in &r.services {
+        let _ = writeln!(
+            fwd,
+            "{}\tIN\tSRV\t{} {} {} {}.{d}.",
+            s.name, s.priority, s.weight, s.port, s.target
+        );
     }
     let mut out = vec![(d.clone(), fwd)];
-    let mut rev: BTreeMap<String, String> = BTreeMap::new();
-    for (ip, names) in ptr_records(inv) {
-        let (zone, rel) = reverse_zone(ip);
-        let text = rev.entry(zone.clone()).or_insert_with(|| {
-            format!(
-                "; Reverse zone {zone} for {d}, generated by okd-install create bastion-configs.\n\
-                 ; Check with: named-checkzone {zone} db.{zone}\n{}",
-                soa(&zone, d, serial)
-            )
-        });
-        for name in names {
-            let _ = writeln!(text, "{rel}\tIN\tPTR\t{name}.");
+    for (zone, ptrs) in r.reverse_zones() {
+        let mut text = format!(
+            "; Reverse zone {zone} for {d}, generated by okd-install create bastion-configs.\n\
+             ; Check with: named-checkzone {zone} db.{zone}\n{}",
+            soa(&zone, r, serial)
+        );
+        for (label, target) in ptrs {
+            let _ = writeln!(text, "{label}\tIN\tPTR\t{target}.");
         }
+        out.push((zone, text));
     }
-    out.extend(rev);
     out
 }
 
 /// `dnsmasq.conf`: authoritative answers for the cluster domain on
 /// `<listen>:<ports.dns>` (`local=/<domain>/`, `local-ttl`), upstreams as
 /// `server=`, `address=/apps.<domain>/<ingress>` for the wildcard,
-/// `host-record=` per name (api, api-int, nodes with their etcd name, extra
-/// records), `srv-host=` for etcd when `etcd`, and `ptr-record=` for every
-/// node and the API address.
+/// `host-record=` per address with all its names (api, api-int, nodes, etcd
+/// names, extra records), `srv-host=` for the SRV records, and `ptr-record=`
+/// for every node and the API address: the records of
+/// [`okd_dns_records::cluster_records`] (with the etcd ones when `etcd`).
 pub fn dnsmasq_conf(inv: &Inventory, etcd: bool) -> String {
-    let d = &inv.cluster_domain;
+    let r = &cluster_records(inv, etcd);
+    let d = &r.domain;
     let mut s = format!(
         "# dnsmasq (DNS only) for {d}, generated by okd-install create bastion-configs.\n\
          # Check with: dnsmasq --test -C dnsmasq.conf\n\
@@ -632,29 +542,29 @@ pub fn dnsmasq_conf(inv: &Inventory, etcd: bool) -> String {
             let _ = writeln!(s, "server={}#{}", u.ip(), u.port());
         }
     }
-    let _ = writeln!(s, "address=/apps.{d}/{}", inv.ingress);
+    let _ = writeln!(s, "address=/{APPS}.{d}/{}", r.apps);
     // Group names per address so one host-record carries all of them.
     let mut by_ip: Vec<(IpAddr, Vec<String>)> = Vec::new();
-    for r in forward_records(inv, etcd) {
-        let fq = format!("{}.{d}", r.name);
-        match by_ip.iter_mut().find(|(ip, _)| *ip == r.ip) {
+    for a in &r.addresses {
+        let fq = format!("{}.{d}", a.name);
+        match by_ip.iter_mut().find(|(ip, _)| *ip == a.ip) {
             Some((_, names)) => names.push(fq),
-            None => by_ip.push((r.ip, vec![fq])),
+            None => by_ip.push((a.ip, vec![fq])),
         }
     }
     for (ip, names) in &by_ip {
         let _ = writeln!(s, "host-record={},{ip}", names.join(","));
     }
-    if etcd {
-        for n in &inv.nodes {
-            if let Some(e) = &n.etcd_name {
-                let _ = writeln!(s, "srv-host=_etcd-server-ssl._tcp.{d},{e}.{d},2380,0,10");
-            }
-        }
+    for v in &r.services {
+        let _ = writeln!(
+            s,
+            "srv-host={}.{d},{}.{d},{},{},{}",
+            v.name, v.target, v.port, v.priority, v.weight
+        );
     }
-    for (ip, names) in ptr_records(inv) {
+    for (ip, names) in &r.pointers {
         for name in names {
-            let _ = writeln!(s, "ptr-record={},{name}", reverse_name(ip));
+            let _ = writeln!(s, "ptr-record={},{name}", reverse_name(*ip));
         }
     }
     s
@@ -693,17 +603,6 @@ pub fn corefile<'a>(inv: &Inventory, zones: impl IntoIterator<Item = &'a str>) -
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn reverse() {
-        assert_eq!(
-            reverse_zone("192.168.120.102".parse().unwrap()),
-            ("120.168.192.in-addr.arpa".into(), "102".into())
-        );
-        let (z, r) = reverse_zone("2001:db8::1".parse().unwrap());
-        assert_eq!(z, "0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa");
-        assert_eq!(r, "1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0");
-    }
 
     #[test]
     fn subnets() {

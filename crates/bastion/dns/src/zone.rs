@@ -1,27 +1,25 @@
 //! The records the server is authoritative for, as plain data.
 //!
-//! [`zone_records`] turns an [`Inventory`] into the forward zone of the
-//! cluster domain and one reverse zone per /24 (IPv4) or /64 (IPv6) that
-//! holds a node or the API address. The contents are the same as the BIND
-//! zone files `okd_bastion::configs` writes (`bind/db.<zone>`), plus the
-//! `apps` name itself, which dnsmasq's `address=/apps.<domain>/` also
-//! answers.
+//! [`zone_records`] renders the cluster's records, built once by
+//! [`okd_dns_records::cluster_records`] (the same records the BIND, CoreDNS
+//! and dnsmasq files of `okd_bastion::configs` are rendered from), into the
+//! forward zone of the cluster domain and one reverse zone per /24 (IPv4) or
+//! /64 (IPv6) that holds a node or the API address: names lower-cased and
+//! fully qualified, repeated records dropped, and the `apps` name itself
+//! answered beside `*.apps` (as dnsmasq's `address=/apps.<domain>/` does).
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use okd_dns_records::{ClusterRecords, cluster_records};
 use okd_hosts::Inventory;
 
 use crate::DnsError;
 
 /// TTL of every record served and of negative answers (RFC 2308 SOA
-/// minimum), in seconds: the same 60 s as the generated BIND and dnsmasq
-/// files (`okd_bastion::configs::DNS_TTL_SECS`).
-pub const TTL_SECS: u32 = 60;
-
-/// SOA refresh, retry and expire (seconds), as in the generated BIND zones.
-const SOA_TIMERS: (u32, u32, u32) = (3600, 600, 604800);
+/// minimum), in seconds: [`okd_dns_records::TTL_SECS`], the TTL of the
+/// generated BIND and dnsmasq files too.
+pub const TTL_SECS: u32 = okd_dns_records::TTL_SECS;
 
 /// One zone: its origin and every record in it, SOA first.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,38 +151,7 @@ impl fmt::Display for RecordData {
     }
 }
 
-/// The reverse zone holding `ip` and the record's label(s) inside it, the
-/// same split as `okd_bastion::configs::reverse_zone`: the /24
-/// (`120.168.192.in-addr.arpa`, `102`; RFC 1035 §3.5) for IPv4, the /64 in
-/// nibble form (`….ip6.arpa`, 16 nibbles; RFC 3596 §2.5) for IPv6. Neither
-/// has a trailing dot.
-pub fn reverse_zone(ip: IpAddr) -> (String, String) {
-    match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, c, d] = v4.octets();
-            (format!("{c}.{b}.{a}.in-addr.arpa"), d.to_string())
-        }
-        IpAddr::V6(v6) => {
-            let nibbles: Vec<char> = v6
-                .octets()
-                .iter()
-                .flat_map(|b| [b >> 4, b & 0xf])
-                .map(|n| char::from_digit(u32::from(n), 16).unwrap_or('0'))
-                .collect();
-            let rev = |s: &[char]| {
-                s.iter()
-                    .rev()
-                    .map(char::to_string)
-                    .collect::<Vec<_>>()
-                    .join(".")
-            };
-            (
-                format!("{}.ip6.arpa", rev(&nibbles[..16])),
-                rev(&nibbles[16..]),
-            )
-        }
-    }
-}
+pub use okd_dns_records::reverse_zone;
 
 /// The zones for `inv`, serial = the current Unix time in seconds (as the
 /// generated BIND zones).
@@ -208,11 +175,7 @@ pub fn reverse_zone(ip: IpAddr) -> (String, String) {
 /// empty label, a label over 63 octets or a name over 255 octets, RFC 1035
 /// §2.3.4).
 pub fn zone_records(inv: &Inventory, etcd_records: bool) -> Result<Vec<Zone>, DnsError> {
-    let serial = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as u32)
-        .unwrap_or(1);
-    zones_with_serial(inv, etcd_records, serial)
+    zones_with_serial(inv, etcd_records, okd_dns_records::serial_now())
 }
 
 /// [`zone_records`] with a given SOA serial.
@@ -221,15 +184,13 @@ pub(crate) fn zones_with_serial(
     etcd: bool,
     serial: u32,
 ) -> Result<Vec<Zone>, DnsError> {
+    let records = cluster_records(inv, etcd);
     let names = Names {
-        domain: inv
-            .cluster_domain
-            .trim_end_matches('.')
-            .to_ascii_lowercase(),
+        domain: records.domain.trim_end_matches('.').to_ascii_lowercase(),
         serial,
     };
-    let mut zones = vec![forward_zone(inv, etcd, &names)];
-    zones.extend(reverse_zones(inv, &names));
+    let mut zones = vec![forward_zone(&records, &names)];
+    zones.extend(reverse_zones(&records, &names));
     for z in &zones {
         check_zone_names(z)?;
     }
@@ -256,24 +217,28 @@ impl Names {
 
     /// The SOA and NS records every zone starts with, owned by `origin`.
     fn head(&self, origin: &str) -> Vec<ZoneRecord> {
-        let d = &self.domain;
-        let (refresh, retry, expire) = SOA_TIMERS;
+        let ns = self.fq(okd_dns_records::NAME_SERVER);
         vec![
             rec(
                 origin.to_string(),
                 RecordData::Soa {
-                    mname: format!("ns1.{d}."),
-                    rname: format!("hostmaster.{d}."),
+                    mname: ns.clone(),
+                    rname: self.fq("hostmaster"),
                     serial: self.serial,
-                    refresh,
-                    retry,
-                    expire,
+                    refresh: okd_dns_records::SOA_REFRESH_SECS,
+                    retry: okd_dns_records::SOA_RETRY_SECS,
+                    expire: okd_dns_records::SOA_EXPIRE_SECS,
                     minimum: TTL_SECS,
                 },
             ),
-            rec(origin.to_string(), RecordData::Ns(format!("ns1.{d}."))),
+            rec(origin.to_string(), RecordData::Ns(ns)),
         ]
     }
+}
+
+/// `fqdn` (any case, trailing dot or not) lower case with the trailing dot.
+fn absolute(fqdn: &str) -> String {
+    format!("{}.", fqdn.trim_end_matches('.').to_ascii_lowercase())
 }
 
 /// A record with the zone TTL ([`TTL_SECS`]).
@@ -285,55 +250,32 @@ fn rec(name: String, data: RecordData) -> ZoneRecord {
     }
 }
 
-/// Name → address pairs (names relative to the cluster domain), in the order
-/// of okd_bastion's forward_records: `api`, `api-int`, the nodes, the
-/// `etcd-<n>` names when `etcd`, the extra records.
-fn forward_addresses(inv: &Inventory, etcd: bool) -> Vec<(String, IpAddr)> {
-    let mut addrs: Vec<(String, IpAddr)> =
-        vec![("api".into(), inv.api), ("api-int".into(), inv.api)];
-    for n in &inv.nodes {
-        addrs.push((n.hostname.clone(), n.address));
-    }
-    if etcd {
-        for n in &inv.nodes {
-            if let Some(e) = &n.etcd_name {
-                addrs.push((e.clone(), n.address));
-            }
-        }
-    }
-    for (name, ip) in &inv.extra_records {
-        addrs.push((name.trim_end_matches('.').to_string(), *ip));
-    }
-    addrs
-}
-
 /// The forward zone `<cluster domain>.` as described on [`zone_records`].
-fn forward_zone(inv: &Inventory, etcd: bool, names: &Names) -> Zone {
-    let addrs = forward_addresses(inv, etcd);
+fn forward_zone(r: &ClusterRecords, names: &Names) -> Zone {
     let origin = format!("{}.", names.domain);
     let mut fwd = names.head(&origin);
-    if !addrs.iter().any(|(n, _)| n.eq_ignore_ascii_case("ns1")) {
-        fwd.push(rec(names.fq("ns1"), RecordData::address(inv.listen)));
+    if let Some(ip) = r.name_server {
+        fwd.push(rec(
+            names.fq(okd_dns_records::NAME_SERVER),
+            RecordData::address(ip),
+        ));
     }
-    for (name, ip) in &addrs {
-        fwd.push(rec(names.fq(name), RecordData::address(*ip)));
+    for a in &r.addresses {
+        fwd.push(rec(names.fq(&a.name), RecordData::address(a.ip)));
     }
-    fwd.push(rec(names.fq("apps"), RecordData::address(inv.ingress)));
-    fwd.push(rec(names.fq("*.apps"), RecordData::address(inv.ingress)));
-    if etcd {
-        for n in &inv.nodes {
-            if let Some(e) = &n.etcd_name {
-                fwd.push(rec(
-                    names.fq("_etcd-server-ssl._tcp"),
-                    RecordData::Srv {
-                        priority: 0,
-                        weight: 10,
-                        port: 2380,
-                        target: names.fq(e),
-                    },
-                ));
-            }
-        }
+    for name in [okd_dns_records::APPS, okd_dns_records::APPS_WILDCARD] {
+        fwd.push(rec(names.fq(name), RecordData::address(r.apps)));
+    }
+    for s in &r.services {
+        fwd.push(rec(
+            names.fq(&s.name),
+            RecordData::Srv {
+                priority: s.priority,
+                weight: s.weight,
+                port: s.port,
+                target: names.fq(&s.target),
+            },
+        ));
     }
     Zone {
         origin,
@@ -341,34 +283,24 @@ fn forward_zone(inv: &Inventory, etcd: bool, names: &Names) -> Zone {
     }
 }
 
-/// The reverse zones, sorted by origin: address → names, as okd_bastion's
-/// ptr_records.
-fn reverse_zones(inv: &Inventory, names: &Names) -> Vec<Zone> {
-    let mut ptrs: BTreeMap<IpAddr, Vec<String>> = BTreeMap::new();
-    for n in &inv.nodes {
-        ptrs.entry(n.address).or_default().push(format!(
-            "{}.",
-            n.fqdn.trim_end_matches('.').to_ascii_lowercase()
-        ));
-    }
-    if inv.by_address(inv.api).is_none() {
-        let e = ptrs.entry(inv.api).or_default();
-        e.push(names.fq("api"));
-        e.push(names.fq("api-int"));
-    }
-    let mut rev: BTreeMap<String, Vec<ZoneRecord>> = BTreeMap::new();
-    for (ip, targets) in ptrs {
-        let (zone, label) = reverse_zone(ip);
-        let zone = format!("{zone}.");
-        let records = rev.entry(zone.clone()).or_insert_with(|| names.head(&zone));
-        for name in targets {
-            records.push(rec(format!("{label}.{zone}"), RecordData::Ptr(name)));
-        }
-    }
-    rev.into_iter()
-        .map(|(origin, records)| Zone {
-            origin,
-            records: dedup(records),
+/// The reverse zones, sorted by origin, with the PTR records of
+/// [`ClusterRecords::reverse_zones`].
+fn reverse_zones(r: &ClusterRecords, names: &Names) -> Vec<Zone> {
+    r.reverse_zones()
+        .into_iter()
+        .map(|(zone, ptrs)| {
+            let origin = format!("{zone}.");
+            let mut records = names.head(&origin);
+            for (label, target) in ptrs {
+                records.push(rec(
+                    format!("{label}.{origin}"),
+                    RecordData::Ptr(absolute(&target)),
+                ));
+            }
+            Zone {
+                origin,
+                records: dedup(records),
+            }
         })
         .collect()
 }
@@ -503,20 +435,6 @@ mod tests {
             lines(z)[2],
             "4.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa. 60 PTR worker1.okd.example."
         );
-    }
-
-    #[test]
-    fn agrees_with_okd_bastion() {
-        assert_eq!(TTL_SECS, okd_bastion::configs::DNS_TTL_SECS);
-        for ip in [
-            "192.168.120.102",
-            "10.0.0.1",
-            "2001:db8::1",
-            "fd00:1:2:3:4:5:6:7",
-        ] {
-            let ip: IpAddr = ip.parse().unwrap();
-            assert_eq!(reverse_zone(ip), okd_bastion::configs::reverse_zone(ip));
-        }
     }
 
     #[test]

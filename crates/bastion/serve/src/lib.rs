@@ -38,8 +38,9 @@ use okd_types::release::ReleaseTarget;
 use tracing::{info, warn};
 
 /// What a served directory needs besides its hosts: the cluster's name and
-/// base domain and the target release, read from the state file that
-/// `create` wrote (or from `install-config.yaml` when no step consumed it yet).
+/// base domain and the target release, read through
+/// [`okd_assets::InstallFacts`] (the state file that `create` wrote, or
+/// `install-config.yaml` when no step consumed it yet).
 #[derive(Debug, Clone)]
 pub(crate) struct ClusterInfo {
     /// `metadata.name`.
@@ -51,54 +52,18 @@ pub(crate) struct ClusterInfo {
 }
 
 impl ClusterInfo {
-    /// Reads `dir/.openshift_install_state.json`, falling back to
-    /// `dir/install-config.yaml`.
+    /// Reads the install of `dir` ([`okd_assets::InstallFacts`]).
     ///
     /// # Errors
-    /// When neither names the cluster.
+    /// When neither the state file nor `install-config.yaml` names the
+    /// cluster, or either cannot be read (the error names the file).
     pub(crate) fn load(dir: &Path) -> anyhow::Result<ClusterInfo> {
-        use okd_assets::installconfig::{InstallConfigAsset, ReleaseImage};
-        let recorded = okd_assets::recorded::Recorded::load(dir)?;
-        let from_state = match &recorded {
-            Some(r) => r.get::<InstallConfigAsset>()?.map(|a| a.config),
-            None => None,
-        };
-        let (name, base_domain) = match from_state {
-            Some(c) => (c.metadata.name, c.base_domain),
-            None => {
-                let p = dir.join("install-config.yaml");
-                let text = std::fs::read_to_string(&p).with_context(|| {
-                    format!(
-                        "{} has neither {} nor install-config.yaml: run `okd-install create ignition-configs --dir {}` first",
-                        dir.display(),
-                        okd_assets::store::STATE_FILE,
-                        okd_fs::shell_path(dir)
-                    )
-                })?;
-                let c: NameAndDomain = serde_yaml_ng::from_str(&text).with_context(|| {
-                    format!(
-                        "cannot read metadata.name and baseDomain from {}",
-                        p.display()
-                    )
-                })?;
-                (c.metadata.name, c.base_domain)
-            }
-        };
-        let target = match &recorded {
-            Some(r) => r
-                .get::<ReleaseImage>()?
-                // The release the state file recorded (a digest pull spec
-                // with --release-version names none), else the pull spec's.
-                .and_then(|i| {
-                    i.target()
-                        .or_else(|| ReleaseTarget::from_release_image(&i.pull_spec))
-                }),
-            None => None,
-        };
+        let facts = okd_assets::InstallFacts::read(dir)?;
+        let config = facts.require_install_config()?;
         Ok(ClusterInfo {
-            name,
-            base_domain,
-            target,
+            name: config.metadata.name,
+            base_domain: config.base_domain,
+            target: facts.target()?,
         })
     }
 
@@ -108,20 +73,6 @@ impl ClusterInfo {
             .as_ref()
             .is_some_and(ReleaseTarget::wants_etcd_srv_records)
     }
-}
-
-/// The two fields of an install-config.yaml that no step consumed yet which
-/// `serve` needs.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct NameAndDomain {
-    metadata: NameOnly,
-    base_domain: String,
-}
-
-#[derive(serde::Deserialize)]
-struct NameOnly {
-    name: String,
 }
 
 /// Loads the cluster info and the hosts of `dir`.

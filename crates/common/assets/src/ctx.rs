@@ -1,5 +1,9 @@
 //! The generation context handed to every asset: clock, release, key pool,
-//! random generator.
+//! random generator, and where a missing install-config comes from.
+//!
+//! The bottom of the crate's module graph beside `error` and `dir`: it
+//! imports no asset module (`store`, `installconfig`, ...), which all import
+//! it, so the modules depend one way.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -11,6 +15,18 @@ use rand::{Rng as _, SeedableRng as _};
 use time::OffsetDateTime;
 
 use crate::error::AssetError;
+
+/// How `create install-config` obtains a config when the directory has none:
+/// the binary puts interactive prompts or flag answers into
+/// [`GenCtx::install_config_source`]; the install-config asset runs it, then
+/// up-converts, defaults and validates the result (openshift/installer
+/// `pkg/asset/installconfig/installconfig.go`, the survey of
+/// `pkg/asset/installconfig/basedomain.go` and its siblings).
+///
+/// # Errors
+/// Whatever the source reports (e.g. no terminal to ask on), as [`AssetError`].
+pub type InstallConfigSource =
+    Box<dyn Fn() -> Result<okd_installconfig::InstallConfig, AssetError> + Send + Sync>;
 
 /// Everything an asset's `generate` may use besides its parents.
 ///
@@ -39,7 +55,7 @@ pub struct GenCtx {
     /// Where `create install-config` obtains a config when the directory has
     /// none (interactive prompts or flags); `None` makes a missing
     /// `install-config.yaml` an error naming the file.
-    pub install_config_source: Option<crate::installconfig::InstallConfigSource>,
+    pub install_config_source: Option<InstallConfigSource>,
     /// Fault injection for tests: generating the asset with this display
     /// name (e.g. `Root CA`) fails with [`AssetError::Invalid`], so a test can
     /// make every asset of a command fail in turn. `None` in normal runs.

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
 
 use crate::ctx::GenCtx;
+pub use crate::ctx::InstallConfigSource;
 use crate::dir::{AssetDir, AssetFile};
 use crate::error::AssetError;
 use crate::store::{Asset, Dep, Parents, dep};
@@ -56,11 +57,6 @@ fn log_outcome(l: &okd_installconfig::Loaded) {
         info!("{i}");
     }
 }
-
-/// How `create install-config` obtains a config when the directory has none:
-/// the binary puts interactive prompts or flag answers into
-/// [`GenCtx::install_config_source`].
-pub type InstallConfigSource = Box<dyn Fn() -> Result<InstallConfig, AssetError> + Send + Sync>;
 
 impl Asset for InstallConfigAsset {
     const NAME: &'static str = "Install Config";

@@ -5,12 +5,16 @@
 //!
 //! * [`store`]: typed assets, the load/fetch/save/purge walk, the state file.
 //! * [`targets`]: what each `create` command produces.
-//! * [`recorded`]: typed reads of the state file for commands outside the graph.
+//! * [`recorded`]: typed reads of the state file for commands outside the
+//!   graph, and [`InstallFacts`], the one reader of an asset directory's
+//!   install-config, release and state for them.
 //! * one module per family: [`installconfig`], [`tls`], [`manifests`] (with
 //!   [`filelist`], what the manifest assets share), [`machines`], [`cvo`],
 //!   [`kubeconfig`], [`password`], [`pointer`] (master/worker.ign),
 //!   [`ignition`] (bootstrap.ign), [`metadata`]. Modules depend one way:
-//!   `filelist` ← `manifests`, `pointer` ← `machines` ← `cvo` ← `ignition`.
+//!   `filelist` ← `manifests`, `pointer` ← `machines` ← `cvo` ← `ignition`;
+//!   [`ctx`], [`error`] and [`dir`] import no asset module (`tests/layering.rs`
+//!   checks that no modules import each other in a circle).
 //!
 //! Generation is synchronous (a one-shot tool); the only concurrency is the RSA
 //! key pool in [`ctx::GenCtx`], which generates keys on background threads
@@ -38,4 +42,5 @@ pub mod tls;
 pub use ctx::GenCtx;
 pub use dir::AssetDir;
 pub use error::{AssetError, chain};
+pub use recorded::InstallFacts;
 pub use targets::{Target, create};

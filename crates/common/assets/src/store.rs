@@ -63,7 +63,7 @@ pub trait Asset: Serialize + DeserializeOwned + Send + Sync + 'static {
     }
 
     /// The value this run was given on the command line, if the asset is one
-    /// (the release: [`crate::installconfig::ReleaseImage`]). When the state
+    /// (the release image, `installconfig::ReleaseImage`). When the state
     /// file holds another value, the given one wins and counts as dirty, so
     /// every asset depending on it is regenerated and on-disk copies of
     /// those are discarded with openshift-install's warning.

@@ -1,7 +1,8 @@
 //! What the cluster-side commands need to know about an install from its
-//! asset directory: the cluster's name, domain and platform (from the state
-//! file, else `install-config.yaml`) and the hosts (agent-config.yaml +
-//! bastion-config.yaml, when present).
+//! asset directory: the cluster's name, domain and platform (read through
+//! [`okd_assets::InstallFacts`]: the state file's install-config, else
+//! `install-config.yaml` up-converted and defaulted) and the hosts
+//! (agent-config.yaml + bastion-config.yaml, when present).
 
 use std::path::{Path, PathBuf};
 
@@ -12,7 +13,8 @@ use okd_installconfig::{InstallConfig, PlatformName};
 pub struct Install {
     /// The asset directory.
     pub dir: PathBuf,
-    /// The install-config as recorded.
+    /// The install-config as recorded, or as `create` would record it
+    /// (up-converted, defaults explicit).
     pub config: InstallConfig,
 }
 
@@ -37,7 +39,7 @@ pub enum InstallError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// install-config.yaml could not be parsed.
+    /// install-config.yaml could not be parsed or up-converted.
     #[error("{}: {detail}", path.display())]
     Config {
         /// The file.
@@ -48,33 +50,30 @@ pub enum InstallError {
 }
 
 impl Install {
-    /// Reads `dir/.openshift_install_state.json`, else `dir/install-config.yaml`.
+    /// Reads the install-config of `dir` through
+    /// [`okd_assets::InstallFacts::install_config`]: the state file's copy,
+    /// else `install-config.yaml` up-converted and with its defaults.
     ///
     /// # Errors
-    /// [`InstallError`] naming the directory or file.
+    /// [`InstallError::Missing`] when the directory has neither,
+    /// [`InstallError::Config`] naming `install-config.yaml` and the field
+    /// when it does not parse or up-convert, [`InstallError::State`] for an
+    /// unreadable state file.
     pub fn load(dir: &Path) -> Result<Install, InstallError> {
-        use okd_assets::installconfig::InstallConfigAsset;
-        let state_err = |e: okd_assets::AssetError| InstallError::State {
-            dir: dir.to_path_buf(),
-            source: Box::new(e),
-        };
-        let recorded = okd_assets::recorded::Recorded::load(dir).map_err(state_err)?;
-        if let Some(r) = recorded
-            && let Some(a) = r.get::<InstallConfigAsset>().map_err(state_err)?
-        {
-            return Ok(Install {
+        let config = okd_assets::InstallFacts::read(dir)
+            .and_then(|f| f.install_config())
+            .map_err(|e| match e {
+                okd_assets::AssetError::InstallConfig(load) => InstallError::Config {
+                    path: dir.join("install-config.yaml"),
+                    detail: load.to_string(),
+                },
+                e => InstallError::State {
+                    dir: dir.to_path_buf(),
+                    source: Box::new(e),
+                },
+            })?
+            .ok_or_else(|| InstallError::Missing {
                 dir: dir.to_path_buf(),
-                config: a.config,
-            });
-        }
-        let path = dir.join("install-config.yaml");
-        let text = std::fs::read_to_string(&path).map_err(|_| InstallError::Missing {
-            dir: dir.to_path_buf(),
-        })?;
-        let config: InstallConfig =
-            serde_yaml_ng::from_str(&text).map_err(|e| InstallError::Config {
-                path: path.clone(),
-                detail: e.to_string(),
             })?;
         Ok(Install {
             dir: dir.to_path_buf(),
@@ -114,5 +113,53 @@ impl Install {
             &self.config.base_domain,
         )
         .map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An install-config no `create` consumed yet is read with its
+    /// defaults: the machine network, the replicas and the network type
+    /// left out of the file are the ones `create` would record (a raw YAML
+    /// parse saw none of them).
+    #[test]
+    fn sees_defaulted_values() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("install-config.yaml"),
+            "apiVersion: v1\nbaseDomain: example.com\nmetadata:\n  name: okd\nplatform:\n  none: {}\npullSecret: '{\"auths\":{}}'\n",
+        )
+        .unwrap();
+        let i = Install::load(d.path()).unwrap();
+        assert_eq!(i.domain(), "okd.example.com");
+        assert_eq!(i.platform(), Some(PlatformName::None));
+        let nets: Vec<String> = i
+            .config
+            .machine_networks()
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        assert_eq!(nets, ["10.0.0.0/16"]);
+        assert_eq!(i.config.compute_replicas(), 3);
+        let networking = i.config.networking.as_ref().expect("networking defaulted");
+        assert!(
+            !networking.network_type.is_empty(),
+            "networkType defaulted: {networking:?}"
+        );
+    }
+
+    #[test]
+    fn errors_name_the_directory_or_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let e = Install::load(d.path()).unwrap_err();
+        assert!(matches!(e, InstallError::Missing { .. }), "{e}");
+        std::fs::write(d.path().join("install-config.yaml"), "metadata: [").unwrap();
+        let e = Install::load(d.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("install-config.yaml: failed to unmarshal install-config.yaml"),
+            "{e}"
+        );
     }
 }

@@ -119,6 +119,34 @@ pub fn load(file_name: &str, bytes: &[u8], opts: &LoadOptions) -> Result<Loaded,
     run(cfg, Some(file_name), opts, warnings, infos)
 }
 
+/// Reads `bytes` (the content of `file_name`) the way [`load`] does, up to
+/// and including the defaults, without validating: YAML parse with the
+/// unknown-field fallback, up-conversion (`pkg/types/conversion/installconfig.go`),
+/// defaults (`pkg/types/defaults/installconfig.go`). For commands that only
+/// read an install-config that no `create` consumed yet (`serve`,
+/// `wait-for`, `gather`): they see the values `create` would record, while
+/// the rules stay with `create`, which knows the target release.
+/// The returned [`Loaded`] carries the parse warnings and infos.
+///
+/// # Errors
+/// [`LoadError::Parse`] (line and column when known) or
+/// [`LoadError::Convert`] naming the field that could not be up-converted.
+pub fn normalize(file_name: &str, bytes: &[u8]) -> Result<Loaded, LoadError> {
+    let mut warnings = Vec::new();
+    let mut infos = Vec::new();
+    let cfg = convert::parse(file_name, bytes, &mut warnings, &mut infos)?;
+    let mut cfg = convert::upconvert(cfg).map_err(|error| LoadError::Convert {
+        file: file_name.to_string(),
+        error,
+    })?;
+    convert::apply_defaults(&mut cfg);
+    Ok(Loaded {
+        config: cfg,
+        warnings,
+        infos,
+    })
+}
+
 /// Defaults and validates an in-memory config (the interactive/generated path of
 /// openshift/installer `pkg/asset/installconfig/`): up-conversion, defaults
 /// (`pkg/types/defaults`), validation (`pkg/types/validation/installconfig.go`).

@@ -301,8 +301,10 @@ struct InventoryHosts {
 }
 
 /// Reads the inventory of `dir` for [`InventoryHosts`]: `None` when the
-/// directory has no `bastion-config.yaml` or no recorded install-config (the
-/// cluster's name and domain), or the inventory names no bootstrap host.
+/// directory has no `bastion-config.yaml` or no install-config (the
+/// cluster's name and domain: recorded, else `install-config.yaml`, read
+/// through [`okd_assets::InstallFacts`]), or the inventory names no
+/// bootstrap host.
 ///
 /// # Errors
 /// [`GatherError::State`] for an unreadable state file,
@@ -311,17 +313,13 @@ fn inventory_hosts(dir: &Path) -> Result<Option<InventoryHosts>, GatherError> {
     if !dir.join(okd_hosts::BASTION_CONFIG_FILE).exists() {
         return Ok(None);
     }
-    let Some(recorded) = okd_assets::recorded::Recorded::load(dir).map_err(GatherError::State)?
-    else {
-        return Ok(None);
-    };
-    let Some(ic) = recorded
-        .get::<okd_assets::installconfig::InstallConfigAsset>()
+    let Some(ic) = okd_assets::InstallFacts::read(dir)
+        .and_then(|f| f.install_config())
         .map_err(GatherError::State)?
     else {
         return Ok(None);
     };
-    let inv = okd_hosts::Inventory::load(dir, &ic.config.metadata.name, &ic.config.base_domain)
+    let inv = okd_hosts::Inventory::load(dir, &ic.metadata.name, &ic.base_domain)
         .map_err(GatherError::Hosts)?;
     let Some(b) = inv.role(okd_hosts::Role::Bootstrap).next() else {
         return Ok(None);
@@ -338,13 +336,13 @@ fn inventory_hosts(dir: &Path) -> Result<Option<InventoryHosts>, GatherError> {
 
 fn bootstrap_key_file(dir: &Path) -> Result<Option<tempfile::NamedTempFile>, GatherError> {
     use std::io::Write as _;
-    let Some(recorded) = okd_assets::recorded::Recorded::load(dir).map_err(GatherError::State)?
-    else {
+    let facts = okd_assets::InstallFacts::read(dir).map_err(GatherError::State)?;
+    if !facts.has_state() {
         debug!("No state file in {}: no bootstrap SSH key", dir.display());
         return Ok(None);
-    };
-    let Some(pair) = recorded
-        .get::<okd_assets::tls::BootstrapSshKeyPair>()
+    }
+    let Some(pair) = facts
+        .recorded::<okd_assets::tls::BootstrapSshKeyPair>()
         .map_err(GatherError::State)?
     else {
         return Ok(None);
