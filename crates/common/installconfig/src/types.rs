@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use okd_secret::Secret;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -89,9 +90,10 @@ pub struct InstallConfig {
     /// Exactly one platform key.
     #[serde(default)]
     pub platform: Platform,
-    /// JSON docker config `{"auths": {...}}`; always serialized (`""` when redacted).
-    #[serde(default)]
-    pub pull_secret: String,
+    /// JSON docker config `{"auths": {...}}`; always serialized (`""` when redacted);
+    /// `Debug` shows `[REDACTED]`.
+    #[serde(default, serialize_with = "okd_secret::serialize")]
+    pub pull_secret: Secret,
     /// Cluster-wide egress proxy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<Proxy>,
