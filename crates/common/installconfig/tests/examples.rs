@@ -125,3 +125,35 @@ fn debug_of_an_install_config_does_not_show_the_pull_secret() {
         );
     }
 }
+
+/// Credentials passed through in other fields are hidden from `Debug` too:
+/// a baremetal host's BMC password, a vSphere password, a proxy URL's password.
+#[test]
+fn debug_of_an_install_config_does_not_show_credentials() {
+    use okd_installconfig::{BaremetalPlatform, InstallConfig, Platform, Proxy};
+    let ic = InstallConfig {
+        platform: Platform {
+            baremetal: Some(BaremetalPlatform {
+                hosts: vec![serde_json::json!({"name": "m0", "bmc": {
+                    "address": "redfish://10.0.0.1/x", "username": "root", "password": "bmc-Pa55word"}})],
+                ..Default::default()
+            }),
+            vsphere: Some(serde_json::json!({"vcenters": [{"server": "vc", "password": "vc-Pa55word"}]})),
+            ..Default::default()
+        },
+        proxy: Some(Proxy {
+            http_proxy: Some("http://proxyuser:proxy-Pa55word@proxy:3128".into()),
+            https_proxy: Some("https://proxy:3129/path@x".into()),
+            no_proxy: None,
+        }),
+        pull_secret: "{\"auths\":{\"r\":{\"auth\":\"cHVsbC1QYTU1d29yZA==\"}}}".into(),
+        ..Default::default()
+    };
+    let shown = format!("{ic:?} {ic:#?}");
+    for secret in ["Pa55word", "cHVsbC1QYTU1d29yZA=="] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+    for kept in ["redfish://10.0.0.1/x", "root", "http://proxyuser:[REDACTED]@proxy:3128", "https://proxy:3129/path@x"] {
+        assert!(shown.contains(kept), "{kept} not in {shown}");
+    }
+}
