@@ -9,8 +9,8 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
-use okd_installconfig::ExposeSecret as _;
 use okd_assets::AssetError;
+use okd_installconfig::ExposeSecret as _;
 use serde_json::json;
 
 /// Answers for `create install-config`; any left out are asked on a terminal.

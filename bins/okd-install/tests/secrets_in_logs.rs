@@ -30,7 +30,10 @@ struct Needle {
 
 fn needle(name: impl Into<String>, value: &str) -> Needle {
     let name = name.into();
-    assert!(value.len() >= 8, "{name}: too short to be a secret: {value:?}");
+    assert!(
+        value.len() >= 8,
+        "{name}: too short to be a secret: {value:?}"
+    );
     let debug = format!("{value:?}");
     let debug = debug[1..debug.len() - 1].to_string();
     let quoted = debug.replace('\\', "\\\\").replace('"', "\\\"");
@@ -58,7 +61,10 @@ fn key_needles(name: &str, pem: &str, out: &mut Vec<Needle>) {
         .collect();
     assert!(!body.is_empty(), "{name}: no PEM body");
     out.push(needle(format!("{name} (PEM line)"), body[0]));
-    out.push(needle(format!("{name} (PEM last line)"), body[body.len() - 1]));
+    out.push(needle(
+        format!("{name} (PEM last line)"),
+        body[body.len() - 1],
+    ));
     let b64 = STANDARD.encode(pem);
     out.push(needle(format!("{name} (base64 of PEM)"), &b64[64..128]));
 }
@@ -87,9 +93,10 @@ fn state_keys(v: &Value, path: &str, out: &mut Vec<Needle>) {
 
 /// The pull secret of the example and its parts.
 fn pull_secret_needles(out: &mut Vec<Needle>) {
-    let text =
-        std::fs::read_to_string(repo().join("examples/baremetal-single-master/install-config.yaml"))
-            .unwrap();
+    let text = std::fs::read_to_string(
+        repo().join("examples/baremetal-single-master/install-config.yaml"),
+    )
+    .unwrap();
     let ic: Value = serde_yaml_ng::from_str(&text).unwrap();
     let ps = ic["pullSecret"].as_str().unwrap();
     out.push(needle("pull secret", ps));
@@ -138,7 +145,11 @@ fn no_secret_in_output_or_logs_of_a_whole_debug_run() {
     // The copy of the example `served_dir` makes, created at debug level.
     let d = example_dir("baremetal-single-master");
     let ex = repo().join("examples/baremetal-single-master");
-    std::fs::copy(ex.join("agent-config.yaml"), d.path().join("agent-config.yaml")).unwrap();
+    std::fs::copy(
+        ex.join("agent-config.yaml"),
+        d.path().join("agent-config.yaml"),
+    )
+    .unwrap();
     let bastion = std::fs::read_to_string(ex.join("bastion-config.yaml"))
         .unwrap()
         .replace("  - 8.8.8.8\n", "")
@@ -166,7 +177,11 @@ fn no_secret_in_output_or_logs_of_a_whole_debug_run() {
     let wrong = format!("{}0123456789abcdef0123456789abcdef", &url[..url.len() - 32]);
     assert_eq!(curl_in(&lab, &boot, &wrong).0, 403, "wrong token");
     assert_eq!(curl_in(&lab, &master, url).0, 403, "not the bootstrap");
-    assert_eq!(curl_in(&lab, &boot, url).0, 200, "the bootstrap with its token");
+    assert_eq!(
+        curl_in(&lab, &boot, url).0,
+        200,
+        "the bootstrap with its token"
+    );
     assert_eq!(curl_in(&lab, &boot, url).0, 403, "used up");
 
     let status = run_debug(d.path(), &["serve", "status"]);
@@ -196,7 +211,10 @@ fn no_secret_in_output_or_logs_of_a_whole_debug_run() {
     .unwrap();
     let before = needles.len();
     state_keys(&state, "", &mut needles);
-    assert!(needles.len() - before >= 3 * 10, "few keys in the state file");
+    assert!(
+        needles.len() - before >= 3 * 10,
+        "few keys in the state file"
+    );
 
     // The search finds each of them in a line that shows it.
     for n in &needles {

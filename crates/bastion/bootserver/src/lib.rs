@@ -61,8 +61,8 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use okd_secret::{ExposeSecret as _, Secret};
 use okd_hosts::{Inventory, Node, Role, normalize_mac};
+use okd_secret::{ExposeSecret as _, Secret};
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 
@@ -323,7 +323,11 @@ impl HttpState {
         match guard.as_ref() {
             None => Ok(()),
             Some(t) if t.used => Err(Refusal::TokenUsed),
-            Some(t) if token.is_some_and(|g| same_secret(g.as_bytes(), t.token.expose_secret().as_bytes())) => {
+            Some(t)
+                if token.is_some_and(|g| {
+                    same_secret(g.as_bytes(), t.token.expose_secret().as_bytes())
+                }) =>
+            {
                 Ok(())
             }
             Some(_) => Err(Refusal::Token),

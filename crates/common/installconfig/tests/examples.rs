@@ -112,9 +112,17 @@ fn debug_of_an_install_config_does_not_show_the_pull_secret() {
         for shown in [format!("{ic:?}"), format!("{ic:#?}"), format!("{l:?}")] {
             assert!(shown.contains(&ic.metadata.name), "{}", f.display());
             assert!(shown.contains("[REDACTED]"), "{}", f.display());
-            assert!(!shown.contains(&ps), "{}: pull secret in Debug", f.display());
+            assert!(
+                !shown.contains(&ps),
+                "{}: pull secret in Debug",
+                f.display()
+            );
             for a in &auths {
-                assert!(!shown.contains(a.as_str()), "{}: auth in Debug", f.display());
+                assert!(
+                    !shown.contains(a.as_str()),
+                    "{}: auth in Debug",
+                    f.display()
+                );
             }
         }
         let written = serde_json::to_string(&ic.to_json_value()).unwrap();
@@ -138,7 +146,9 @@ fn debug_of_an_install_config_does_not_show_credentials() {
                     "address": "redfish://10.0.0.1/x", "username": "root", "password": "bmc-Pa55word"}})],
                 ..Default::default()
             }),
-            vsphere: Some(serde_json::json!({"vcenters": [{"server": "vc", "password": "vc-Pa55word"}]})),
+            vsphere: Some(
+                serde_json::json!({"vcenters": [{"server": "vc", "password": "vc-Pa55word"}]}),
+            ),
             ..Default::default()
         },
         proxy: Some(Proxy {
@@ -153,7 +163,12 @@ fn debug_of_an_install_config_does_not_show_credentials() {
     for secret in ["Pa55word", "cHVsbC1QYTU1d29yZA=="] {
         assert!(!shown.contains(secret), "{secret} in {shown}");
     }
-    for kept in ["redfish://10.0.0.1/x", "root", "http://proxyuser:[REDACTED]@proxy:3128", "https://proxy:3129/path@x"] {
+    for kept in [
+        "redfish://10.0.0.1/x",
+        "root",
+        "http://proxyuser:[REDACTED]@proxy:3128",
+        "https://proxy:3129/path@x",
+    ] {
         assert!(shown.contains(kept), "{kept} not in {shown}");
     }
 }

@@ -7,8 +7,8 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use okd_secret::ExposeSecret as _;
 use okd_mirror_registry::registry::{self, InitOptions, files};
+use okd_secret::ExposeSecret as _;
 use okd_test_utils::{free_tcp_port, start_docker_registry};
 
 /// Finds a program or, when missing, fails (OKD_REQUIRE_TOOLS=1) or skips
