@@ -10,6 +10,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
 use okd_assets::AssetError;
+use okd_installconfig::ExposeSecret as _;
 use serde_json::json;
 
 /// Answers for `create install-config`; any left out are asked on a terminal.
@@ -436,7 +437,7 @@ pub(crate) fn contradictions(
         f.as_ref()
             .is_some_and(|f| std::fs::read_to_string(f).map_or(true, |t| t.trim() != has.trim()))
     };
-    if file_differs(&opts.pull_secret_file, &existing.pull_secret) {
+    if file_differs(&opts.pull_secret_file, existing.pull_secret.expose_secret()) {
         out.push("--pull-secret-file (another pull secret)".to_string());
     }
     if let Some(f) = &opts.ssh_key_file

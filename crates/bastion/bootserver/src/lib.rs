@@ -62,6 +62,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use okd_hosts::{Inventory, Node, Role, normalize_mac};
+use okd_secret::{ExposeSecret as _, Secret};
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 
@@ -151,7 +152,8 @@ struct BootstrapAccess {
 /// complete bodies delivered with it.
 #[derive(Debug, Default)]
 struct OneTime {
-    token: String,
+    /// `Debug` shows `[REDACTED]`.
+    token: Secret,
     used: bool,
     /// Size and modification time of the file `covered` refers to.
     file: Option<(u64, Option<SystemTime>)>,
@@ -245,7 +247,7 @@ impl HttpState {
     /// delivered every octet of the file (see the crate docs). The PXE
     /// scripts answered to the bootstrap host's address carry the token in
     /// `coreos.inst.ignition_url` while it is unused.
-    pub fn with_bootstrap_token(self, token: impl Into<String>) -> HttpState {
+    pub fn with_bootstrap_token(self, token: impl Into<Secret>) -> HttpState {
         if let Ok(mut t) = self.bootstrap.token.lock() {
             *t = Some(OneTime {
                 token: token.into(),
@@ -292,7 +294,7 @@ impl HttpState {
     /// The unused one-time token, for the PXE scripts answered to `peer`:
     /// only when `peer` is a bootstrap host's address and bootstrap.ign is
     /// still served.
-    fn token_for(&self, peer: Option<SocketAddr>) -> Option<String> {
+    fn token_for(&self, peer: Option<SocketAddr>) -> Option<Secret> {
         let ip = peer.map(|p| p.ip().to_canonical())?;
         if !self.bootstrap.allowed.contains(&ip) || !self.bootstrap_served() {
             return None;
@@ -321,7 +323,11 @@ impl HttpState {
         match guard.as_ref() {
             None => Ok(()),
             Some(t) if t.used => Err(Refusal::TokenUsed),
-            Some(t) if token.is_some_and(|g| same_secret(g.as_bytes(), t.token.as_bytes())) => {
+            Some(t)
+                if token.is_some_and(|g| {
+                    same_secret(g.as_bytes(), t.token.expose_secret().as_bytes())
+                }) =>
+            {
                 Ok(())
             }
             Some(_) => Err(Refusal::Token),
@@ -706,7 +712,7 @@ fn with_token(st: &HttpState, node: &Node, peer: Option<SocketAddr>, script: Str
     match st.token_for(peer) {
         Some(t) if node.role == Role::Bootstrap => script.replace(
             "/ignition/bootstrap.ign",
-            &format!("/ignition/bootstrap.ign?token={t}"),
+            &format!("/ignition/bootstrap.ign?token={}", t.expose_secret()),
         ),
         _ => script,
     }

@@ -18,11 +18,11 @@ use crate::status::Status;
 use crate::{BOOTSTRAP_URL_FILE, ClusterInfo, ServeOptions, Service, control};
 
 /// A random token of 32 lowercase hex digits (128 bits).
-fn new_token() -> String {
+fn new_token() -> okd_secret::Secret {
     use rand::RngCore as _;
     let mut b = [0u8; 16];
     rand::rng().fill_bytes(&mut b);
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    okd_secret::Secret::new(b.iter().map(|x| format!("{x:02x}")).collect::<String>())
 }
 
 /// The HTTP state, with the one-time token when asked for (written to
@@ -59,7 +59,10 @@ fn http_state(
     let mut guard = String::new();
     if token {
         let t = new_token();
-        let url = format!("http://{http_addr}/ignition/bootstrap.ign?token={t}\n");
+        let url = format!(
+            "http://{http_addr}/ignition/bootstrap.ign?token={}\n",
+            okd_secret::ExposeSecret::expose_secret(&t)
+        );
         let file = dir.join(BOOTSTRAP_URL_FILE);
         okd_assets::dir::create_dir_all(&dir.join("auth"))?;
         okd_assets::dir::write_atomic(&file, url.as_bytes(), 0o600)?;

@@ -25,7 +25,10 @@ pub const DIR_MODE: u32 = okd_fs::DIR_MODE;
 ///
 /// Serialized as in openshift-install's state file: `{"Filename": "...", "Data": "<base64>"}`
 /// (`pkg/asset/asset.go` File).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// `Debug` shows the name and the length, never the contents: many files hold
+/// keys, passwords or the pull secret.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AssetFile {
     /// Path relative to the asset directory, `/`-separated, e.g. `manifests/cvo-overrides.yaml`.
     #[serde(rename = "Filename")]
@@ -33,6 +36,15 @@ pub struct AssetFile {
     /// File contents.
     #[serde(rename = "Data", with = "b64")]
     pub data: Vec<u8>,
+}
+
+impl std::fmt::Debug for AssetFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AssetFile")
+            .field("filename", &self.filename)
+            .field("data", &format_args!("<{} bytes>", self.data.len()))
+            .finish()
+    }
 }
 
 impl AssetFile {

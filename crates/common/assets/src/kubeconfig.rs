@@ -14,8 +14,9 @@ use crate::tls::{
     KubeApiServerLocalhostCaBundle, KubeletClient,
 };
 
-/// `{"Config": {clientcmd v1}, "File": {...}}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `{"Config": {clientcmd v1}, "File": {...}}`. `Debug` shows neither the
+/// config nor the file's contents: they hold the client key.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 pub struct KubeconfigAsset {
     /// The kubeconfig object.
     #[serde(rename = "Config")]
@@ -23,6 +24,15 @@ pub struct KubeconfigAsset {
     /// The rendered YAML file.
     #[serde(rename = "File")]
     pub file: AssetFile,
+}
+
+impl std::fmt::Debug for KubeconfigAsset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeconfigAsset")
+            .field("config", &okd_secret::REDACTED)
+            .field("file", &self.file)
+            .finish()
+    }
 }
 
 /// Builds a kubeconfig for `user` against `server` trusting `ca_pem`.

@@ -8,6 +8,7 @@
 //! secrets) are written as text with their own key order. Version-dependent
 //! files follow [`okd_types::release::ReleaseTarget`].
 
+use okd_secret::ExposeSecret as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tracing::warn;
@@ -374,7 +375,7 @@ fn pull_secret(i: &Inputs<'_>) -> Manifests {
         yaml(
             &json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
             "metadata": {"name": "pull-secret", "namespace": "openshift-config"},
-            "data": {".dockerconfigjson": base64_std(i.ic.pull_secret.as_bytes())}}),
+            "data": {".dockerconfigjson": base64_std(i.ic.pull_secret.expose_secret().as_bytes())}}),
         ),
     )
 }

@@ -3,6 +3,7 @@
 //! bcrypt-hashed (cost 10) into Secret `kube-system/kubeadmin`, the plain text in
 //! `auth/kubeadmin-password` (0640, no trailing newline).
 
+use okd_secret::Secret;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -39,9 +40,9 @@ pub fn generate_password<R: Rng>(rng: &mut R) -> String {
 /// `{"Password": "...", "PasswordHash": b64(bcrypt), "File": {...}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KubeadminPassword {
-    /// The plain-text password.
-    #[serde(rename = "Password")]
-    pub password: String,
+    /// The plain-text password; `Debug` shows `[REDACTED]`.
+    #[serde(rename = "Password", serialize_with = "okd_secret::serialize")]
+    pub password: Secret,
     /// bcrypt hash (`$2a$10$…`, 60 bytes).
     #[serde(rename = "PasswordHash", with = "b64")]
     pub password_hash: Vec<u8>,
@@ -66,7 +67,7 @@ impl Asset for KubeadminPassword {
             .format_for_version(bcrypt::Version::TwoA);
         Ok(KubeadminPassword {
             file: AssetFile::new(PASSWORD_FILE, password.clone()),
-            password,
+            password: Secret::new(password),
             password_hash: hash.into_bytes(),
         })
     }
@@ -94,7 +95,7 @@ impl Asset for KubeadminPassword {
             .unwrap_or_default();
         Ok(Some(KubeadminPassword {
             file: AssetFile::new(PASSWORD_FILE, password.clone()),
-            password,
+            password: Secret::new(password),
             password_hash: hash.into_bytes(),
         }))
     }

@@ -16,7 +16,9 @@ use crate::store::{Asset, Dep, Parents, dep};
 use crate::tls::{RootCa, api_vips};
 
 /// An Ignition config asset: `{"Config": {ignition JSON}, "File": {...}}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `Debug` shows neither the config nor the file's contents: a bootstrap
+/// config holds the pull secret and private keys.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 pub struct IgnitionAsset {
     /// The config as a JSON object.
     #[serde(rename = "Config")]
@@ -24,6 +26,15 @@ pub struct IgnitionAsset {
     /// The compact JSON file.
     #[serde(rename = "File")]
     pub file: AssetFile,
+}
+
+impl std::fmt::Debug for IgnitionAsset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IgnitionAsset")
+            .field("config", &okd_secret::REDACTED)
+            .field("file", &self.file)
+            .finish()
+    }
 }
 
 impl IgnitionAsset {

@@ -30,7 +30,8 @@ pub const TEN_YEARS: Duration = Duration::from_secs(3650 * 24 * 3600);
 
 /// A certificate and its private key as stored in the state file:
 /// `{"CertRaw": b64(PEM), "KeyRaw": b64(PEM), "FileList": [...]}` (`pkg/asset/tls/certkey.go`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// `Debug` shows the certificate, not the key.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CertKeyAsset {
     /// Certificate PEM; for "append parent" server certs the leaf, a blank line, then the signer.
     #[serde(rename = "CertRaw", with = "b64")]
@@ -41,6 +42,16 @@ pub struct CertKeyAsset {
     /// `tls/<base>.key` then `tls/<base>.crt`.
     #[serde(rename = "FileList")]
     pub file_list: Vec<AssetFile>,
+}
+
+impl std::fmt::Debug for CertKeyAsset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CertKeyAsset")
+            .field("cert_raw", &self.cert_pem())
+            .field("key_raw", &okd_secret::REDACTED)
+            .field("file_list", &self.file_list)
+            .finish()
+    }
 }
 
 impl CertKeyAsset {
@@ -481,7 +492,8 @@ pub fn api_vips(ic: &okd_installconfig::InstallConfig) -> Vec<String> {
 }
 
 /// A key pair without certificate: `{"Pvt": b64, "Pub": b64, "FileList": [...]}` (`keypair.go`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// `Debug` shows the public key, not the private one.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyPairAsset {
     /// Private key PEM.
     #[serde(rename = "Pvt", with = "b64")]
@@ -492,6 +504,16 @@ pub struct KeyPairAsset {
     /// `tls/<base>.key`, `tls/<base>.pub`.
     #[serde(rename = "FileList")]
     pub file_list: Vec<AssetFile>,
+}
+
+impl std::fmt::Debug for KeyPairAsset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyPairAsset")
+            .field("pvt", &okd_secret::REDACTED)
+            .field("public", &String::from_utf8_lossy(&self.public))
+            .field("file_list", &self.file_list)
+            .finish()
+    }
 }
 
 /// `tls/service-account.{key,pub}`: the service-account token signing key pair.
@@ -523,7 +545,8 @@ impl Asset for ServiceAccountKeyPair {
 
 /// The bootstrap node's SSH key pair: `{"Priv": b64, "Pub": b64}`; the public key
 /// (OpenSSH `ssh-rsa …\n`) is added to the core user of bootstrap.ign.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// `Debug` shows the public key, not the private one.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BootstrapSshKeyPair {
     /// Private key PEM.
     #[serde(rename = "Priv", with = "b64")]
@@ -531,6 +554,15 @@ pub struct BootstrapSshKeyPair {
     /// Public key in authorized_keys format, with trailing newline.
     #[serde(rename = "Pub", with = "b64")]
     pub public: Vec<u8>,
+}
+
+impl std::fmt::Debug for BootstrapSshKeyPair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BootstrapSshKeyPair")
+            .field("private", &okd_secret::REDACTED)
+            .field("public", &String::from_utf8_lossy(&self.public))
+            .finish()
+    }
 }
 
 impl Asset for BootstrapSshKeyPair {

@@ -22,6 +22,8 @@
 
 use std::fmt::Write as _;
 
+use okd_secret::{ExposeSecret as _, Secret};
+
 mod scripts;
 
 /// Cluster-wide proxy *status* (openshift/installer
@@ -55,8 +57,9 @@ pub struct Registry {
 pub struct TemplateData {
     /// Release image pull spec (tag or digest form).
     pub release_image: String,
-    /// The pull secret JSON, verbatim (written to `/root/.docker/config.json`).
-    pub pull_secret: String,
+    /// The pull secret JSON, verbatim (written to `/root/.docker/config.json`);
+    /// `Debug` shows `[REDACTED]`.
+    pub pull_secret: Secret,
     /// The install-config SSH public key (may be empty).
     pub ssh_key: String,
     /// Proxy status; `None` when no proxy is configured.
@@ -304,7 +307,11 @@ pub fn files(data: &TemplateData) -> Vec<BootstrapFile> {
             0o600,
             default_env_conf(proxy),
         ),
-        file("/root/.docker/config.json", 0o600, data.pull_secret.clone()),
+        file(
+            "/root/.docker/config.json",
+            0o600,
+            data.pull_secret.expose_secret(),
+        ),
         bin("approve-csr.sh", scripts::approve_csr()),
         bin("bootkube.sh", scripts::bootkube(data)),
         bin(

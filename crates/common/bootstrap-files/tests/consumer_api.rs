@@ -12,7 +12,7 @@ fn consumer_shapes_compile_and_render() {
     });
     let data = okd_bootstrap_files::TemplateData {
         release_image: "quay.io/openshift/okd:4.13".to_string(),
-        pull_secret: "{\"auths\":{}}".to_string(),
+        pull_secret: "{\"auths\":{}}".into(),
         ssh_key: String::new(),
         proxy,
         registries: vec![okd_bootstrap_files::Registry {

@@ -21,6 +21,8 @@ use okd_types::release::ReleaseTarget;
 use serde_json::Value;
 
 pub use field::{ErrorKind, FieldError, FieldValue};
+/// The pull secret's type, re-exported so callers need no other import.
+pub use okd_secret::{ExposeSecret, Secret};
 pub use types::*;
 
 /// Options of one load: the target release (version-dependent rules such as
@@ -235,7 +237,7 @@ impl InstallConfig {
     /// vSphere stanza.
     pub fn redacted(&self) -> InstallConfig {
         let mut c = self.clone();
-        c.pull_secret = String::new();
+        c.pull_secret = Secret::default();
         if let Some(v) = c.platform.vsphere.as_mut() {
             strip_creds(v);
         }

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use okd_secret::Secret;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -89,9 +90,10 @@ pub struct InstallConfig {
     /// Exactly one platform key.
     #[serde(default)]
     pub platform: Platform,
-    /// JSON docker config `{"auths": {...}}`; always serialized (`""` when redacted).
-    #[serde(default)]
-    pub pull_secret: String,
+    /// JSON docker config `{"auths": {...}}`; always serialized (`""` when redacted);
+    /// `Debug` shows `[REDACTED]`.
+    #[serde(default, serialize_with = "okd_secret::serialize")]
+    pub pull_secret: Secret,
     /// Cluster-wide egress proxy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<Proxy>,
@@ -255,7 +257,8 @@ pub struct MachinePool {
 }
 
 /// `platform`: exactly one key must be set (`pkg/types/validation/installconfig.go`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `Debug` shows it as JSON with every `password` redacted (see [`BaremetalPlatform`]).
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Platform {
     /// Cloud IPI/UPI on AWS.
@@ -353,7 +356,8 @@ pub struct AwsPlatform {
 }
 
 /// `platform.baremetal` (`pkg/types/baremetal/platform.go`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `Debug` shows it as JSON with every `password` (the hosts' `bmc`) redacted.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BaremetalPlatform {
     /// libvirt URI of the bootstrap host; default `qemu:///system`.
@@ -504,8 +508,9 @@ pub struct LoadBalancer {
     pub lb_type: String,
 }
 
-/// `proxy` (`pkg/types/installconfig.go`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// `proxy` (`pkg/types/installconfig.go`). `Debug` shows it as JSON with the
+/// password of a URL's `user:password@` redacted.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Proxy {
     /// `http://` proxy URL.
@@ -553,4 +558,56 @@ pub struct Capabilities {
     /// Capability names enabled on top of the baseline.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub additional_enabled_capabilities: Vec<String>,
+}
+
+macro_rules! debug_redacted {
+    ($($ty:ident),*) => {$(
+        impl std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let mut v = serde_json::to_value(self).unwrap_or(Value::Null);
+                redact_credentials(&mut v);
+                write!(f, "{} {v}", stringify!($ty))
+            }
+        }
+    )*};
+}
+
+debug_redacted!(Platform, BaremetalPlatform, Proxy);
+
+/// Replaces, for `Debug`, the value of every `password` key (a baremetal
+/// host's `bmc`, vSphere's vCenters: stanzas passed through as JSON) and the
+/// password of every URL's `user:password@` with [`okd_secret::REDACTED`].
+fn redact_credentials(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                if k.eq_ignore_ascii_case("password") {
+                    *x = Value::String(okd_secret::REDACTED.to_string());
+                } else {
+                    redact_credentials(x);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(redact_credentials),
+        Value::String(s) => {
+            if let Some(r) = redact_userinfo(s) {
+                *s = r;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `scheme://user:password@host…` with the password redacted; `None` when
+/// `s` is no URL with a password.
+fn redact_userinfo(s: &str) -> Option<String> {
+    let (scheme, rest) = s.split_once("://")?;
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let at = rest[..end].rfind('@')?;
+    let (user, _) = rest[..at].split_once(':')?;
+    Some(format!(
+        "{scheme}://{user}:{}{}",
+        okd_secret::REDACTED,
+        &rest[at..]
+    ))
 }

@@ -47,7 +47,7 @@ fn uses(ic: &InstallConfig, l: &Loaded) -> Value {
         .iter()
         .map(|s| json!({"mirrors": s.mirrors, "source": s.source}))
         .count();
-    let _: &[u8] = ic.pull_secret.as_bytes();
+    let _: &[u8] = okd_installconfig::ExposeSecret::expose_secret(&ic.pull_secret).as_bytes();
     let _: Option<&str> = ic.additional_trust_bundle.as_deref();
     let _: Option<&str> = ic.additional_trust_bundle_policy.as_deref();
     let _: Option<&str> = ic.cpu_partitioning_mode.as_deref();

@@ -28,7 +28,8 @@ pub const BOOTSTRAP_MANIFEST_DIRS: [&str; 2] =
     ["/opt/openshift/openshift/", "/opt/openshift/manifests/"];
 
 /// The inputs of a served config that do not come from MachineConfigs.
-#[derive(Debug, Clone, Default)]
+/// `Debug` shows the sizes, not the kubeconfig (a client key) nor the key.
+#[derive(Clone, Default)]
 pub struct BootstrapInputs {
     /// PEM bundle written to `/etc/kubernetes/kubelet-ca.crt`.
     pub kubelet_ca: Vec<u8>,
@@ -38,6 +39,18 @@ pub struct BootstrapInputs {
     pub tls_cert_pem: Vec<u8>,
     /// PEM private key (PKCS#1, PKCS#8 or SEC1) of `tls_cert_pem`.
     pub tls_key_pem: Vec<u8>,
+}
+
+impl std::fmt::Debug for BootstrapInputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let len = |b: &Vec<u8>| format!("<{} bytes>", b.len());
+        f.debug_struct("BootstrapInputs")
+            .field("kubelet_ca", &len(&self.kubelet_ca))
+            .field("kubeconfig", &len(&self.kubeconfig))
+            .field("tls_cert_pem", &len(&self.tls_cert_pem))
+            .field("tls_key_pem", &len(&self.tls_key_pem))
+            .finish()
+    }
 }
 
 /// One rendered pool and its served bodies.

@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use okd_secret::ExposeSecret as _;
 use tracing::{info, warn};
 
 use crate::{MirrorError, daemon, registry};
@@ -35,7 +36,7 @@ fn read_password(path: &Path) -> Result<String, MirrorError> {
 pub fn init(c: &Init, stdout: &mut dyn Write) -> Result<(), MirrorError> {
     let mut opts = c.setup.clone();
     if let Some(p) = c.password_file.as_deref() {
-        opts.password = Some(read_password(p)?);
+        opts.password = Some(read_password(p)?.into());
     }
     opts.load_options.host_fips =
         std::fs::read_to_string("/proc/sys/crypto/fips_enabled").is_ok_and(|s| s.trim() == "1");
@@ -91,7 +92,7 @@ pub fn init(c: &Init, stdout: &mut dyn Write) -> Result<(), MirrorError> {
             "Generated password for user {} (shown once, also in {}): {}",
             out.username,
             out.pull_secret.display(),
-            out.password
+            out.password.expose_secret()
         )
         .map_err(|e| MirrorError::io("writing", Path::new("<stdout>"), e))?;
     }

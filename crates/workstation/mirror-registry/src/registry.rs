@@ -22,6 +22,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use okd_pki::{CertConfig, CertKey, Certificate, ExtKeyUsage, KeyUsage, NameAttr, RsaKey};
+use okd_secret::{ExposeSecret as _, Secret};
 use rand::Rng as _;
 use serde_json::{Value, json};
 use serde_yaml_ng::Value as Yaml;
@@ -87,7 +88,7 @@ pub struct InitOptions {
     pub username: String,
     /// The user's password; `None` keeps the existing login (see
     /// `rotate_password`), else generates one ([`GENERATED_PASSWORD_LEN`] characters).
-    pub password: Option<String>,
+    pub password: Option<Secret>,
     /// Replace an existing login with `password` (or a generated one). Without
     /// it a re-run keeps the login the registry already has, so clients and
     /// install-configs holding it keep working.
@@ -105,8 +106,8 @@ pub struct InitOutput {
     pub registry: String,
     /// The htpasswd user.
     pub username: String,
-    /// The password (generated or given).
-    pub password: String,
+    /// The password (generated or given); `Debug` shows `[REDACTED]`.
+    pub password: Secret,
     /// True when the password was generated here (print it once).
     pub password_generated: bool,
     /// True when the existing login (htpasswd and password) was kept.
@@ -133,8 +134,8 @@ pub struct Generated {
     pub ca: CertKey,
     /// The serving certificate (SANs = hostnames + addresses, EKU serverAuth).
     pub server: CertKey,
-    /// htpasswd content: `user:$2y$05$…\n`.
-    pub htpasswd: String,
+    /// htpasswd content: `user:$2y$05$…\n`; `Debug` shows `[REDACTED]`.
+    pub htpasswd: Secret,
     /// `config.yml` content.
     pub config_yml: String,
 }
@@ -216,7 +217,7 @@ fn check_options(o: &InitOptions) -> Result<(), MirrorError> {
         ));
     }
     if let Some(p) = &o.password
-        && (p.is_empty() || p.contains(['\n', '\r']))
+        && (p.is_empty() || p.expose_secret().contains(['\n', '\r']))
     {
         return bad("password must be non-empty and contain no newline".into());
     }
@@ -330,7 +331,7 @@ pub fn generate(
     Ok(Generated {
         ca,
         server,
-        htpasswd: htpasswd_line(&opts.username, password)?,
+        htpasswd: Secret::new(htpasswd_line(&opts.username, password)?),
         config_yml: config_yml(opts.addresses.first().copied(), opts.port, paths),
     })
 }
@@ -475,9 +476,9 @@ fn splice_key(text: &str, key: &str, value: &str) -> Option<String> {
 
 /// The login an earlier `init` left in `out`.
 struct KeptLogin {
-    password: String,
+    password: Secret,
     /// The htpasswd file as it is.
-    htpasswd: String,
+    htpasswd: Secret,
 }
 
 /// The login of an existing registry in `out`, to keep: `None` when `out`
@@ -511,14 +512,14 @@ fn existing_login(out: &Path, opts: &InitOptions) -> Result<Option<KeptLogin>, M
         return refuse(format!("it has no user {user:?}"));
     };
     let matches = |pw: &str| bcrypt::verify(pw, hash.trim()).unwrap_or(false);
-    let kept = |password: String| {
+    let kept = |password: Secret| {
         Ok(Some(KeptLogin {
             password,
-            htpasswd: htpasswd.clone(),
+            htpasswd: Secret::new(htpasswd.clone()),
         }))
     };
     if let Some(p) = &opts.password {
-        if matches(p) {
+        if matches(p.expose_secret()) {
             return kept(p.clone());
         }
         return refuse(format!(
@@ -543,7 +544,7 @@ fn existing_login(out: &Path, opts: &InitOptions) -> Result<Option<KeptLogin>, M
         })
         .find(|p| matches(p));
     match found {
-        Some(p) => kept(p),
+        Some(p) => kept(Secret::new(p)),
         None => refuse(format!(
             "{} has no password of user {user:?} that matches it (give the current one with --password-file)",
             ps.display()
@@ -616,7 +617,7 @@ fn write_registry_files(
         &generated.server.key.private_pem(),
         0o600,
     )?;
-    w(files::HTPASSWD, &generated.htpasswd, 0o600)?;
+    w(files::HTPASSWD, generated.htpasswd.expose_secret(), 0o600)?;
     w(files::CONFIG, &generated.config_yml, 0o644)?;
     w(files::PULL_SECRET, &format!("{pull_secret}\n"), 0o600)
 }
@@ -658,7 +659,7 @@ pub fn init(opts: &InitOptions) -> Result<InitOutput, MirrorError> {
     let (password, password_generated) = match (&kept, &opts.password) {
         (Some(k), _) => (k.password.clone(), false),
         (None, Some(p)) => (p.clone(), false),
-        (None, None) => (generate_password(), true),
+        (None, None) => (Secret::new(generate_password()), true),
     };
 
     // Everything that can fail on bad input happens before anything is written.
@@ -682,7 +683,8 @@ pub fn init(opts: &InitOptions) -> Result<InitOutput, MirrorError> {
     let ca = existing_ca(&out)?;
     let ca_reused = ca.is_some();
     let paths = ConfigPaths::in_dir(&out);
-    let mut generated = generate(opts, &password, ca, &paths, OffsetDateTime::now_utc())?;
+    let now = OffsetDateTime::now_utc();
+    let mut generated = generate(opts, password.expose_secret(), ca, &paths, now)?;
     if let Some(k) = &kept {
         // The same login: the htpasswd file stays byte for byte.
         generated.htpasswd = k.htpasswd.clone();
@@ -691,7 +693,7 @@ pub fn init(opts: &InitOptions) -> Result<InitOutput, MirrorError> {
         old.as_ref().and_then(|(p, _)| p.as_deref()),
         &registry,
         &opts.username,
-        &password,
+        password.expose_secret(),
     )?;
     let mut warnings = Vec::new();
     let new_ic = match (&ic_text, &old) {

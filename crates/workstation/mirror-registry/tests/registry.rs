@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use okd_mirror_registry::registry::{self, InitOptions, files};
+use okd_secret::ExposeSecret as _;
 use okd_test_utils::{free_tcp_port, start_docker_registry};
 
 /// Finds a program or, when missing, fails (OKD_REQUIRE_TOOLS=1) or skips
@@ -86,7 +87,11 @@ fn files_modes_and_pull_secret_without_install_config() {
     let htpasswd = std::fs::read(reg.join(files::HTPASSWD)).unwrap();
     let again = registry::init(&o).unwrap();
     assert!(again.ca_reused && again.login_kept && !again.password_generated);
-    assert_eq!(again.password, "s3cret:with colon", "the login is kept");
+    assert_eq!(
+        again.password.expose_secret(),
+        "s3cret:with colon",
+        "the login is kept"
+    );
     assert_eq!(std::fs::read(reg.join(files::HTPASSWD)).unwrap(), htpasswd);
     // A password other than the registry's needs --rotate-password.
     o.password = Some("other".into());
@@ -96,7 +101,10 @@ fn files_modes_and_pull_secret_without_install_config() {
     o.rotate_password = true;
     let rotated = registry::init(&o).unwrap();
     assert!(rotated.password_generated && !rotated.login_kept);
-    assert_eq!(rotated.password.len(), registry::GENERATED_PASSWORD_LEN);
+    assert_eq!(
+        rotated.password.expose_secret().len(),
+        registry::GENERATED_PASSWORD_LEN
+    );
     assert_ne!(std::fs::read(reg.join(files::HTPASSWD)).unwrap(), htpasswd);
     assert_eq!(
         std::fs::read_to_string(reg.join(files::CA_CERT)).unwrap(),

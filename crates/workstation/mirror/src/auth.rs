@@ -10,25 +10,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
+use okd_secret::Secret;
 
 /// One login: user, password, and the file it came from (for messages).
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Login {
     /// User name.
     pub username: String,
-    /// Password or token.
-    pub password: String,
+    /// Password or token; `Debug` shows `[REDACTED]`.
+    pub password: Secret,
     /// The file (or `install-config.yaml pullSecret`) it was read from.
     pub origin: String,
-}
-
-impl std::fmt::Debug for Login {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Login")
-            .field("username", &self.username)
-            .field("origin", &self.origin)
-            .finish_non_exhaustive()
-    }
 }
 
 /// Logins by registry key (`host[:port]` or `host[:port]/path`), first file wins.
@@ -89,7 +81,7 @@ impl Credentials {
             };
             self.entries.entry(normalize_key(key)).or_insert(Login {
                 username: login.0,
-                password: login.1,
+                password: Secret::new(login.1),
                 origin: origin.to_string(),
             });
         }
@@ -232,6 +224,7 @@ fn parse_params(s: &str) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use okd_secret::ExposeSecret as _;
 
     #[test]
     fn challenges() {
@@ -265,7 +258,7 @@ mod tests {
             .find("registry.okd.example:5000", "openshift/okd")
             .unwrap();
         assert_eq!(
-            (l.username.as_str(), l.password.as_str()),
+            (l.username.as_str(), l.password.expose_secret()),
             ("admin", "admin")
         );
         assert_eq!(

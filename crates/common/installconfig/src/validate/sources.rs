@@ -2,13 +2,15 @@
 //! and `credentialsMode` (openshift/installer `pkg/types/validation/installconfig.go`,
 //! `pkg/validate/validate.go`).
 
+use okd_secret::ExposeSecret as _;
+
 use super::*;
 
 /// pkg/types/validation/installconfig.go echoes the pull secret in the error;
 /// here the value is omitted: it holds registry credentials, and the error
 /// goes to stderr and `.openshift_install.log` (docs/differences.md).
 pub(super) fn pull_secret(c: &InstallConfig, e: &mut Errs) {
-    if let Some(d) = pull_secret_error(&c.pull_secret) {
+    if let Some(d) = pull_secret_error(c.pull_secret.expose_secret()) {
         e.invalid_omitted("pullSecret", d);
     }
 }

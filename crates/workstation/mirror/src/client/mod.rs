@@ -35,6 +35,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use bytes::Bytes;
 use futures_util::Stream;
+use okd_secret::ExposeSecret as _;
 use reqwest::{Method, StatusCode, Url, header};
 
 pub use error::OciError;
@@ -128,11 +129,11 @@ impl Session {
 
 fn secrets_of(login: Option<&Login>) -> Vec<String> {
     let Some(l) = login else { return Vec::new() };
-    let pair = format!("{}:{}", l.username, l.password);
+    let pair = format!("{}:{}", l.username, l.password.expose_secret());
     vec![
         base64::engine::general_purpose::STANDARD.encode(&pair),
         pair,
-        l.password.clone(),
+        l.password.expose_secret().to_string(),
     ]
 }
 
@@ -280,7 +281,7 @@ impl Registries {
         let get = |basic: Option<&Login>| {
             let mut req = self.http.get(ping.clone());
             if let Some(l) = basic {
-                req = req.basic_auth(&l.username, Some(&l.password));
+                req = req.basic_auth(&l.username, Some(l.password.expose_secret()));
             }
             idle(timeout, &s.registry, || format!("GET {ping}"), req.send())
         };
@@ -391,7 +392,7 @@ impl Registries {
             None => Ok(None),
             Some(Challenge::Basic { .. }) => {
                 let l = s.login.as_ref().ok_or_else(|| self.no_login(s))?;
-                let raw = format!("{}:{}", l.username, l.password);
+                let raw = format!("{}:{}", l.username, l.password.expose_secret());
                 Ok(Some(format!(
                     "Basic {}",
                     base64::engine::general_purpose::STANDARD.encode(raw)
@@ -443,7 +444,7 @@ impl Registries {
         }
         let mut req = self.http.get(url.clone());
         if let Some(l) = &s.login {
-            req = req.basic_auth(&l.username, Some(&l.password));
+            req = req.basic_auth(&l.username, Some(l.password.expose_secret()));
         }
         let timeout = self.opts.read_timeout;
         let resp = idle(
