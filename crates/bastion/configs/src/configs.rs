@@ -67,6 +67,16 @@ pub fn bastion_configs(inv: &Inventory, etcd_records: bool) -> Vec<GeneratedFile
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as u32)
         .unwrap_or(1);
+    bastion_configs_with_serial(inv, etcd_records, serial)
+}
+
+/// [`bastion_configs`] with the zones' SOA serial given (tests pin the clock
+/// this way).
+pub fn bastion_configs_with_serial(
+    inv: &Inventory,
+    etcd_records: bool,
+    serial: u32,
+) -> Vec<GeneratedFile> {
     let mut out = vec![
         file("haproxy/haproxy.cfg", haproxy_cfg(inv)),
         file(
