@@ -1,5 +1,6 @@
 //! `okd-install approve-csr` and `okd-install wait-for ...`: the commands
-//! that talk to the cluster, each on a runtime of its own.
+//! that talk to the cluster, each on a runtime of its own (wait-for after
+//! openshift/installer `cmd/openshift-install/command/waitfor.go`).
 
 use std::path::Path;
 

@@ -1,7 +1,8 @@
 //! The release a command generates for: `--release-image`,
 //! `--release-version`, `--ignition-spec`,
 //! `OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE` and what the state file
-//! recorded (openshift/installer `pkg/asset/releaseimage/releaseimage.go`).
+//! recorded (openshift/installer `pkg/asset/releaseimage/pullspec.go`, the
+//! release image asset and its override variable, and `default.go`).
 
 use okd_assets::GenCtx;
 use okd_types::release::{DEFAULT_RELEASE_IMAGE, IgnitionSpec, ReleaseTarget};
