@@ -179,6 +179,16 @@ fn run_step(dir: &Path, ex: &Example, step: Step, keys: &[okd_pki::RsaKey], next
 /// Generates every step of `ex` in a fresh directory and compares each
 /// step's views with its golden directory (or writes them when blessing).
 fn check(ex: &Example) {
+    // Read by the Ignition assets; the test cannot unset them (no unsafe code).
+    for var in [
+        "OPENSHIFT_INSTALL_EXPERIMENTAL_CLUSTER_PROFILE",
+        "OPENSHIFT_INSTALL_BOOTSTRAP_NODE_IP",
+    ] {
+        assert!(
+            std::env::var_os(var).is_none(),
+            "{var} changes bootstrap.ign: unset it for the golden-file test"
+        );
+    }
     let d = tempfile::tempdir().expect("tempdir");
     let src = common::repo().join("examples").join(ex.name);
     let mut steps = vec![Step::Manifests, Step::IgnitionConfigs];
