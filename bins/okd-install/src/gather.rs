@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
+use crate::{Failure, fail};
+
 /// `okd-install gather`.
 #[derive(Subcommand, Debug)]
 pub enum GatherCmd {
@@ -45,7 +47,7 @@ pub enum DestroyCmd {
 }
 
 /// Runs `gather ...`.
-pub fn run_gather(dir: &Path, cmd: &GatherCmd) -> anyhow::Result<()> {
+pub fn run_gather(dir: &Path, cmd: &GatherCmd) -> Result<(), Failure> {
     match cmd {
         GatherCmd::Bootstrap(a) => {
             let opts = okd_gather::GatherOptions {
@@ -56,17 +58,17 @@ pub fn run_gather(dir: &Path, cmd: &GatherCmd) -> anyhow::Result<()> {
                 ssh_user: a.ssh_user.clone(),
                 ..okd_gather::GatherOptions::default()
             };
-            okd_gather::gather_bootstrap(dir, &opts)?;
+            okd_gather::gather_bootstrap(dir, &opts).map_err(fail)?;
             Ok(())
         }
     }
 }
 
 /// Runs `destroy ...`; the report goes to stdout.
-pub fn run_destroy(dir: &Path, cmd: &DestroyCmd) -> anyhow::Result<()> {
+pub fn run_destroy(dir: &Path, cmd: &DestroyCmd) -> Result<(), Failure> {
     match cmd {
         DestroyCmd::Bootstrap => {
-            let report = okd_destroy::destroy_bootstrap(dir)?;
+            let report = okd_destroy::destroy_bootstrap(dir).map_err(fail)?;
             print!("{}", report.text);
             Ok(())
         }

@@ -11,6 +11,9 @@ use okd_mirror::commands::{self, Connect, Output, TargetSpec};
 use okd_mirror::release::SourcesField;
 use okd_types::release::ReleaseTarget;
 
+use crate::Failure;
+use crate::release::release_context_lenient;
+
 /// `okd-install mirror`.
 #[derive(Subcommand, Debug)]
 pub enum MirrorCmd {
@@ -247,8 +250,24 @@ impl OutputArgs {
     }
 }
 
+/// `okd-install mirror ...` for `dir` under the rules of the directory's
+/// release, with exit code 3 for install-config errors (as for `create`).
+pub fn command(dir: &Path, cmd: &MirrorCmd) -> Result<(), Failure> {
+    let ctx = release_context_lenient(dir);
+    run(dir, cmd, ctx.target).map_err(|e| {
+        let code = match e.downcast_ref::<okd_mirror_registry::MirrorError>() {
+            Some(
+                okd_mirror_registry::MirrorError::InstallConfig(_)
+                | okd_mirror_registry::MirrorError::InstallConfigInvalid(_),
+            ) => 3,
+            _ => 1,
+        };
+        (e, code)
+    })
+}
+
 /// Runs a `mirror` subcommand for the asset directory `dir`.
-pub fn run(dir: &Path, cmd: &MirrorCmd, target: ReleaseTarget) -> anyhow::Result<()> {
+fn run(dir: &Path, cmd: &MirrorCmd, target: ReleaseTarget) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     match cmd {
         MirrorCmd::Registry(RegistryCmd::Init(a)) => okd_mirror_registry::commands::init(

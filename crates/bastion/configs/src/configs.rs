@@ -66,7 +66,16 @@ fn file(path: impl Into<String>, contents: String) -> GeneratedFile {
 /// regenerated zone always has a higher serial. The keepalived interface is a
 /// guess (see [`keepalived_conf`]).
 pub fn bastion_configs(inv: &Inventory, etcd_records: bool) -> Vec<GeneratedFile> {
-    let serial = okd_dns_records::serial_now();
+    bastion_configs_with_serial(inv, etcd_records, okd_dns_records::serial_now())
+}
+
+/// [`bastion_configs`] with the zones' SOA serial given (tests pin the clock
+/// this way).
+pub fn bastion_configs_with_serial(
+    inv: &Inventory,
+    etcd_records: bool,
+    serial: u32,
+) -> Vec<GeneratedFile> {
     let records = cluster_records(inv, etcd_records);
     let mut out = vec![
         file("haproxy/haproxy.cfg", haproxy_cfg(inv)),

@@ -15,5 +15,5 @@ pub mod configs;
 pub mod kargs;
 pub mod pxe;
 
-pub use configs::{GeneratedFile, bastion_configs};
+pub use configs::{GeneratedFile, bastion_configs, bastion_configs_with_serial};
 pub use kargs::{kernel_args, pxe_kernel_args};

@@ -87,8 +87,25 @@ pub(crate) fn load(dir: &Path) -> anyhow::Result<(ClusterInfo, Inventory)> {
 /// [`okd_bastion::bastion_configs`] under `<dir>/bastion/` (atomically, file
 /// by file) and logs where.
 pub fn create_bastion_configs(dir: &Path) -> anyhow::Result<()> {
+    create_bastion_configs_with(dir, okd_bastion::bastion_configs)
+}
+
+/// [`create_bastion_configs`] with the zones' SOA serial given, as
+/// [`okd_bastion::bastion_configs_with_serial`] (tests pin the clock this way).
+pub fn create_bastion_configs_with_serial(dir: &Path, serial: u32) -> anyhow::Result<()> {
+    create_bastion_configs_with(dir, |inv, etcd| {
+        okd_bastion::bastion_configs_with_serial(inv, etcd, serial)
+    })
+}
+
+/// Writes the files `make` gives for the inventory of `dir` under
+/// `<dir>/bastion/` and removes the stale ones.
+fn create_bastion_configs_with(
+    dir: &Path,
+    make: impl FnOnce(&Inventory, bool) -> Vec<okd_bastion::GeneratedFile>,
+) -> anyhow::Result<()> {
     let (info, inv) = load(dir)?;
-    let files = okd_bastion::bastion_configs(&inv, info.etcd_records());
+    let files = make(&inv, info.etcd_records());
     let root = dir.join("bastion");
     okd_bastion::configs::write_generated(&root, &files)
         .with_context(|| format!("writing {}", root.display()))?;

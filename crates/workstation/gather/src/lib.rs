@@ -107,6 +107,44 @@ fn gather_id() -> String {
 /// every key (naming the host and the keys), the script failing there, the
 /// bundle not arriving or not readable.
 pub fn gather_bootstrap(dir: &Path, opts: &GatherOptions) -> Result<PathBuf, GatherError> {
+    let (bootstrap, masters) = hosts(dir, opts)?;
+    check_arguments(&bootstrap, &masters, &opts.ssh_user)?;
+    let (keys, bootstrap_key) = keys(dir, opts)?;
+    let auth = Auth::new(opts, &keys)?;
+    let target = ssh::Target {
+        user: opts.ssh_user.clone(),
+        host: bootstrap,
+        port: opts.port,
+        connect_timeout: opts.connect_timeout,
+        agent: auth.socket.clone(),
+        identity_files: auth.identity_files.clone(),
+    };
+    let id = gather_id();
+    info!("Pulling debug logs from the bootstrap machine");
+    let cluster_bundle = pull(dir, &target, &id, &masters, &auth.tried)?;
+    // The temporary key file and the agent are no longer needed.
+    drop(bootstrap_key);
+    drop(auth);
+    let bundle_path = repack(dir, &cluster_bundle, &id)?;
+    let shown = std::path::absolute(&bundle_path).unwrap_or_else(|_| bundle_path.clone());
+    if !opts.skip_analysis {
+        log_analysis(&bundle_path)?;
+    }
+    info!(
+        "Bootstrap gather logs captured here {:?}",
+        shown.display().to_string()
+    );
+    Ok(shown)
+}
+
+/// The bootstrap host and the masters to gather from: `--bootstrap` and
+/// `--master`, else (no `--bootstrap`) the inventory's bootstrap host and,
+/// unless `--master` names some, its masters.
+///
+/// # Errors
+/// [`GatherError::NoBootstrap`] when neither names a bootstrap host; an
+/// unreadable state file or inventory.
+fn hosts(dir: &Path, opts: &GatherOptions) -> Result<(String, Vec<String>), GatherError> {
     let from_inventory = if opts.bootstrap.as_deref().is_none_or(str::is_empty) {
         inventory_hosts(dir)?
     } else {
@@ -125,11 +163,19 @@ pub fn gather_bootstrap(dir: &Path, opts: &GatherOptions) -> Result<PathBuf, Gat
         }
         _ => return Err(GatherError::NoBootstrap),
     };
-    let bootstrap = bootstrap.as_str();
-    let masters = match &from_inventory {
-        Some(h) if opts.masters.is_empty() => h.masters.clone(),
+    let masters = match from_inventory {
+        Some(h) if opts.masters.is_empty() => h.masters,
         _ => opts.masters.clone(),
     };
+    Ok((bootstrap, masters))
+}
+
+/// Refuses a bootstrap host, master or user that is not a plain name (they
+/// go on an ssh command line and a remote shell command line).
+///
+/// # Errors
+/// [`GatherError::BadArgument`] naming the flag, the value and the rule.
+fn check_arguments(bootstrap: &str, masters: &[String], user: &str) -> Result<(), GatherError> {
     if !is_host(bootstrap) {
         return Err(GatherError::BadArgument {
             flag: "--bootstrap",
@@ -144,15 +190,27 @@ pub fn gather_bootstrap(dir: &Path, opts: &GatherOptions) -> Result<PathBuf, Gat
             rule: HOST_RULE,
         });
     }
-    if !is_user(&opts.ssh_user) {
+    if !is_user(user) {
         return Err(GatherError::BadArgument {
             flag: "--ssh-user",
-            value: opts.ssh_user.clone(),
+            value: user.to_string(),
             rule: "not a user name (letters, digits, '.', '_', '-')",
         });
     }
+    Ok(())
+}
 
-    // The keys: each --key, then the installer's bootstrap key.
+/// The keys to log in with: each `--key` (a readable regular file), then
+/// the installer's bootstrap key, whose temporary file is returned too and
+/// must outlive the login.
+///
+/// # Errors
+/// [`GatherError::KeyUnreadable`] for a `--key`; an unreadable state file;
+/// the temporary key file not written.
+fn keys(
+    dir: &Path,
+    opts: &GatherOptions,
+) -> Result<(Vec<ssh::Key>, Option<tempfile::NamedTempFile>), GatherError> {
     let mut keys = Vec::new();
     for k in &opts.keys {
         std::fs::metadata(k)
@@ -183,69 +241,87 @@ pub fn gather_bootstrap(dir: &Path, opts: &GatherOptions) -> Result<PathBuf, Gat
             ),
         });
     }
+    Ok((keys, bootstrap_key))
+}
 
-    // The agent: ours with exactly these keys; the user's own only when no
-    // --key was given (their keys log in to the masters), with the
-    // bootstrap key beside it as an identity file.
-    let user_agent = std::env::var_os("SSH_AUTH_SOCK")
-        .filter(|s| !s.is_empty())
-        .map(PathBuf::from);
-    let mut tried: Vec<String> = Vec::new();
-    let mut identity_files = Vec::new();
-    let mut own_agent = None;
-    let agent_socket = match user_agent {
-        Some(sock) if opts.keys.is_empty() => {
-            tried.push("the keys of your ssh-agent (SSH_AUTH_SOCK)".into());
-            for k in &keys {
-                identity_files.push(k.path.clone());
-                tried.push(k.label.clone());
+/// How ssh authenticates: the agent it is forwarded, identity files beside
+/// it, and what was offered (for the error when every key is refused).
+struct Auth {
+    /// The agent's socket (ours, or the user's own).
+    socket: Option<PathBuf>,
+    /// Keys given as identity files (beside the user's own agent).
+    identity_files: Vec<PathBuf>,
+    /// What was offered, in words.
+    tried: Vec<String>,
+    /// Our private agent, stopped on drop.
+    _own_agent: Option<ssh::Agent>,
+}
+
+impl Auth {
+    /// Our agent with exactly `keys`; the user's own (`SSH_AUTH_SOCK`) only
+    /// when no `--key` was given (their keys log in to the masters), with
+    /// `keys` beside it as identity files. With no `--key` our agent also
+    /// gets the user's default keys (as openshift-install loads `~/.ssh`);
+    /// one `ssh-add` refuses (a passphrase) is skipped.
+    ///
+    /// # Errors
+    /// The agent not starting, or refusing one of `keys`.
+    fn new(opts: &GatherOptions, keys: &[ssh::Key]) -> Result<Auth, GatherError> {
+        let user_agent = std::env::var_os("SSH_AUTH_SOCK")
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from);
+        let mut auth = Auth {
+            socket: None,
+            identity_files: Vec::new(),
+            tried: Vec::new(),
+            _own_agent: None,
+        };
+        match user_agent {
+            Some(sock) if opts.keys.is_empty() => {
+                auth.tried
+                    .push("the keys of your ssh-agent (SSH_AUTH_SOCK)".into());
+                for k in keys {
+                    auth.identity_files.push(k.path.clone());
+                    auth.tried.push(k.label.clone());
+                }
+                auth.socket = Some(sock);
             }
-            Some(sock)
-        }
-        _ => {
-            let agent = ssh::Agent::start()?;
-            for k in &keys {
-                agent.add_key(k)?;
-                tried.push(k.label.clone());
-            }
-            if opts.keys.is_empty() {
-                // No --key: the user's default keys too, as openshift-install
-                // loads ~/.ssh; one ssh-add refuses (a passphrase) is skipped.
-                for k in default_keys() {
-                    match agent.add_key(&k) {
-                        Ok(()) => tried.push(k.label.clone()),
-                        Err(e) => debug!("Skipping {}: {e}", k.label),
+            _ => {
+                let agent = ssh::Agent::start()?;
+                for k in keys {
+                    agent.add_key(k)?;
+                    auth.tried.push(k.label.clone());
+                }
+                if opts.keys.is_empty() {
+                    for k in default_keys() {
+                        match agent.add_key(&k) {
+                            Ok(()) => auth.tried.push(k.label.clone()),
+                            Err(e) => debug!("Skipping {}: {e}", k.label),
+                        }
                     }
                 }
+                auth.socket = Some(agent.socket().to_path_buf());
+                auth._own_agent = Some(agent);
             }
-            let sock = agent.socket().to_path_buf();
-            own_agent = Some(agent);
-            Some(sock)
         }
-    };
-    if tried.is_empty() {
-        tried
-            .push("none (no --key, no bootstrap key in the state file, no ~/.ssh/id_* key)".into());
+        if auth.tried.is_empty() {
+            auth.tried.push(
+                "none (no --key, no bootstrap key in the state file, no ~/.ssh/id_* key)".into(),
+            );
+        }
+        Ok(auth)
     }
+}
 
-    let target = ssh::Target {
-        user: opts.ssh_user.clone(),
-        host: bootstrap.to_string(),
-        port: opts.port,
-        connect_timeout: opts.connect_timeout,
-        agent: agent_socket,
-        identity_files,
-    };
-    let id = gather_id();
-    info!("Pulling debug logs from the bootstrap machine");
-    let cluster_bundle = pull(dir, &target, &id, &masters, &tried)?;
-    // The temporary key file and the agent are no longer needed.
-    drop(bootstrap_key);
-    drop(own_agent);
-
+/// Re-packs the bootstrap host's bundle as `<dir>/log-bundle-<id>.tar.gz`
+/// ([`bundle::repack`]), warning about each file left out; returns its path.
+///
+/// # Errors
+/// The bundle not readable or not written.
+fn repack(dir: &Path, cluster_bundle: &Path, id: &str) -> Result<PathBuf, GatherError> {
     let top = format!("log-bundle-{id}");
     let bundle_path = dir.join(format!("{top}.tar.gz"));
-    let repacked = bundle::repack(&cluster_bundle, &bundle_path, &top)?;
+    let repacked = bundle::repack(cluster_bundle, &bundle_path, &top)?;
     debug!(
         "Re-packed {} files into {}",
         repacked.files,
@@ -254,21 +330,22 @@ pub fn gather_bootstrap(dir: &Path, opts: &GatherOptions) -> Result<PathBuf, Gat
     for s in &repacked.skipped {
         warn!("Left out of the bundle: {s} (a link, a device, an unsafe path or a credential)");
     }
-    let shown = std::path::absolute(&bundle_path).unwrap_or_else(|_| bundle_path.clone());
-    if !opts.skip_analysis {
-        let records = bundle::service_records(&bundle_path)?;
-        for (level, line) in analyze::findings(&records) {
-            match level {
-                analyze::Level::Error => error!("{line}"),
-                analyze::Level::Info => info!("{line}"),
-            }
+    Ok(bundle_path)
+}
+
+/// Logs what the bundle's service records say failed ([`analyze`]).
+///
+/// # Errors
+/// The bundle's service records not readable.
+fn log_analysis(bundle_path: &Path) -> Result<(), GatherError> {
+    let records = bundle::service_records(bundle_path)?;
+    for (level, line) in analyze::findings(&records) {
+        match level {
+            analyze::Level::Error => error!("{line}"),
+            analyze::Level::Info => info!("{line}"),
         }
     }
-    info!(
-        "Bootstrap gather logs captured here {:?}",
-        shown.display().to_string()
-    );
-    Ok(shown)
+    Ok(())
 }
 
 /// The default private keys of `$HOME/.ssh` that exist (openshift-install
@@ -288,9 +365,6 @@ fn default_keys() -> Vec<ssh::Key> {
         .collect()
 }
 
-/// The installer's bootstrap SSH private key from `<dir>/.openshift_install_state.json`
-/// (`*tls.BootstrapSSHKeyPair`), in a 0600 temporary file removed on drop;
-/// `None` when there is no state file or it has no such key.
 /// The hosts `gather bootstrap` reaches when no `--bootstrap` is given:
 /// the bootstrap host's address and the control-plane addresses from the
 /// inventory (`agent-config.yaml` + `bastion-config.yaml` beside the assets).
@@ -334,6 +408,9 @@ fn inventory_hosts(dir: &Path) -> Result<Option<InventoryHosts>, GatherError> {
     }))
 }
 
+/// The installer's bootstrap SSH private key from `<dir>/.openshift_install_state.json`
+/// (`*tls.BootstrapSSHKeyPair`), in a 0600 temporary file removed on drop;
+/// `None` when there is no state file or it has no such key.
 fn bootstrap_key_file(dir: &Path) -> Result<Option<tempfile::NamedTempFile>, GatherError> {
     use std::io::Write as _;
     let facts = okd_assets::InstallFacts::read(dir).map_err(GatherError::State)?;
@@ -367,6 +444,18 @@ fn pull(
     masters: &[String],
     tried: &[String],
 ) -> Result<PathBuf, GatherError> {
+    let command = gather_command(target, id, masters);
+    debug!("Running {command:?} on {}", target.display());
+    let run = run_logged(target, &command)?;
+    if !run.status.success() {
+        return Err(script_failure(target, &run, tried));
+    }
+    download(dir, target, id)
+}
+
+/// The remote command line: [`GATHER_SCRIPT`] `--id <id> <masters…>`,
+/// through `sudo -n` (keeping the forwarded agent) unless the user is root.
+fn gather_command(target: &ssh::Target, id: &str, masters: &[String]) -> String {
     let mut command = String::new();
     if target.user != "root" {
         command += "sudo -n --preserve-env=SSH_AUTH_SOCK ";
@@ -377,9 +466,28 @@ fn pull(
         command += " ";
         command += m;
     }
-    debug!("Running {command:?} on {}", target.display());
+    command
+}
+
+/// How a remote command ended: its status, the last lines of its output
+/// and ssh's own messages.
+struct Finished {
+    status: std::process::ExitStatus,
+    /// The last 16-64 KiB of stdout.
+    out_tail: String,
+    /// Everything on stderr.
+    err_text: String,
+}
+
+/// Runs `command` on `target`; its output goes to the debug log line by
+/// line, as openshift-install does, and ssh's own messages are kept for the
+/// error.
+///
+/// # Errors
+/// [`GatherError::Program`] when ssh does not start or cannot be waited for.
+fn run_logged(target: &ssh::Target, command: &str) -> Result<Finished, GatherError> {
     let mut child = target
-        .command(&command)
+        .command(command)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -387,8 +495,6 @@ fn pull(
             program: "ssh",
             source,
         })?;
-    // The script's output goes to the debug log line by line, as
-    // openshift-install does; ssh's own messages are kept for the error.
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let out_thread = std::thread::spawn(move || {
@@ -418,29 +524,47 @@ fn pull(
     for line in err_text.lines() {
         debug!("{line}");
     }
-    if !status.success() {
-        let code = status.code().unwrap_or(-1);
-        if code == 255 {
-            let detail = ssh::last_lines(&err_text, 2);
-            return Err(match ssh::classify(&err_text) {
-                ssh::SshFailure::Auth => GatherError::Auth {
-                    target: target.display(),
-                    keys: tried.join(", "),
-                },
-                ssh::SshFailure::Connect | ssh::SshFailure::Other => GatherError::Connect {
-                    target: target.display(),
-                    detail,
-                },
-            });
-        }
-        return Err(GatherError::Remote {
-            target: target.display(),
-            command: GATHER_SCRIPT.to_string(),
-            status: code,
-            detail: ssh::last_lines(&format!("{out_tail}{err_text}"), 3),
-        });
-    }
+    Ok(Finished {
+        status,
+        out_tail,
+        err_text,
+    })
+}
 
+/// The error for a failed gather command: ssh's own failure (exit 255:
+/// every key refused, naming what was `tried`, or the host unreachable),
+/// else the script's, with the last lines it wrote.
+fn script_failure(target: &ssh::Target, run: &Finished, tried: &[String]) -> GatherError {
+    let code = run.status.code().unwrap_or(-1);
+    if code == 255 {
+        let detail = ssh::last_lines(&run.err_text, 2);
+        return match ssh::classify(&run.err_text) {
+            ssh::SshFailure::Auth => GatherError::Auth {
+                target: target.display(),
+                keys: tried.join(", "),
+            },
+            ssh::SshFailure::Connect | ssh::SshFailure::Other => GatherError::Connect {
+                target: target.display(),
+                detail,
+            },
+        };
+    }
+    GatherError::Remote {
+        target: target.display(),
+        command: GATHER_SCRIPT.to_string(),
+        status: code,
+        detail: ssh::last_lines(&format!("{}{}", run.out_tail, run.err_text), 3),
+    }
+}
+
+/// Copies `~/log-bundle-<id>.tar.gz` from `target` into
+/// `<dir>/cluster-log-bundle-<id>.tar.gz` (0600, atomically) and returns its
+/// path.
+///
+/// # Errors
+/// [`GatherError::Download`] when the copy fails or ssh reports an error;
+/// the file not written.
+fn download(dir: &Path, target: &ssh::Target, id: &str) -> Result<PathBuf, GatherError> {
     let remote = format!("log-bundle-{id}.tar.gz");
     let local = dir.join(format!("cluster-log-bundle-{id}.tar.gz"));
     okd_fs::write_atomic_with(&local, bundle::BUNDLE_MODE, |file| {

@@ -1,0 +1,93 @@
+//! `okd-install create ...` and `okd-install graph`: the asset targets
+//! (openshift/installer `cmd/openshift-install/create.go`, `graph.go`).
+
+use std::path::Path;
+
+use clap::Subcommand;
+use okd_assets::{AssetDir, Target};
+use tracing::debug;
+
+use crate::release::{ReleaseOpts, release_context};
+use crate::{Failure, fail, interactive};
+
+/// `okd-install create`.
+#[derive(Subcommand, Debug)]
+pub(crate) enum CreateCmd {
+    /// Generates the Install Config asset.
+    InstallConfig {
+        #[command(flatten)]
+        opts: Box<interactive::InstallConfigOpts>,
+        #[command(flatten)]
+        release: ReleaseOpts,
+    },
+    /// Generates the Kubernetes manifests.
+    Manifests(ReleaseOpts),
+    /// Generates the Ignition Config asset.
+    IgnitionConfigs(ReleaseOpts),
+    /// Generates the bootstrap-in-place Ignition config for a single node.
+    SingleNodeIgnitionConfig(ReleaseOpts),
+    /// Writes haproxy, keepalived, dnsmasq, BIND and CoreDNS configs and the
+    /// PXE tree for the hosts of agent-config.yaml + bastion-config.yaml.
+    BastionConfigs,
+}
+
+/// The target a `create` word names (`manifests`, `ignition-configs`, ...).
+fn target_of(word: &str) -> Option<Target> {
+    [
+        Target::InstallConfig,
+        Target::Manifests,
+        Target::IgnitionConfigs,
+        Target::SingleNodeIgnitionConfig,
+    ]
+    .into_iter()
+    .find(|t| t.command() == word)
+}
+
+/// `okd-install graph <target>`: the asset graph of `target` in Graphviz DOT on stdout.
+pub(crate) fn graph(target: &str) -> Result<(), Failure> {
+    let t = target_of(target).ok_or_else(|| fail(anyhow::anyhow!("unknown target {target:?}")))?;
+    print!("{}", okd_assets::store::graph_dot(&t.assets()));
+    Ok(())
+}
+
+/// `okd-install create <target>`: generates the target's assets in `dir`
+/// (exit code 3 for install-config errors); `bastion-configs` writes the
+/// bastion's files instead.
+pub(crate) fn run(dir: &Path, c: &CreateCmd) -> Result<(), Failure> {
+    let mut source = None;
+    let (target, release) = match c {
+        CreateCmd::InstallConfig { opts, release } => {
+            interactive::refuse_contradictions(dir, opts).map_err(|e| (e, 3))?;
+            source = Some(interactive::source((**opts).clone()));
+            (Target::InstallConfig, release)
+        }
+        CreateCmd::Manifests(r) => (Target::Manifests, r),
+        CreateCmd::IgnitionConfigs(r) => (Target::IgnitionConfigs, r),
+        CreateCmd::SingleNodeIgnitionConfig(r) => (Target::SingleNodeIgnitionConfig, r),
+        CreateCmd::BastionConfigs => {
+            return okd_serve::create_bastion_configs(dir).map_err(fail);
+        }
+    };
+    let mut ctx = release_context(dir, release).map_err(fail)?;
+    ctx.install_config_source = source;
+    debug!(
+        "OpenShift Installer okd-install v{}",
+        env!("CARGO_PKG_VERSION")
+    );
+    debug!(
+        "Built from commit {}",
+        option_env!("OKD_INSTALL_COMMIT").unwrap_or("unknown")
+    );
+    debug!(
+        "Target release {}, Ignition spec {}, release image {}",
+        ctx.target, ctx.ignition_spec, ctx.release_image
+    );
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
+    okd_assets::create(&AssetDir::new(dir), &mut ctx, target, threads).map_err(|e| {
+        let code = if e.is_install_config_error() { 3 } else { 1 };
+        (anyhow::anyhow!(okd_assets::chain(&e)), code)
+    })?;
+    Ok(())
+}

@@ -1,0 +1,96 @@
+//! `okd-install serve [status|remove-bootstrap|restore-bootstrap]`: the
+//! options, and one call into `okd-serve`.
+
+use std::path::Path;
+
+use clap::Subcommand;
+
+use crate::{Failure, fail};
+
+/// `--services` values; see [`okd_serve::Service`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ServiceArg {
+    /// DNS on `ports.dns`.
+    Dns,
+    /// The load balancer (api, machine-config, ingress frontends).
+    Lb,
+    /// The machine-config server on `ports.machineConfigServer`.
+    Mcs,
+    /// Ignition files, OS images and PXE scripts on `ports.http`.
+    Http,
+    /// The status page, `/status` and `/metrics` on `ports.status`.
+    Status,
+}
+
+impl ServiceArg {
+    /// Every service: what `serve` runs without `--services`.
+    pub(crate) const ALL: [ServiceArg; 5] = [
+        ServiceArg::Dns,
+        ServiceArg::Lb,
+        ServiceArg::Mcs,
+        ServiceArg::Http,
+        ServiceArg::Status,
+    ];
+
+    fn service(self) -> okd_serve::Service {
+        match self {
+            ServiceArg::Dns => okd_serve::Service::Dns,
+            ServiceArg::Lb => okd_serve::Service::Lb,
+            ServiceArg::Mcs => okd_serve::Service::Mcs,
+            ServiceArg::Http => okd_serve::Service::Http,
+            ServiceArg::Status => okd_serve::Service::Status,
+        }
+    }
+}
+
+/// `okd-install serve <action>`: asks the running server.
+#[derive(Subcommand, Debug)]
+pub(crate) enum ServeCmd {
+    /// Print what each host fetched and the load balancer's health (JSON).
+    Status,
+    /// Remove the bootstrap from every load-balancer pool and stop serving
+    /// bootstrap.ign (after bootstrap-complete); recorded in the directory,
+    /// so later serves keep it removed (also when no serve runs now).
+    RemoveBootstrap,
+    /// Undo a recorded `remove-bootstrap` (with no serve running): the next
+    /// serve serves bootstrap.ign and balances to the bootstrap again.
+    RestoreBootstrap,
+}
+
+/// `okd-install serve`: runs `services` for `dir` until stopped, or with an
+/// `action` asks the running server (or records the bootstrap's removal).
+pub(crate) fn run(
+    dir: &Path,
+    action: Option<&ServeCmd>,
+    services: &[ServiceArg],
+    bootstrap_token: bool,
+) -> Result<(), Failure> {
+    match action {
+        None => okd_serve::serve(
+            dir,
+            &okd_serve::ServeOptions {
+                services: services.iter().map(|s| s.service()).collect(),
+                bootstrap_token,
+            },
+        )
+        .map_err(fail),
+        Some(ServeCmd::Status) => okd_serve::control_request(dir, "status").map_err(fail),
+        Some(ServeCmd::RemoveBootstrap) => match okd_serve::remove_bootstrap(dir) {
+            Ok(Some(reply)) => {
+                print!("{reply}");
+                Ok(())
+            }
+            Ok(None) => {
+                println!(
+                    "no serve is running: recorded in {}; the next serve neither serves bootstrap.ign nor balances to the bootstrap",
+                    dir.join(okd_serve::BOOTSTRAP_REMOVED_FILE).display()
+                );
+                Ok(())
+            }
+            Err(e) => Err(fail(e)),
+        },
+        Some(ServeCmd::RestoreBootstrap) => okd_serve::restore_bootstrap(dir)
+            .map(|t| print!("{t}"))
+            .map_err(fail),
+    }
+}
