@@ -369,9 +369,8 @@ async fn wait_api(client: &kube::Client, server: &str, timeout: Duration) -> Res
     let deadline = tokio::time::Instant::now() + timeout;
     let mut last = String::new();
     loop {
-        let req = http::Request::get("/readyz")
-            .body(Vec::new())
-            .map_err(|e| Error::Creator(e.to_string()))?;
+        let mut req = http::Request::new(Vec::new());
+        *req.uri_mut() = http::Uri::from_static("/readyz");
         let now = match client.request_text(req).await {
             Ok(body) if body.trim() == "ok" => {
                 info!("API is up");
@@ -443,5 +442,41 @@ async fn create_event(
                 tokio::time::sleep(API_POLL).await;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Step 1 done, the API never answers: the error says how long and why.
+    #[tokio::test]
+    async fn an_api_that_never_answers_times_out_with_the_cause() {
+        let t = tempfile::tempdir().unwrap();
+        let a = t.path().join("assets");
+        for d in ["tls", "auth", "bootstrap-manifests", "manifests"] {
+            std::fs::create_dir_all(a.join(d)).unwrap();
+        }
+        std::fs::write(a.join("auth/kubeconfig-loopback"), "kc").unwrap();
+        // A port nothing listens on.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let config = kube::Config::new(format!("http://127.0.0.1:{port}").parse().unwrap());
+        let mut opts = Options::new(&a);
+        opts.connect = Connect::Client(kube::Client::try_from(config).unwrap());
+        opts.bootstrap_secrets_dir = t.path().join("secrets");
+        opts.pod_manifest_dir = t.path().join("pods");
+        opts.api_timeout = Duration::from_millis(1500);
+        let e = start(&opts).await.unwrap_err();
+        let text = e.to_string();
+        assert!(matches!(e, Error::ApiTimeout { .. }), "{text}");
+        assert!(
+            text.starts_with("timed out after 1.5s waiting for the Kubernetes API (/readyz): the API server is unreachable"),
+            "{text}"
+        );
+        assert!(t.path().join("secrets/kubeconfig").is_file());
     }
 }

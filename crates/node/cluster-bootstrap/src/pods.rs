@@ -180,6 +180,13 @@ pub async fn wait_running(
             .collect::<Vec<_>>()
             .join(", ")
     );
+    // The first states from the first full list, not from an empty store.
+    if tokio::time::timeout_at(deadline, reader.wait_until_ready())
+        .await
+        .is_err()
+    {
+        debug!("no list of pods before the deadline");
+    }
     let mut last: Option<Vec<(String, PodState)>> = None;
     let result = loop {
         let now = states(required, &reader.state());
@@ -206,11 +213,14 @@ pub async fn wait_running(
     result
 }
 
-/// `20m`, `1m30s`, `3s`, `250ms`.
+/// `20m`, `1m30s`, `3s`, `1.5s`, `250ms`.
 pub(crate) fn human(d: Duration) -> String {
     let s = d.as_secs();
     if s == 0 {
         return format!("{}ms", d.as_millis());
+    }
+    if s < 60 && d.subsec_millis() != 0 {
+        return format!("{:.1}s", d.as_secs_f64());
     }
     let (m, s) = (s / 60, s % 60);
     match (m, s) {
@@ -297,5 +307,7 @@ mod tests {
         assert_eq!(human(Duration::from_secs(1200)), "20m");
         assert_eq!(human(Duration::from_secs(90)), "1m30s");
         assert_eq!(human(Duration::from_millis(250)), "250ms");
+        assert_eq!(human(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(human(Duration::from_secs(3)), "3s");
     }
 }
