@@ -152,7 +152,7 @@ mod tests {
         assert_eq!(mode(&s.join("a.key")), 0o600);
         assert_eq!(mode(&s.join("sub")), 0o700);
         let pod = opts.pod_manifest_dir.join("pod.yaml");
-        assert_eq!(done.static_pods, [pod.clone()]);
+        assert_eq!(done.static_pods, std::slice::from_ref(&pod));
         assert_eq!(std::fs::read(&pod).unwrap(), b"p");
         // Again (a restart): same result, the static pod file untouched.
         let ino = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());

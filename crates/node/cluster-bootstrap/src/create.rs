@@ -151,7 +151,22 @@ pub(crate) async fn create_all(
                     discovery = Some(d);
                     refresh_due = false;
                 }
-                Err(e) => warn!("discovery failed (retrying): {e}"),
+                Err(e) => {
+                    let msg = format!(
+                        "discovery of the API's resources failed: {}",
+                        okd_cluster::ApiCause::of(&e)
+                    );
+                    warn!("{msg} (retrying)");
+                    // Without any discovery nothing is tried: each object
+                    // is reported with this cause should time run out.
+                    if discovery.is_none() {
+                        let mut pr = lock(&progress);
+                        for p in &pending {
+                            let f = failure(p, "discovery", msg.clone(), false);
+                            pr.failures.insert(p.label.clone(), f);
+                        }
+                    }
+                }
             }
         }
         let Some(disc) = discovery.as_ref() else {

@@ -360,6 +360,8 @@ impl Drop for AbortOnDrop {
 
 /// How often `/readyz` is asked.
 pub const API_POLL: Duration = Duration::from_secs(1);
+/// How long one `/readyz` request may take.
+pub const API_REQUEST: Duration = Duration::from_secs(10);
 
 async fn wait_api(client: &kube::Client, server: &str, timeout: Duration) -> Result<(), Error> {
     info!(
@@ -371,13 +373,16 @@ async fn wait_api(client: &kube::Client, server: &str, timeout: Duration) -> Res
     loop {
         let mut req = http::Request::new(Vec::new());
         *req.uri_mut() = http::Uri::from_static("/readyz");
-        let now = match client.request_text(req).await {
-            Ok(body) if body.trim() == "ok" => {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let answer = tokio::time::timeout(API_REQUEST.min(left), client.request_text(req)).await;
+        let now = match answer {
+            Ok(Ok(body)) if body.trim() == "ok" => {
                 info!("API is up");
                 return Ok(());
             }
-            Ok(body) => format!("/readyz answered {:?}", body.trim()),
-            Err(e) => okd_cluster::ApiCause::of(&e).to_string(),
+            Ok(Ok(body)) => format!("/readyz answered {:?}", body.trim()),
+            Ok(Err(e)) => okd_cluster::ApiCause::of(&e).to_string(),
+            Err(_) => format!("no answer within {}", pods::human(API_REQUEST.min(left))),
         };
         if now != last {
             info!("Still waiting for the Kubernetes API: {now}");
