@@ -266,7 +266,8 @@ pub async fn start(opts: &Options) -> Result<Report, Error> {
             let c = okd_cluster::Cluster::from_kubeconfig(kc).await?;
             (c.client(), c.server().to_string())
         }
-        Connect::Client(c) => (c.clone(), "the API server".to_string()),
+        // The client does not tell its URL.
+        Connect::Client(c) => (c.clone(), "the caller's API server".to_string()),
     };
 
     // 2.
@@ -365,7 +366,7 @@ pub const API_REQUEST: Duration = Duration::from_secs(10);
 
 async fn wait_api(client: &kube::Client, server: &str, timeout: Duration) -> Result<(), Error> {
     info!(
-        "Waiting up to {} for the Kubernetes API at {server}",
+        "Waiting up to {} for the Kubernetes API ({server})",
         pods::human(timeout)
     );
     let deadline = tokio::time::Instant::now() + timeout;
@@ -382,6 +383,8 @@ async fn wait_api(client: &kube::Client, server: &str, timeout: Duration) -> Res
             }
             Ok(Ok(body)) => format!("/readyz answered {:?}", body.trim()),
             Ok(Err(e)) => okd_cluster::ApiCause::of(&e).to_string(),
+            // Cut short by the deadline: the cause seen before stands.
+            Err(_) if left < API_REQUEST && !last.is_empty() => last.clone(),
             Err(_) => format!("no answer within {}", pods::human(API_REQUEST.min(left))),
         };
         if now != last {
