@@ -47,6 +47,35 @@ where
     .unwrap_or_else(|e| std::panic::resume_unwind(e))
 }
 
+/// A log that keeps what the current thread's `tracing` events say.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+    /// A subscriber writing into this log at level `debug` and above.
+    fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync {
+        let me = self.clone();
+        tracing_subscriber::fmt()
+            .with_env_filter("okd_cluster_bootstrap=debug")
+            .with_ansi(false)
+            .with_writer(move || me.clone())
+            .finish()
+    }
+}
+
 fn logging() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter("okd_cluster_bootstrap=info")
@@ -231,7 +260,11 @@ fn creates_every_manifest_then_resumes_changing_nothing() {
     opts.assets_timeout = Duration::from_secs(120);
     let kc = cp.auth("kubeconfig-loopback");
     let o = opts.clone();
+    let log = Captured::default();
+    let sub = log.subscriber();
     let report = in_netns(&cp.ns, move || async move {
+        // The runtime is this thread's: every task of start logs here.
+        let _log = tracing::subscriber::set_default(sub);
         let client = okd_cluster::Cluster::from_kubeconfig(&kc)
             .await
             .unwrap()
@@ -295,6 +328,32 @@ fn creates_every_manifest_then_resumes_changing_nothing() {
         report.events,
         [("bootstrap-success", false), ("bootstrap-finished", false)]
     );
+
+    // The log says what cluster-bootstrap's says, and no secret.
+    let text = log.text();
+    eprintln!("{text}");
+    for line in [
+        "Pod Status:kube-system/kube-apiserver\tPending",
+        "Pod Status:kube-system/kube-apiserver\tRunningNotReady",
+        "Pod Status:kube-system/kube-apiserver\tReady",
+        "Pod Status:               scheduler\tReady",
+        "Created \"10-crd.yaml\" CustomResourceDefinition widgets.example.okd.io",
+        "00-widget.yaml: Widget cb-test/early: crd failed: waiting for CustomResourceDefinition widgets.example.okd.io to be Established",
+        "Skipped \"40-existing.yaml\" ConfigMap default/already-there as it already exists",
+        "Updated status for \"01-widget-with-status.yaml\" Widget cb-test/reported",
+        "Sending bootstrap-success event.",
+        "Sending bootstrap-finished event.",
+    ] {
+        assert!(text.contains(line), "{line:?} not in the log");
+    }
+    for secret in [
+        "not-logged-anywhere",
+        "bm90LWxvZ2dlZC1hbnl3aGVyZQ",
+        "BEGIN RSA PRIVATE KEY",
+        "client-key-data",
+    ] {
+        assert!(!text.contains(secret), "{secret:?} in the log");
+    }
 
     // Everything is in the API as written.
     assert_eq!(get(&cp, "cb-test", "widget/early", "{.spec.size}"), "3");
