@@ -296,7 +296,8 @@ pub async fn start(opts: &Options) -> Result<Report, Error> {
     // two masters (`ha_checker.go`), then for the tear-down delay (at least
     // 30 s on HA) so load balancers see the masters' API servers. A step
     // added here runs before `bootstrap-success`, while the manifests go on
-    // being created.
+    // being created; it gets a `Step` variant between `WaitPods` and
+    // `BootstrapSuccess`, pushed onto `steps` when done.
 
     // 5.
     let mut events = vec![(
@@ -333,7 +334,8 @@ pub async fn start(opts: &Options) -> Result<Report, Error> {
     // the bootstrap secrets directory and `laid_down.static_pods`, then
     // waits up to `--tear-down-termination-timeout` for the API to stop
     // answering. Upstream also tears down when a step fails; a teardown
-    // added here must decide that for bootkube's restarts.
+    // added here must decide that for bootkube's restarts. It gets a `Step`
+    // variant after `BootstrapFinished`.
 
     let manifests = progress.lock().unwrap_or_else(|e| e.into_inner()).clone();
     info!(

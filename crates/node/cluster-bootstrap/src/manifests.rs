@@ -128,8 +128,13 @@ pub fn load(dir: &Path) -> Result<Vec<Manifest>, Error> {
 }
 
 fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), Error> {
+    let rel = dir.strip_prefix(root).unwrap_or(dir).display().to_string();
     let err = |e: std::io::Error| Error::Manifest {
-        file: dir.strip_prefix(root).unwrap_or(dir).display().to_string(),
+        file: if rel.is_empty() {
+            ".".into()
+        } else {
+            rel.clone()
+        },
         message: format!("reading directory {}: {e}", dir.display()),
     };
     for entry in std::fs::read_dir(dir).map_err(err)? {
@@ -264,6 +269,8 @@ mod tests {
         assert!(e.contains("s.yaml (document 1)"), "{e}");
         assert!(e.contains("metadata.name is required"), "{e}");
         assert!(!e.contains("hunter2"), "{e}");
+        let e = load(&d.path().join("nothing")).unwrap_err().to_string();
+        assert!(e.starts_with("manifest .: reading directory "), "{e}");
         std::fs::write(d.path().join("s.yaml"), "- a\n").unwrap();
         let e = load(d.path()).unwrap_err().to_string();
         assert!(e.contains("not an object"), "{e}");
