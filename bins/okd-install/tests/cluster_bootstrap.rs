@@ -171,6 +171,12 @@ const MANIFESTS: &[(&str, &str)] = &[
         "40-existing.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: already-there, namespace: default}\ndata: {owner: manifest}\n",
     ),
+    // `status` on a kind without a status subresource: the write gets 404,
+    // which library-go accepts.
+    (
+        "50-no-status-subresource.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: with-status, namespace: default}\ndata: {a: b}\nstatus: {phase: Ready}\n",
+    ),
 ];
 
 /// `kind/name` in `ns` ("" for cluster scope) as kubectl names them, and
@@ -198,6 +204,7 @@ fn versions(cp: &ControlPlane) -> Vec<(String, String)> {
         ("cb-test", "configmap/settings"),
         ("cb-test", "secret/credentials"),
         ("default", "configmap/already-there"),
+        ("default", "configmap/with-status"),
         ("kube-system", "event/bootstrap-success"),
         ("kube-system", "event/bootstrap-finished"),
     ]
@@ -315,7 +322,7 @@ fn creates_every_manifest_then_resumes_changing_nothing() {
     );
     let m = &report.manifests;
     assert_eq!(m.existed, ["40-existing.yaml"], "{m:?}");
-    assert_eq!(m.created.len(), 6, "{m:?}");
+    assert_eq!(m.created.len(), 7, "{m:?}");
     let at = |l: &str| m.created.iter().position(|c| c == l).unwrap();
     // The CRD first, its objects once it was Established; the namespace
     // before what lives in it.
@@ -343,6 +350,7 @@ fn creates_every_manifest_then_resumes_changing_nothing() {
         "Updated status for \"01-widget-with-status.yaml\" Widget cb-test/reported",
         "Sending bootstrap-success event.",
         "Sending bootstrap-finished event.",
+        "ConfigMap default/with-status has no status subresource; its status is not written",
     ] {
         assert!(text.contains(line), "{line:?} not in the log");
     }
@@ -406,7 +414,7 @@ fn creates_every_manifest_then_resumes_changing_nothing() {
     assert_eq!(versions(&cp), before);
     let m = &again.manifests;
     assert!(m.created.is_empty() && m.status_written.is_empty(), "{m:?}");
-    assert_eq!(m.existed.len(), 7, "{m:?}");
+    assert_eq!(m.existed.len(), 8, "{m:?}");
     assert_eq!(
         again.events,
         [("bootstrap-success", true), ("bootstrap-finished", true)]
