@@ -26,7 +26,6 @@ mod cluster;
 mod control;
 mod dashboard;
 mod inputs;
-mod removal;
 mod run;
 mod status;
 
@@ -159,40 +158,20 @@ pub fn create_bastion_configs(dir: &Path) -> anyhow::Result<()> {
 
 /// `okd-install serve status|remove-bootstrap`: one request to the running
 /// server of `dir`, printed on stdout.
+///
+/// # Errors
+/// [`ControlError`] as [`control_reply`] returns it.
 pub fn control_request(dir: &Path, what: &str) -> anyhow::Result<()> {
-    let reply = control::request(dir, what)?;
+    let reply = control_reply(dir, what)?;
     print!("{reply}");
     Ok(())
 }
 
-pub use control::ControlError;
-pub use removal::REMOVED_FILE as BOOTSTRAP_REMOVED_FILE;
-
-/// `okd-install serve remove-bootstrap` (and `destroy bootstrap`): asks the
-/// running serve of `dir` to stop serving bootstrap.ign and take the
-/// bootstrap out of its load balancer; it records the removal in
-/// `<dir>/`[`BOOTSTRAP_REMOVED_FILE`] so later serves keep it. When no serve
-/// runs, only records it. Returns the running serve's reply, or `None` when
-/// none runs.
-///
-/// # Errors
-/// [`ControlError::Refused`] or [`ControlError::Io`] from a running serve;
-/// [`ControlError::Record`] when the record cannot be written.
-pub fn remove_bootstrap(dir: &Path) -> Result<Option<String>, ControlError> {
-    match control::request(dir, "remove-bootstrap") {
-        Ok(reply) => Ok(Some(reply)),
-        Err(ControlError::NotRunning { .. }) => {
-            removal::record(dir).map_err(|e| ControlError::Record(format!("{e:#}")))?;
-            info!(
-                "No `okd-install serve` is running for {}: recorded the removal of the bootstrap in {}; later serves neither serve bootstrap.ign nor balance to the bootstrap",
-                dir.display(),
-                removal::path(dir).display()
-            );
-            Ok(None)
-        }
-        Err(e) => Err(e),
-    }
-}
+/// The control socket's protocol and clients, and the record of the
+/// bootstrap's removal, from okd-serve-api.
+pub use okd_serve_api::{
+    BOOTSTRAP_REMOVED_FILE, ControlError, control_reply, control_reply_async, remove_bootstrap,
+};
 
 /// `okd-install serve restore-bootstrap`: undoes a recorded removal of the
 /// bootstrap (deletes `<dir>/`[`BOOTSTRAP_REMOVED_FILE`]) so the next serve
@@ -202,32 +181,7 @@ pub fn remove_bootstrap(dir: &Path) -> Result<Option<String>, ControlError> {
 /// # Errors
 /// A serve is running for `dir` (stop it first), or the file cannot be deleted.
 pub fn restore_bootstrap(dir: &Path) -> anyhow::Result<String> {
-    removal::restore(dir)
-}
-
-/// One request line (`status`, `remove-bootstrap`) to the running server of
-/// `dir` through its control socket; returns the reply text.
-///
-/// # Errors
-/// [`ControlError::NotRunning`] when no serve listens for `dir`,
-/// [`ControlError::Refused`] with the server's error text,
-/// [`ControlError::Io`] when the exchange breaks off.
-pub fn control_reply(dir: &Path, what: &str) -> Result<String, ControlError> {
-    control::request(dir, what)
-}
-
-/// [`control_reply`] with async I/O, for callers inside an async runtime
-/// (e.g. `wait-for`'s progress): the whole exchange takes at most `limit`.
-///
-/// # Errors
-/// As [`control_reply`]; [`ControlError::Io`] with kind `TimedOut` when no
-/// complete reply came within `limit`.
-pub async fn control_reply_async(
-    dir: &Path,
-    what: &str,
-    limit: std::time::Duration,
-) -> Result<String, ControlError> {
-    control::request_async(dir, what, limit).await
+    Ok(okd_serve_api::restore(dir)?)
 }
 
 /// The hosts `serve` would serve for `dir`: `agent-config.yaml` and

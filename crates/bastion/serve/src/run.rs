@@ -39,7 +39,7 @@ fn http_state(
         st.remove_bootstrap();
         info!(
             "HTTP on {http_addr} serves master.ign and worker.ign to any client; bootstrap.ign to none: the bootstrap was removed at {t} (recorded in {}; `okd-install serve restore-bootstrap` undoes it), images from {}/",
-            crate::removal::path(dir).display(),
+            okd_serve_api::removal::path(dir).display(),
             inv.os_images.directory
         );
         return Ok(st);
@@ -372,12 +372,12 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Res
         Status::new(inv.clone())
             .with_certs(crate::dashboard::short_lived(&dir.join("bootstrap.ign"))),
     );
-    let removed = crate::removal::recorded(&dir)?;
+    let removed = okd_serve_api::removal::recorded(&dir)?;
     if let Some(t) = &removed {
         status.bootstrap_removed_before(t);
         tracing::warn!(
             "The bootstrap was removed at {t} (`serve remove-bootstrap`, recorded in {}): bootstrap.ign is not served and the bootstrap is no backend; `okd-install serve restore-bootstrap` undoes it",
-            crate::removal::path(&dir).display()
+            okd_serve_api::removal::path(&dir).display()
         );
     }
     let obs = Arc::new(Observer(status.clone()));
