@@ -309,14 +309,16 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
             services,
             bootstrap_token,
         } => match action {
-            None => okd_serve::serve(
-                &cli.dir,
-                &okd_serve::ServeOptions {
-                    services: services.iter().map(|s| s.service()).collect(),
-                    bootstrap_token: *bootstrap_token,
-                },
-            )
-            .map_err(fail),
+            None => runtime()
+                .map_err(fail)?
+                .block_on(okd_serve::serve(
+                    &cli.dir,
+                    &okd_serve::ServeOptions {
+                        services: services.iter().map(|s| s.service()).collect(),
+                        bootstrap_token: *bootstrap_token,
+                    },
+                ))
+                .map_err(fail),
             Some(ServeCmd::Status) => okd_serve::control_request(&cli.dir, "status").map_err(fail),
             Some(ServeCmd::RemoveBootstrap) => match okd_serve::remove_bootstrap(&cli.dir) {
                 Ok(Some(reply)) => {
@@ -456,8 +458,12 @@ fn missing_file_hint(dir: &std::path::Path, text: &str) -> Option<String> {
         })
 }
 
-/// A runtime for the commands that talk to the cluster.
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+/// The one tokio runtime of a command (serve, approve-csr, wait-for,
+/// mirror): the library crates expose async functions and the binary
+/// block_on's them here. Two workers: the machine of a bastion is small,
+/// and serve answers DNS, the load balancer and Ignition from them (its
+/// status page has a runtime of its own, see okd-serve's `run.rs`).
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -245,16 +245,15 @@ impl Default for ServeOptions {
 /// `bootstrap.ign` URL of `serve --bootstrap-token` (mode 0600).
 pub const BOOTSTRAP_URL_FILE: &str = "auth/bootstrap-ignition-url";
 
-/// Runs `okd-install serve --dir dir` until SIGINT or SIGTERM.
+/// Runs `okd-install serve --dir dir` until SIGINT or SIGTERM, on the
+/// caller's tokio runtime (multi-threaded, with I/O and time enabled: the
+/// binary builds it). The status page runs on a thread and runtime of its
+/// own at a lower CPU priority (see `run.rs`), a deliberate isolation from
+/// the runtime that answers DNS, the load balancer and Ignition.
 ///
 /// # Errors
 /// The asset directory or inventory cannot be read, a port cannot be bound
 /// (the error names it), or a service stops.
-pub fn serve(dir: &Path, opts: &ServeOptions) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    rt.block_on(run::serve_async(dir.to_path_buf(), opts.clone()))
+pub async fn serve(dir: &Path, opts: &ServeOptions) -> anyhow::Result<()> {
+    run::serve_async(dir.to_path_buf(), opts.clone()).await
 }

@@ -303,6 +303,11 @@ fn lower_priority() {
 /// answers DNS, the load balancer and Ignition, and the kernel prefers
 /// those when the CPUs are busy. Returns when `stop` completes (or the
 /// thread fails).
+///
+/// This is the only runtime a library crate builds, and deliberately so:
+/// every other runtime is the binary's (`okd-install`'s `runtime()`, on
+/// which [`crate::serve`] runs); this one isolates the unauthenticated,
+/// CPU-heavy status page from the serving path.
 async fn serve_status_apart(
     l: tokio::net::TcpListener,
     router: axum::Router,
