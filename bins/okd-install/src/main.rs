@@ -318,8 +318,10 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
                         bootstrap_token: *bootstrap_token,
                     },
                 ))
-                .map_err(fail),
-            Some(ServeCmd::Status) => okd_serve::control_request(&cli.dir, "status").map_err(fail),
+                .map_err(|e| fail(e.into())),
+            Some(ServeCmd::Status) => {
+                okd_serve::control_request(&cli.dir, "status").map_err(|e| fail(e.into()))
+            }
             Some(ServeCmd::RemoveBootstrap) => match okd_serve::remove_bootstrap(&cli.dir) {
                 Ok(Some(reply)) => {
                     print!("{reply}");
@@ -336,7 +338,7 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
             },
             Some(ServeCmd::RestoreBootstrap) => okd_serve::restore_bootstrap(&cli.dir)
                 .map(|t| print!("{t}"))
-                .map_err(fail),
+                .map_err(|e| fail(e.into())),
         },
         Cmd::ApproveCsr {
             watch,
@@ -406,7 +408,7 @@ fn run(cli: Cli) -> Result<(), (anyhow::Error, u8)> {
                 CreateCmd::IgnitionConfigs(r) => (Target::IgnitionConfigs, r),
                 CreateCmd::SingleNodeIgnitionConfig(r) => (Target::SingleNodeIgnitionConfig, r),
                 CreateCmd::BastionConfigs => {
-                    return okd_serve::create_bastion_configs(&cli.dir).map_err(fail);
+                    return okd_serve::create_bastion_configs(&cli.dir).map_err(|e| fail(e.into()));
                 }
             };
             let mut ctx = release_context(&cli.dir, release).map_err(fail)?;

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use anyhow::Context as _;
+use crate::error::Context as _;
 use okd_serve_api::control::{MAX_REQUEST, error_reply};
 pub(crate) use okd_serve_api::socket_path;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
@@ -73,16 +73,16 @@ where
 /// live one). The socket is made in a private directory (0700) beside it,
 /// set to 0600 and renamed into place, so it is never reachable with looser
 /// permissions.
-pub(crate) fn bind(dir: &Path) -> anyhow::Result<tokio::net::UnixListener> {
+pub(crate) fn bind(dir: &Path) -> Result<tokio::net::UnixListener, crate::ServeError> {
     use std::os::unix::fs::PermissionsExt as _;
     let path = socket_path(dir);
     if path.exists() {
         if std::os::unix::net::UnixStream::connect(&path).is_ok() {
-            anyhow::bail!(
+            return Err(crate::ServeError::Stopped(format!(
                 "another `okd-install serve` is already serving {} (socket {})",
                 dir.display(),
                 path.display()
-            );
+            )));
         }
         std::fs::remove_file(&path)
             .with_context(|| format!("removing stale {}", path.display()))?;

@@ -25,13 +25,14 @@ mod app;
 mod cluster;
 mod control;
 mod dashboard;
+mod error;
 mod inputs;
 mod run;
 mod status;
 
 use std::path::Path;
 
-use anyhow::Context as _;
+use crate::error::Context as _;
 use okd_hosts::Inventory;
 use okd_types::release::ReleaseTarget;
 use tracing::{info, warn};
@@ -55,7 +56,7 @@ impl ClusterInfo {
     ///
     /// # Errors
     /// When neither names the cluster.
-    pub(crate) fn load(dir: &Path) -> anyhow::Result<ClusterInfo> {
+    pub(crate) fn load(dir: &Path) -> Result<ClusterInfo, crate::ServeError> {
         use okd_assets::installconfig::{InstallConfigAsset, ReleaseImage};
         let recorded = okd_assets::recorded::Recorded::load(dir)?;
         let from_state = match &recorded {
@@ -124,7 +125,7 @@ struct NameOnly {
 }
 
 /// Loads the cluster info and the hosts of `dir`.
-pub(crate) fn load(dir: &Path) -> anyhow::Result<(ClusterInfo, Inventory)> {
+pub(crate) fn load(dir: &Path) -> Result<(ClusterInfo, Inventory), crate::ServeError> {
     let info = ClusterInfo::load(dir)?;
     let inv = Inventory::load(dir, &info.name, &info.base_domain)
         .with_context(|| format!("reading the hosts of {}", dir.display()))?;
@@ -134,7 +135,7 @@ pub(crate) fn load(dir: &Path) -> anyhow::Result<(ClusterInfo, Inventory)> {
 /// `okd-install create bastion-configs`: writes the files of
 /// [`okd_bastion::bastion_configs`] under `<dir>/bastion/` (atomically, file
 /// by file) and logs where.
-pub fn create_bastion_configs(dir: &Path) -> anyhow::Result<()> {
+pub fn create_bastion_configs(dir: &Path) -> Result<(), crate::ServeError> {
     let (info, inv) = load(dir)?;
     let files = okd_bastion::bastion_configs(&inv, info.etcd_records());
     let root = dir.join("bastion");
@@ -161,12 +162,13 @@ pub fn create_bastion_configs(dir: &Path) -> anyhow::Result<()> {
 ///
 /// # Errors
 /// [`ControlError`] as [`control_reply`] returns it.
-pub fn control_request(dir: &Path, what: &str) -> anyhow::Result<()> {
+pub fn control_request(dir: &Path, what: &str) -> Result<(), crate::ServeError> {
     let reply = control_reply(dir, what)?;
     print!("{reply}");
     Ok(())
 }
 
+pub use error::{BoxError, ServeError};
 /// The control socket's protocol and clients, and the record of the
 /// bootstrap's removal, from okd-serve-api.
 pub use okd_serve_api::{
@@ -180,8 +182,8 @@ pub use okd_serve_api::{
 ///
 /// # Errors
 /// A serve is running for `dir` (stop it first), or the file cannot be deleted.
-pub fn restore_bootstrap(dir: &Path) -> anyhow::Result<String> {
-    Ok(okd_serve_api::restore(dir)?)
+pub fn restore_bootstrap(dir: &Path) -> Result<String, crate::ServeError> {
+    okd_serve_api::restore(dir).map_err(|e| ServeError::Other(Box::new(e)))
 }
 
 /// The hosts `serve` would serve for `dir`: `agent-config.yaml` and
@@ -191,7 +193,7 @@ pub fn restore_bootstrap(dir: &Path) -> anyhow::Result<String> {
 /// # Errors
 /// When the cluster cannot be named or the inventory does not load (the
 /// error names the file and field).
-pub fn inventory(dir: &Path) -> anyhow::Result<Inventory> {
+pub fn inventory(dir: &Path) -> Result<Inventory, crate::ServeError> {
     load(dir).map(|(_, inv)| inv)
 }
 
@@ -254,6 +256,6 @@ pub const BOOTSTRAP_URL_FILE: &str = "auth/bootstrap-ignition-url";
 /// # Errors
 /// The asset directory or inventory cannot be read, a port cannot be bound
 /// (the error names it), or a service stops.
-pub async fn serve(dir: &Path, opts: &ServeOptions) -> anyhow::Result<()> {
+pub async fn serve(dir: &Path, opts: &ServeOptions) -> Result<(), crate::ServeError> {
     run::serve_async(dir.to_path_buf(), opts.clone()).await
 }
