@@ -326,3 +326,150 @@ pub struct BootstrapRemoved {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub earlier: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lb::{BackendStats, HealthCheck};
+
+    fn doc() -> StatusDocument {
+        let mut h = HostStatus::new(
+            "bootstrap",
+            "bootstrap.okd.example",
+            Role::Bootstrap,
+            IpAddr::from([192, 0, 2, 2]),
+        );
+        h.dns.push(DnsEvent {
+            time: "2026-11-24T10:00:00Z".into(),
+            name: "api-int.okd.example".into(),
+            qtype: "A".into(),
+            answers: vec!["192.0.2.1".into()],
+        });
+        h.http.push(HttpEvent {
+            time: "2026-11-24T10:00:01Z".into(),
+            path: "/ignition/bootstrap.ign".into(),
+            status: 200,
+            bytes: 10,
+            size: None,
+            complete: true,
+        });
+        h.stages
+            .push(Stage::new("DNS answered", true, None, "api-int A"));
+        let backend = BackendStats {
+            name: "bootstrap".into(),
+            addr: "192.0.2.2:6443".parse().unwrap(),
+            up: false,
+            checked: false,
+            state: crate::lb::NOT_CHECKED.into(),
+            since_unix_ms: 1,
+            last_check: None,
+            last_ok_unix_ms: None,
+            active_connections: 0,
+            connections_total: 0,
+            connect_failures: 0,
+            bytes_in: 0,
+            bytes_out: 0,
+        };
+        let fe = FrontendStats {
+            name: "api".into(),
+            bind: "192.0.2.1:6443".parse().unwrap(),
+            balance: Default::default(),
+            check: HealthCheck::https_get("/readyz"),
+            connections_total: 0,
+            active_connections: 0,
+            rejected_total: 0,
+            backends: vec![backend],
+        };
+        StatusDocument {
+            cluster: "okd.example".into(),
+            started: "2026-11-24T09:59:00Z".into(),
+            hosts: vec![h],
+            unknown_clients: Vec::new(),
+            load_balancer: Some(Stats {
+                frontends: vec![fe.clone()],
+            }),
+            cluster_data: ClusterData::unavailable("no kubeconfig"),
+            certificates: Some(Certificates {
+                file: "kubelet-client.crt".into(),
+                not_after: "2026-11-25T09:59:00Z".into(),
+            }),
+            bootstrap_removed: Some(BootstrapRemoved {
+                time: "2026-11-24T11:00:00Z".into(),
+                frontends: vec![fe],
+                earlier: false,
+            }),
+            warnings: vec!["w".into()],
+        }
+    }
+
+    /// The JSON keys readers of earlier serves relied on, and a round trip.
+    #[test]
+    fn wire_keys_and_round_trip() {
+        let d = doc();
+        let v = serde_json::to_value(&d).unwrap();
+        for key in [
+            "cluster",
+            "started",
+            "hosts",
+            "unknownClients",
+            "loadBalancer",
+            "clusterData",
+            "certificates",
+            "bootstrapRemoved",
+            "warnings",
+        ] {
+            assert!(v.get(key).is_some(), "no {key} in {v}");
+        }
+        let h = &v["hosts"][0];
+        assert_eq!(h["role"], "bootstrap");
+        assert_eq!(h["address"], "192.0.2.2");
+        assert_eq!(h["dns"][0]["type"], "A");
+        assert_eq!(h["http"][0]["size"], serde_json::Value::Null);
+        assert_eq!(h["stages"][0]["stage"], "DNS answered");
+        assert_eq!(v["certificates"]["notAfter"], "2026-11-25T09:59:00Z");
+        let be = &v["loadBalancer"]["frontends"][0]["backends"][0];
+        assert_eq!(be["state"], "not checked yet");
+        assert_eq!(be["last_ok_unix_ms"], serde_json::Value::Null);
+        // Not available yet: only `available` and `error`.
+        assert_eq!(
+            v["clusterData"],
+            serde_json::json!({"available": false, "error": "no kubeconfig"})
+        );
+        // `earlier` only when true.
+        assert!(v["bootstrapRemoved"].get("earlier").is_none(), "{v}");
+        let back: StatusDocument = serde_json::from_value(v).unwrap();
+        assert_eq!(back, d);
+    }
+
+    /// The cluster view flattens into `clusterData`, `bootstrap` null when
+    /// there is no ConfigMap.
+    #[test]
+    fn cluster_view_flattens() {
+        let cd = ClusterData {
+            available: true,
+            error: None,
+            view: Some(ClusterView {
+                server: "https://api.okd.example:6443".into(),
+                csrs: vec![CsrView {
+                    name: Some("csr-1".into()),
+                    kind: CsrKind::Serving,
+                    node: Some("master".into()),
+                    approved: false,
+                    denied: false,
+                    time: None,
+                    created: None,
+                }],
+                nodes: Vec::new(),
+                operators: OperatorsView::default(),
+                bootstrap: None,
+            }),
+        };
+        let v = serde_json::to_value(&cd).unwrap();
+        assert_eq!(v["server"], "https://api.okd.example:6443");
+        assert_eq!(v["csrs"][0]["kind"], "serving");
+        assert_eq!(v["bootstrap"], serde_json::Value::Null);
+        assert_eq!(v["error"], serde_json::Value::Null);
+        let back: ClusterData = serde_json::from_value(v).unwrap();
+        assert_eq!(back, cd);
+    }
+}
