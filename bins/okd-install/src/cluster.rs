@@ -41,7 +41,7 @@ pub(crate) fn approve_csr(
         node_name_patterns: node_name_patterns.to_vec(),
         watch,
     };
-    runtime()
+    crate::runtime()
         .map_err(fail)?
         .block_on(okd_approve_csr::run(&opts))
         .map(|_| ())
@@ -62,7 +62,7 @@ pub(crate) fn wait_for(dir: &Path, w: &WaitForCmd) -> Result<(), Failure> {
             .clone()
             .or_else(|| std::env::var("OKD_WAIT_FOR_TIMEOUTS").ok()),
     };
-    let rt = runtime().map_err(fail)?;
+    let rt = crate::runtime().map_err(fail)?;
     let result = if install {
         rt.block_on(okd_wait_for::install_complete(&opts))
     } else {
@@ -74,10 +74,3 @@ pub(crate) fn wait_for(dir: &Path, w: &WaitForCmd) -> Result<(), Failure> {
     })
 }
 
-/// A runtime for the commands that talk to the cluster.
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?)
-}

@@ -162,6 +162,18 @@ fn missing_file_hint(dir: &Path, text: &str) -> Option<String> {
         })
 }
 
+/// The one tokio runtime of a command (serve, approve-csr, wait-for,
+/// mirror): the library crates expose async functions and the binary
+/// block_on's them here. Two workers: the machine of a bastion is small,
+/// and serve answers DNS, the load balancer and Ignition from them (its
+/// status page has a runtime of its own, see okd-serve's `run.rs`).
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let level = match logging::parse_level(&cli.log_level) {

@@ -297,7 +297,7 @@ fn run(dir: &Path, cmd: &MirrorCmd, target: ReleaseTarget) -> anyhow::Result<()>
         MirrorCmd::Registry(RegistryCmd::Stop(a)) => {
             okd_mirror_registry::commands::stop(dir, a.output_dir.as_deref(), &a.program)?
         }
-        MirrorCmd::Release(a) => commands::release(
+        MirrorCmd::Release(a) => crate::runtime()?.block_on(commands::release(
             dir,
             &a.from,
             &a.target.spec(),
@@ -305,16 +305,21 @@ fn run(dir: &Path, cmd: &MirrorCmd, target: ReleaseTarget) -> anyhow::Result<()>
             &a.output.output(),
             a.dry_run,
             &mut stdout,
-        )?,
-        MirrorCmd::ToDisk(a) => commands::to_disk(dir, &a.from, &a.archive, &a.connect.connect())?,
-        MirrorCmd::FromDisk(a) => commands::from_disk(
+        ))?,
+        MirrorCmd::ToDisk(a) => crate::runtime()?.block_on(commands::to_disk(
+            dir,
+            &a.from,
+            &a.archive,
+            &a.connect.connect(),
+        ))?,
+        MirrorCmd::FromDisk(a) => crate::runtime()?.block_on(commands::from_disk(
             dir,
             &a.archive,
             &a.target.spec(),
             &a.connect.connect(),
             &a.output.output(),
             &mut stdout,
-        )?,
+        ))?,
     }
     Ok(())
 }

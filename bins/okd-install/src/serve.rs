@@ -66,14 +66,16 @@ pub(crate) fn run(
     bootstrap_token: bool,
 ) -> Result<(), Failure> {
     match action {
-        None => okd_serve::serve(
-            dir,
-            &okd_serve::ServeOptions {
-                services: services.iter().map(|s| s.service()).collect(),
-                bootstrap_token,
-            },
-        )
-        .map_err(fail),
+        None => crate::runtime()
+            .map_err(fail)?
+            .block_on(okd_serve::serve(
+                dir,
+                &okd_serve::ServeOptions {
+                    services: services.iter().map(|s| s.service()).collect(),
+                    bootstrap_token,
+                },
+            ))
+            .map_err(fail),
         Some(ServeCmd::Status) => okd_serve::control_request(dir, "status").map_err(fail),
         Some(ServeCmd::RemoveBootstrap) => match okd_serve::remove_bootstrap(dir) {
             Ok(Some(reply)) => {

@@ -456,51 +456,52 @@ containerRuntimeEndpoint: unix://{sock}
 
     // The dashboard's data: the master's CSR stages done, the forged
     // unknown node named (read by serve through the inventory's API address).
-    let status = || -> serde_json::Value {
+    let status = || -> Option<okd_serve_api::StatusDocument> {
         let out = cp.okd(&["serve", "status"]).output().unwrap();
-        serde_json::from_slice(&out.stdout).unwrap_or_default()
+        serde_json::from_slice(&out.stdout).ok()
     };
     wait_until(
         "serve's status to show the master's CSRs",
         20,
         || {
             let doc = status();
-            let master = doc["hosts"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|h| h["hostname"] == "master")
-                .cloned();
-            master.is_some_and(|m| m["stages"][2]["done"] == true && m["stages"][3]["done"] == true)
+            let master = doc
+                .iter()
+                .flat_map(|d| &d.hosts)
+                .find(|h| h.hostname == "master");
+            master.is_some_and(|m| {
+                m.stage("CSR client approved").is_some_and(|s| s.done)
+                    && m.stage("CSR serving approved").is_some_and(|s| s.done)
+            })
         },
         || {
             format!(
-                "{:#}\n{}",
+                "{:#?}\n{}",
                 status(),
                 std::fs::read_to_string(&serve_log).unwrap_or_default()
             )
         },
     );
-    let doc = status();
-    assert_eq!(doc["clusterData"]["available"], true, "{doc:#}");
+    let doc = status().expect("serve's status");
+    assert!(doc.cluster_data.available, "{doc:#?}");
     // The first of bootstrap.ign's 24-hour certificates to expire, about a
     // day from its creation a moment ago.
+    let certs = doc
+        .certificates
+        .as_ref()
+        .expect("bootstrap.ign's certificates");
     let not_after = time::OffsetDateTime::parse(
-        doc["certificates"]["notAfter"].as_str().unwrap_or(""),
+        &certs.not_after,
         &time::format_description::well_known::Rfc3339,
     )
-    .unwrap_or_else(|_| panic!("{:#}", doc["certificates"]));
+    .unwrap_or_else(|_| panic!("{certs:#?}"));
     let left = not_after - time::OffsetDateTime::now_utc();
     assert!(
         left > time::Duration::hours(23) && left <= time::Duration::hours(24),
         "{left}"
     );
-    assert!(
-        doc["certificates"]["file"]
-            .as_str()
-            .is_some_and(|f| f.ends_with(".crt"))
-    );
-    let warnings = doc["warnings"].to_string();
+    assert!(certs.file.ends_with(".crt"), "{certs:?}");
+    let warnings = doc.warnings.join("\n");
     assert!(
         warnings
             .contains("CSR forged-unknown-name asks for node evil, which is not in the inventory"),

@@ -114,24 +114,23 @@ fn bench_dashboard_against_haproxy_stats() {
         .enable_all()
         .build()
         .unwrap();
-    let status_of = |d: &Path| -> Value {
+    let status_of = |d: &Path| -> Option<okd_serve_api::StatusDocument> {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_okd-install"))
             .args(["serve", "status", "--dir"])
             .arg(d)
             .output()
             .unwrap();
-        serde_json::from_slice(&out.stdout).unwrap_or_default()
+        serde_json::from_slice(&out.stdout).ok()
     };
     let since_of = |d: &Path| -> i64 {
-        let st = status_of(d);
-        st["loadBalancer"]["frontends"]
-            .as_array()
+        status_of(d)
+            .and_then(|st| st.load_balancer)
             .into_iter()
-            .flatten()
-            .filter(|f| f["name"] == "api")
-            .flat_map(|f| f["backends"].as_array().cloned().unwrap_or_default())
-            .find(|b| b["name"] == "master")
-            .and_then(|b| b["since_unix_ms"].as_i64())
+            .flat_map(|lb| lb.frontends)
+            .filter(|f| f.name == "api")
+            .flat_map(|f| f.backends)
+            .find(|b| b.name == "master")
+            .and_then(|b| i64::try_from(b.since_unix_ms).ok())
             .unwrap_or(0)
     };
     let (mut ours_kill, mut ours_event, mut peer_kill) = (Vec::new(), Vec::new(), Vec::new());

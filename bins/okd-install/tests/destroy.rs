@@ -25,8 +25,9 @@ fn destroy(dir: &Path) -> (Option<i32>, String, String) {
 
 /// The backends of every load-balancer frontend in `serve status`.
 fn lb_backends(dir: &Path) -> String {
-    let status: serde_json::Value = serde_json::from_str(&control(dir, "status")).unwrap();
-    status["loadBalancer"].to_string()
+    let status: okd_serve_api::StatusDocument =
+        serde_json::from_str(&control(dir, "status")).unwrap();
+    serde_json::to_string(&status.load_balancer).unwrap()
 }
 
 #[test]

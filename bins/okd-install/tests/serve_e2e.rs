@@ -92,27 +92,23 @@ fn nodes_ignite_through_our_dns_lb_and_mcs() {
     let scratch = tempfile::tempdir().unwrap();
     ignite_nodes(&lab, d.path(), scratch.path(), &serve_log);
     // The status names each node and what it fetched.
-    let status: serde_json::Value = serde_json::from_str(&control(d.path(), "status")).unwrap();
+    let status: okd_serve_api::StatusDocument =
+        serde_json::from_str(&control(d.path(), "status")).unwrap();
     for (host, pool) in [("master", "master"), ("worker1", "worker")] {
-        let h = status["hosts"]
-            .as_array()
-            .unwrap()
+        let h = status
+            .hosts
             .iter()
-            .find(|h| h["hostname"] == host)
-            .unwrap_or_else(|| panic!("{host} in {status:#}"));
-        let ign = h["ignition"].as_array().unwrap();
+            .find(|h| h.hostname == host)
+            .unwrap_or_else(|| panic!("{host} in {status:#?}"));
         assert!(
-            ign.iter()
-                .any(|e| e["pool"] == pool && e["status"] == 200 && e["spec"] == "3.3.0"),
-            "{status:#}"
+            h.ignition
+                .iter()
+                .any(|e| e.pool == pool && e.status == 200 && e.spec == "3.3.0"),
+            "{status:#?}"
         );
         assert!(
-            h["dns"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|q| q["name"] == "api-int.okd.example."),
-            "{status:#}"
+            h.dns.iter().any(|q| q.name == "api-int.okd.example."),
+            "{status:#?}"
         );
     }
 
@@ -142,11 +138,15 @@ fn nodes_ignite_through_our_dns_lb_and_mcs() {
         out.contains("bootstrap") && out.contains("api") && out.contains("machine-config"),
         "{out}"
     );
-    let status: serde_json::Value = serde_json::from_str(&control(d.path(), "status")).unwrap();
-    let lb = status["loadBalancer"].to_string();
+    let status: okd_serve_api::StatusDocument =
+        serde_json::from_str(&control(d.path(), "status")).unwrap();
+    let lb = status.load_balancer.expect("load balancer");
     assert!(
-        !lb.contains("\"bootstrap\""),
-        "bootstrap still a backend: {lb}"
+        lb.frontends
+            .iter()
+            .flat_map(|fe| &fe.backends)
+            .all(|b| b.name != "bootstrap"),
+        "bootstrap still a backend: {lb:?}"
     );
 }
 
@@ -293,17 +293,17 @@ fn nodes_ignite_through_generated_haproxy_and_dnsmasq() {
         dns_log.contains("api-int.okd.example is 192.168.120.101"),
         "{dns_log}"
     );
-    let status: serde_json::Value = serde_json::from_str(&control(d.path(), "status")).unwrap();
-    let served: usize = status["hosts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .chain(status["unknownClients"].as_array().unwrap())
-        .map(|h| h["ignition"].as_array().map_or(0, |a| a.len()))
-        .sum();
+    let status: okd_serve_api::StatusDocument =
+        serde_json::from_str(&control(d.path(), "status")).unwrap();
+    let served: usize = status.hosts.iter().map(|h| h.ignition.len()).sum::<usize>()
+        + status
+            .unknown_clients
+            .iter()
+            .map(|c| c.ignition.len())
+            .sum::<usize>();
     assert!(
         served >= 2,
-        "our machine-config server served both nodes: {status:#}"
+        "our machine-config server served both nodes: {status:#?}"
     );
 }
 

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 use common::netns::Lab;
 use common::serve::*;
 use common::*;
+use okd_serve_api::StatusDocument;
+use okd_serve_api::status::{HostStatus, HttpEvent};
 
 /// `curl` inside `ns` with extra `args`: (HTTP status, body).
 fn curl_args_in(lab: &Lab, ns: &str, url: &str, args: &[&str]) -> (u16, String) {
@@ -127,27 +129,32 @@ fn token_url(d: &Path) -> String {
         .to_string()
 }
 
+/// The bootstrap host of a status document.
+fn bootstrap_host(doc: &StatusDocument) -> Option<&HostStatus> {
+    doc.hosts
+        .iter()
+        .find(|h| h.role == okd_hosts::Role::Bootstrap)
+}
+
 /// Waits (bounded) until `/status` (asked from `ns`) has a bootstrap.ign
 /// event of the bootstrap host matching `pred`; returns the document.
-fn wait_fetch(lab: &Lab, ns: &str, pred: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+fn wait_fetch(lab: &Lab, ns: &str, pred: impl Fn(&HttpEvent) -> bool) -> StatusDocument {
     let start = Instant::now();
     loop {
         let (_, body) = curl_in(lab, ns, &format!("http://{BASTION}:9000/status"));
-        let doc: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-        let boot = doc["hosts"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|h| h["role"] == "bootstrap");
-        if boot.and_then(|h| h["http"].as_array()).is_some_and(|evs| {
-            evs.iter()
-                .any(|e| e["path"] == "/ignition/bootstrap.ign" && pred(e))
-        }) {
+        let doc: Option<StatusDocument> = serde_json::from_str(&body).ok();
+        if let Some(doc) = doc
+            && bootstrap_host(&doc).is_some_and(|h| {
+                h.http
+                    .iter()
+                    .any(|e| e.path == "/ignition/bootstrap.ign" && pred(e))
+            })
+        {
             return doc;
         }
         assert!(
             start.elapsed() < Duration::from_secs(20),
-            "no such bootstrap.ign fetch in /status: {doc:#}"
+            "no such bootstrap.ign fetch in /status: {body}"
         );
         std::thread::sleep(Duration::from_millis(300));
     }
@@ -227,9 +234,7 @@ s.close()
         String::from_utf8_lossy(&out.stderr)
     );
     let bastion = lab.bastion.ns.clone();
-    wait_fetch(&lab, &bastion, |e| {
-        e["status"] == 200 && e["complete"] == false
-    });
+    wait_fetch(&lab, &bastion, |e| e.status == 200 && !e.complete);
     let (code, body) = curl_in(&lab, &boot, &url);
     assert_eq!(
         (code, body.len()),
@@ -237,23 +242,15 @@ s.close()
         "the bootstrap's retry after a dropped transfer"
     );
     assert_eq!(curl_in(&lab, &boot, &url).0, 403, "after the complete body");
-    let doc = wait_fetch(&lab, &bastion, |e| {
-        e["status"] == 200 && e["complete"] == true
-    });
-    let boot_host = doc["hosts"]
-        .as_array()
+    let doc = wait_fetch(&lab, &bastion, |e| e.status == 200 && e.complete);
+    let broken = bootstrap_host(&doc)
         .unwrap()
+        .http
         .iter()
-        .find(|h| h["role"] == "bootstrap")
+        .find(|e| !e.complete && e.status == 200)
         .unwrap();
-    let broken = boot_host["http"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["complete"] == false && e["status"] == 200)
-        .unwrap();
-    assert_eq!(broken["size"], size);
-    assert!(broken["bytes"].as_u64().unwrap() < size as u64, "{broken}");
+    assert_eq!(broken.size, Some(size as u64));
+    assert!(broken.bytes < size as u64, "{broken:?}");
     let (_, page) = curl_in(&lab, &bastion, &format!("http://{BASTION}:9000/"));
     assert!(
         page.contains("bootstrap.ign fetches")
@@ -292,28 +289,20 @@ fn remove_bootstrap_survives_a_restart() {
     );
     assert!(body.contains("removed"), "{body}");
     let status = control(d.path(), "status");
-    let doc: serde_json::Value = serde_json::from_str(&status).unwrap();
-    for fe in doc["loadBalancer"]["frontends"].as_array().unwrap() {
-        for b in fe["backends"].as_array().unwrap() {
+    let doc: StatusDocument = serde_json::from_str(&status).unwrap();
+    for fe in &doc.load_balancer.as_ref().unwrap().frontends {
+        for b in &fe.backends {
             assert_ne!(
-                b["name"], "bootstrap",
-                "the bootstrap is a backend again: {fe}"
+                b.name, "bootstrap",
+                "the bootstrap is a backend again: {fe:?}"
             );
         }
     }
-    let boot_host = doc["hosts"]
-        .as_array()
+    let removed = bootstrap_host(&doc)
         .unwrap()
-        .iter()
-        .find(|h| h["role"] == "bootstrap")
+        .stage("Removed from load balancer")
         .unwrap();
-    let removed = boot_host["stages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["stage"] == "Removed from load balancer")
-        .unwrap();
-    assert_eq!(removed["done"], true, "{removed}");
+    assert!(removed.done, "{removed:?}");
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("restore-bootstrap"), "{text}");
 
@@ -381,8 +370,8 @@ for i in range(20000):
     while start.elapsed() < Duration::from_secs(15) {
         let (code, body) = curl_in(&lab, &bastion, &format!("http://{BASTION}:9000/status"));
         assert_eq!(code, 200);
-        let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
-        unknown = doc["unknownClients"].as_array().map_or(0, |a| a.len());
+        let doc: StatusDocument = serde_json::from_str(&body).unwrap();
+        unknown = doc.unknown_clients.len();
         if unknown >= 1000 {
             break;
         }
@@ -431,7 +420,8 @@ fn control_socket_is_private_and_bounded() {
     assert!(reply.contains("request longer than 1024 bytes"), "{reply}");
     // The server still answers.
     let status = control(d.path(), "status");
-    assert!(status.contains("\"cluster\""), "{status}");
+    let doc: StatusDocument = serde_json::from_str(&status).unwrap();
+    assert_eq!(doc.cluster, "okd.example", "{status}");
 }
 
 /// Opens `n` connections to each of `ports` on `host` from this namespace,

@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 
 use common::serve::*;
 use common::*;
-use serde_json::Value;
+use okd_serve_api::StatusDocument;
+use okd_serve_api::lb::BackendStats;
+use okd_serve_api::status::Stage;
 
 /// Sends `per` GET requests with a 65 000-byte path from each of `sources`
 /// loopback addresses of the bastion namespace (addresses the test owns)
@@ -96,7 +98,7 @@ struct Flood {
     /// DNS p99 before the readers started (the machine's own noise), ms.
     quiet_p99_ms: f64,
     /// The `/status` document after the flood.
-    doc: Value,
+    doc: StatusDocument,
 }
 
 /// A number after `key ` in `text`.
@@ -138,7 +140,7 @@ fn status_flood(prefix: &str, read_secs: u64, probes: u32) -> Option<Flood> {
     let url = format!("http://{BASTION}:9000/status");
     let (code, body) = curl_in(&lab, &bastion, &url);
     assert_eq!(code, 200);
-    let doc: Value = serde_json::from_str(&body).unwrap();
+    let doc: StatusDocument = serde_json::from_str(&body).unwrap();
     // 8 readers in a bounded loop, killed with the lab at the latest.
     let reader = format!(
         "end=$(( $(date +%s) + {read_secs} )); while [ $(date +%s) -lt $end ]; do curl -s -o /dev/null --max-time 10 {url}; done"
@@ -179,12 +181,12 @@ fn status_flood_keeps_status_small_and_dns_fast() {
         "status flood: /status {} bytes, RSS {} KiB, peak {} KiB, DNS p50 {} ms p99 {} ms max {} ms (p99 {} ms without readers)",
         f.status_bytes, f.rss_kib, f.peak_kib, f.p50_ms, f.p99_ms, f.max_ms, f.quiet_p99_ms
     );
-    let paths: Vec<&str> = f.doc["unknownClients"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|c| c["http"].as_array().into_iter().flatten())
-        .filter_map(|e| e["path"].as_str())
+    let paths: Vec<&str> = f
+        .doc
+        .unknown_clients
+        .iter()
+        .flat_map(|c| &c.http)
+        .map(|e| e.path.as_str())
         .collect();
     assert!(paths.len() >= 100, "{} paths recorded", paths.len());
     for p in &paths {
@@ -255,27 +257,23 @@ print(json.dumps([first] + rest))
 "#;
 
 /// The backend `name` of frontend `fe` in a status document.
-fn backend<'a>(doc: &'a Value, fe: &str, name: &str) -> &'a Value {
-    doc["loadBalancer"]["frontends"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|f| f["name"] == fe)
-        .flat_map(|f| f["backends"].as_array().into_iter().flatten())
-        .find(|b| b["name"] == name)
-        .unwrap_or_else(|| panic!("no backend {name} of {fe}: {doc}"))
+fn backend<'a>(doc: &'a StatusDocument, fe: &str, name: &str) -> &'a BackendStats {
+    doc.load_balancer
+        .iter()
+        .flat_map(|lb| &lb.frontends)
+        .filter(|f| f.name == fe)
+        .flat_map(|f| &f.backends)
+        .find(|b| b.name == name)
+        .unwrap_or_else(|| panic!("no backend {name} of {fe}: {doc:?}"))
 }
 
 /// The stage `name` of host `host` in a status document.
-fn host_stage<'a>(doc: &'a Value, host: &str, name: &str) -> &'a Value {
-    doc["hosts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|h| h["hostname"] == host)
-        .flat_map(|h| h["stages"].as_array().into_iter().flatten())
-        .find(|s| s["stage"] == name)
-        .unwrap_or_else(|| panic!("no stage {name} of {host}: {doc}"))
+fn host_stage<'a>(doc: &'a StatusDocument, host: &str, name: &str) -> &'a Stage {
+    doc.hosts
+        .iter()
+        .filter(|h| h.hostname == host)
+        .find_map(|h| h.stage(name))
+        .unwrap_or_else(|| panic!("no stage {name} of {host}: {doc:?}"))
 }
 
 /// Issue #18 finding 9 and issue #26 finding 7: a serve whose bootstrap
@@ -309,11 +307,11 @@ fn fresh_serve_claims_nothing_before_a_check() {
     );
     let pages: Vec<String> = serde_json::from_slice(&out.stdout).unwrap();
     let (status, metrics, html) = (&pages[0], &pages[1], &pages[2]);
-    let doc: Value = serde_json::from_str(status).unwrap();
+    let doc: StatusDocument = serde_json::from_str(status).unwrap();
     for fe in ["api", "machine-config"] {
         let b = backend(&doc, fe, "bootstrap");
-        assert_eq!(b["up"], false, "{fe}: {b}");
-        assert_eq!(b["state"], "not checked yet", "{fe}: {b}");
+        assert!(!b.up, "{fe}: {b:?}");
+        assert_eq!(b.state, "not checked yet", "{fe}: {b:?}");
         assert!(
             metrics.contains(&format!(
                 "okd_lb_backend_checked{{frontend=\"{fe}\",backend=\"bootstrap\"}} 0"
@@ -324,54 +322,53 @@ fn fresh_serve_claims_nothing_before_a_check() {
         );
     }
     let api = host_stage(&doc, "bootstrap", "API up on bootstrap");
-    assert_eq!(api["done"], false, "{api}");
-    assert_eq!(api["detail"], "not checked yet", "{api}");
+    assert!(!api.done, "{api:?}");
+    assert_eq!(api.detail, "not checked yet", "{api:?}");
     assert!(html.contains("not checked yet"), "{html}");
     assert!(
         !html.contains("<li class=\"done\">API up on bootstrap")
             && !html.contains("<li class=\"done\">Machine-config server up on bootstrap"),
         "{html}"
     );
-    let from_socket: Value = serde_json::from_str(&serve_status).unwrap();
+    let from_socket: StatusDocument = serde_json::from_str(&serve_status).unwrap();
     let b = backend(&from_socket, "api", "bootstrap");
     assert!(
-        b["state"] == "not checked yet" || b["state"] == "DOWN",
-        "serve status: {b}"
+        b.state == "not checked yet" || b.state == "DOWN",
+        "serve status: {b:?}"
     );
-    assert_ne!(b["up"], true, "serve status: {b}");
+    assert!(!b.up, "serve status: {b:?}");
 
     // Once its checks ran out of time: DOWN, and the next step is named.
     let start = Instant::now();
     let doc = loop {
-        let doc: Value = serde_json::from_str(&control(d.path(), "status")).unwrap();
-        if backend(&doc, "api", "bootstrap")["state"] == "DOWN" {
+        let doc: StatusDocument = serde_json::from_str(&control(d.path(), "status")).unwrap();
+        if backend(&doc, "api", "bootstrap").state == "DOWN" {
             break doc;
         }
         assert!(
             start.elapsed() < Duration::from_secs(20),
-            "never checked: {doc}"
+            "never checked: {doc:?}"
         );
         std::thread::sleep(Duration::from_millis(200));
     };
     let api = host_stage(&doc, "bootstrap", "API up on bootstrap");
-    assert_eq!(api["done"], false, "{api}");
+    assert!(!api.done, "{api:?}");
     assert!(
-        api["detail"]
-            .as_str()
-            .is_some_and(|s| s.ends_with("boot bootstrap: it has not fetched bootstrap.ign yet")),
-        "{api}"
+        api.detail
+            .ends_with("boot bootstrap: it has not fetched bootstrap.ign yet"),
+        "{api:?}"
     );
 
     // serve's cluster watcher keeps connecting through the balancer's api
     // frontend, which has no backend: logged once, not ~2.5 times a second.
     std::thread::sleep(Duration::from_secs(8));
     let text = std::fs::read_to_string(&log).unwrap_or_default();
-    let rejected: u64 = serde_json::from_str::<Value>(&control(d.path(), "status")).unwrap()
-        ["loadBalancer"]["frontends"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|f| f["rejected_total"].as_u64())
+    let rejected: u64 = serde_json::from_str::<StatusDocument>(&control(d.path(), "status"))
+        .unwrap()
+        .load_balancer
+        .iter()
+        .flat_map(|lb| &lb.frontends)
+        .map(|f| f.rejected_total)
         .sum();
     let logged = text.matches("no backend available").count();
     assert!(
@@ -409,7 +406,8 @@ fn second_serve_names_the_first() {
         "{text}"
     );
     assert!(!text.contains("address already in use"), "{text}");
-    assert!(control(d.path(), "status").contains("\"cluster\""));
+    let doc: StatusDocument = serde_json::from_str(&control(d.path(), "status")).unwrap();
+    assert_eq!(doc.cluster, "okd.example");
     assert_lock_names(d.path(), pid);
 }
 

@@ -2,13 +2,11 @@
 //! balancing, and [`frontends_for`] (the install guides' four frontends).
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use okd_hosts::Inventory;
 use serde::Serialize;
 
-use crate::LbError;
-use crate::membership::{Probe, Service};
+use crate::{Balance, HealthCheck, LbError, Probe, Service};
 
 /// One server of a frontend (HAProxy `server <name> <addr>`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -27,108 +25,6 @@ impl Backend {
             addr,
         }
     }
-}
-
-/// What a health check does.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase", tag = "type")]
-pub enum CheckKind {
-    /// No check: the backend is always UP.
-    None,
-    /// A TCP connect must succeed (HAProxy plain `check`).
-    Tcp,
-    /// `GET <path>` over TLS without certificate verification (HAProxy
-    /// `option httpchk GET <path>` + `check-ssl verify none`); the status must
-    /// be 2xx or 3xx.
-    HttpsGet {
-        /// Request path, e.g. `/readyz`.
-        path: String,
-    },
-    /// `GET <path>` over plain HTTP; the status must be 2xx or 3xx.
-    HttpGet {
-        /// Request path, e.g. `/healthz`.
-        path: String,
-    },
-}
-
-/// A health check with HAProxy's timing (`inter 2s rise 2 fall 3`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct HealthCheck {
-    /// What is checked.
-    pub kind: CheckKind,
-    /// Time between the starts of two checks (HAProxy `inter`, default 2 s).
-    pub interval: Duration,
-    /// Limit for one check including connect and TLS (default 2 s).
-    pub timeout: Duration,
-    /// Consecutive good checks that bring a DOWN backend UP (default 2).
-    pub rise: u32,
-    /// Consecutive failed checks that take an UP backend DOWN (default 3).
-    pub fall: u32,
-}
-
-impl HealthCheck {
-    fn with_kind(kind: CheckKind) -> HealthCheck {
-        HealthCheck {
-            kind,
-            interval: Duration::from_secs(2),
-            timeout: Duration::from_secs(2),
-            rise: 2,
-            fall: 3,
-        }
-    }
-
-    /// No check; backends are always UP.
-    pub fn none() -> HealthCheck {
-        HealthCheck::with_kind(CheckKind::None)
-    }
-
-    /// TCP connect check with default timing.
-    pub fn tcp() -> HealthCheck {
-        HealthCheck::with_kind(CheckKind::Tcp)
-    }
-
-    /// `GET path` over TLS (no verification) with default timing.
-    pub fn https_get(path: impl Into<String>) -> HealthCheck {
-        HealthCheck::with_kind(CheckKind::HttpsGet { path: path.into() })
-    }
-
-    /// `GET path` over plain HTTP with default timing.
-    pub fn http_get(path: impl Into<String>) -> HealthCheck {
-        HealthCheck::with_kind(CheckKind::HttpGet { path: path.into() })
-    }
-
-    /// The same check every `interval`, each limited to `timeout` (at most `interval`).
-    pub fn every(mut self, interval: Duration, timeout: Duration) -> HealthCheck {
-        self.interval = interval;
-        self.timeout = timeout.min(interval);
-        self
-    }
-
-    /// The same check with other `rise`/`fall` counts (each at least 1).
-    pub fn rise_fall(mut self, rise: u32, fall: u32) -> HealthCheck {
-        self.rise = rise.max(1);
-        self.fall = fall.max(1);
-        self
-    }
-}
-
-impl Default for HealthCheck {
-    fn default() -> Self {
-        HealthCheck::tcp()
-    }
-}
-
-/// How a frontend picks a backend among the healthy ones.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Balance {
-    /// Hash of the client IP modulo the number of healthy backends (HAProxy
-    /// `balance source`): a client sticks to one backend while the healthy set
-    /// is unchanged.
-    #[default]
-    Source,
-    /// Each new connection goes to the next healthy backend.
-    RoundRobin,
 }
 
 /// A listening address and the backends behind it (HAProxy `frontend` +
@@ -168,7 +64,7 @@ impl Frontend {
 
 /// The frontends of the install guides for `inv`, bound on `inv.listen`,
 /// one per [`Service`] with its members, ports, health check and limits
-/// ([`Service::members`], [`Service::probe`], [`Service::limits`]); the
+/// ([`Service::members`], [`Service::probe`], [`service_limits`]); the
 /// machine-config frontend also gets `mcs_backend` (named
 /// `machine-config-server`, our in-process machine-config server) when
 /// given. All use [`Balance::Source`] and HAProxy's default timing.
@@ -194,7 +90,7 @@ pub fn frontends_for(inv: &Inventory, mcs_backend: Option<SocketAddr>) -> Vec<Fr
                     Probe::Tcp => HealthCheck::tcp(),
                 },
                 balance: Balance::Source,
-                limits: svc.limits(),
+                limits: service_limits(svc),
             }
         })
         .collect()
@@ -222,4 +118,21 @@ pub(crate) fn validate(frontends: &[Frontend]) -> Result<(), LbError> {
         }
     }
     Ok(())
+}
+
+/// The embedded balancer's connection limits for the frontend of `svc`. The
+/// API and ingress carry long-lived watches and streams: 4 h idle (the
+/// generated `haproxy.cfg`'s `timeout client`), 8192 connections, 512 per
+/// client address. The machine-config server only answers short Ignition
+/// fetches: 60 s idle, 1024 connections, 64 per address.
+pub fn service_limits(svc: Service) -> okd_listen::Limits {
+    match svc {
+        Service::MachineConfig => okd_listen::Limits::default(),
+        _ => okd_listen::Limits {
+            max_connections: 8192,
+            max_per_client: 512,
+            idle: std::time::Duration::from_secs(4 * 3600),
+            ..okd_listen::Limits::default()
+        },
+    }
 }

@@ -7,26 +7,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
-use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use crate::proxy::stopped;
-use crate::{BackendState, CheckKind, HealthCheck, io_reason, lock};
-
-/// The outcome of one health check.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CheckResult {
-    /// Whether the check passed.
-    pub ok: bool,
-    /// `HTTP 200`, `connected`, or the failure (`connection refused`, `HTTP 500`, `timeout after 2s`).
-    pub detail: String,
-    /// When the check finished, milliseconds since the Unix epoch.
-    pub at_unix_ms: u64,
-    /// How long it took, in milliseconds.
-    pub duration_ms: u64,
-}
+use crate::{BackendState, CheckKind, CheckResult, HealthCheck, io_reason, lock};
 
 pub(crate) async fn check_loop(
     check: HealthCheck,

@@ -9,7 +9,7 @@
 //!   `haproxy.cfg` follows too.
 //! * Every frontend accepts through an [`okd_listen::Listener`] with its
 //!   [`Frontend::limits`]: connection caps per frontend and per client
-//!   address, and an idle timeout ([`Service::limits`] for the guides'
+//!   address, and an idle timeout ([`service_limits`] for the guides'
 //!   frontends).
 //! * [`LoadBalancer::start`] binds every frontend, proxies TCP both ways,
 //!   health-checks every backend and counts connections and bytes.
@@ -27,13 +27,13 @@
 //! starts and once when it ends, not per connection. A backend without a
 //! check ([`CheckKind::None`]) is always UP.
 //!
-//! Modules: `config` (frontends, checks), `membership` (the rule),
+//! Modules: `config` (frontends, checks; the membership rule is
+//! [`okd_hosts::Service`]),
 //! `proxy` (accept and copy), `health` (checks), `metrics` (stats,
 //! Prometheus).
 
 mod config;
 mod health;
-mod membership;
 mod metrics;
 mod proxy;
 
@@ -45,12 +45,16 @@ use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use config::{Backend, Balance, CheckKind, Frontend, HealthCheck, frontends_for};
-pub use health::CheckResult;
-pub use membership::{Probe, Service};
-pub use metrics::{BackendStats, FrontendStats, NOT_CHECKED, Stats, render_prometheus};
+pub use config::{Backend, Frontend, frontends_for, service_limits};
+pub use metrics::render_prometheus;
+/// The membership rule (which hosts sit behind which frontend), from okd-hosts.
+pub use okd_hosts::{Probe, Service};
 /// The per-frontend connection limits ([`Frontend::limits`]).
 pub use okd_listen::Limits;
+/// The snapshot and check types of `/status`, from okd-serve-api.
+pub use okd_serve_api::lb::{
+    BackendStats, Balance, CheckKind, CheckResult, FrontendStats, HealthCheck, NOT_CHECKED, Stats,
+};
 
 use config::validate;
 use health::{check_loop, insecure_tls_config};

@@ -2,89 +2,9 @@
 //! Prometheus text format.
 
 use std::fmt::Write as _;
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 
-use serde::Serialize;
-
-use crate::{Balance, CheckResult, HealthCheck, LoadBalancer, lock, read};
-
-/// Counters and state of one backend, as [`LoadBalancer::snapshot`] reports them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct BackendStats {
-    /// Backend name.
-    pub name: String,
-    /// Backend address.
-    pub addr: SocketAddr,
-    /// Whether it is UP (false while not checked yet).
-    pub up: bool,
-    /// Whether a health check has finished (always true without a check).
-    pub checked: bool,
-    /// `UP`, `DOWN` or `not checked yet` (see [`BackendStats::state_text`]).
-    pub state: &'static str,
-    /// Since when it is up (or down): the last change, or when it was
-    /// added; milliseconds since the Unix epoch.
-    pub since_unix_ms: u64,
-    /// The last health check, `None` before the first one (or with [`CheckKind::None`]).
-    pub last_check: Option<CheckResult>,
-    /// When a health check last passed, milliseconds since the Unix epoch;
-    /// `None` if none has (a backend DOWN with a passed check has gone
-    /// down, one without never came up).
-    pub last_ok_unix_ms: Option<u64>,
-    /// Connections proxied right now.
-    pub active_connections: u64,
-    /// Connections proxied since start.
-    pub connections_total: u64,
-    /// Connection attempts to this backend that failed (another backend was then tried).
-    pub connect_failures: u64,
-    /// Bytes from clients to this backend.
-    pub bytes_in: u64,
-    /// Bytes from this backend to clients.
-    pub bytes_out: u64,
-}
-
-impl BackendStats {
-    /// What a backend's state reads as: `UP`, `DOWN`, or `not checked yet`
-    /// before its first health check finished.
-    pub fn state_text(up: bool, checked: bool) -> &'static str {
-        match (checked, up) {
-            (false, _) => NOT_CHECKED,
-            (true, true) => "UP",
-            (true, false) => "DOWN",
-        }
-    }
-}
-
-/// The state of a backend before its first health check finished.
-pub const NOT_CHECKED: &str = "not checked yet";
-
-/// Counters of one frontend.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FrontendStats {
-    /// Frontend name.
-    pub name: String,
-    /// The bound address (the real port when 0 was configured).
-    pub bind: SocketAddr,
-    /// The balancing algorithm.
-    pub balance: Balance,
-    /// The health check.
-    pub check: HealthCheck,
-    /// Connections accepted since start.
-    pub connections_total: u64,
-    /// Connections open right now.
-    pub active_connections: u64,
-    /// Connections closed because no backend was UP or reachable.
-    pub rejected_total: u64,
-    /// The current backends (removed ones are gone).
-    pub backends: Vec<BackendStats>,
-}
-
-/// A point-in-time view of every frontend (serialised as the status JSON).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Stats {
-    /// Frontends in configuration order.
-    pub frontends: Vec<FrontendStats>,
-}
+use crate::{BackendStats, FrontendStats, LoadBalancer, Stats, lock, read};
 
 impl LoadBalancer {
     /// Counters and health of every frontend and backend.
@@ -111,7 +31,7 @@ impl LoadBalancer {
                             addr: b.addr,
                             up,
                             checked,
-                            state: BackendStats::state_text(up, checked),
+                            state: BackendStats::state_text(up, checked).to_string(),
                             since_unix_ms: b.since_unix_ms.load(Ordering::Relaxed),
                             last_check: lock(&b.last_check).clone(),
                             last_ok_unix_ms: match b.last_ok_unix_ms.load(Ordering::Relaxed) {

@@ -878,7 +878,7 @@ async fn backends_are_not_up_before_a_check() {
     let st = lb.snapshot();
     let b = &st.frontends[0].backends[0];
     assert_eq!(
-        (b.up, b.checked, b.state),
+        (b.up, b.checked, b.state.as_str()),
         (false, false, "not checked yet"),
         "{b:?}"
     );

@@ -10,8 +10,9 @@ use axum::http::header;
 use axum::response::{Html, IntoResponse};
 use axum::routing::get;
 use okd_hosts::{Inventory, Role};
-use okd_lb::LoadBalancer;
-use serde_json::Value;
+use okd_lb::{FrontendStats, LoadBalancer, Stats};
+use okd_serve_api::Request;
+use okd_serve_api::control::error_reply;
 use tracing::info;
 
 use crate::status::{Rendering, Status};
@@ -59,18 +60,13 @@ impl StatusApp {
     async fn rendered(&self, what: Rendering) -> std::sync::Arc<str> {
         let lb = self.lb.clone();
         self.status
-            .rendered(what, move || {
-                lb.map(|lb| serde_json::to_value(lb.snapshot()).unwrap_or(Value::Null))
-                    .unwrap_or(Value::Null)
-            })
+            .rendered(what, move || lb.map(|lb| lb.snapshot()))
             .await
     }
 
-    fn lb_json(&self) -> Value {
-        self.lb
-            .as_ref()
-            .map(|lb| serde_json::to_value(lb.snapshot()).unwrap_or(Value::Null))
-            .unwrap_or(Value::Null)
+    /// The load balancer's snapshot, `None` when this serve runs none.
+    fn lb_stats(&self) -> Option<Stats> {
+        self.lb.as_ref().map(|lb| lb.snapshot())
     }
 
     fn prometheus(&self) -> String {
@@ -124,29 +120,35 @@ pub(crate) fn status_router(app: StatusApp) -> Router {
         .with_state(app)
 }
 
-/// The reply of the control socket to one request line.
+/// The reply of the control socket to one request line (see
+/// [`okd_serve_api::control`] for the protocol).
 pub(crate) fn control_reply(app: &StatusApp, inv: &Inventory, line: &str) -> String {
-    match line {
-        "status" => {
-            serde_json::to_string_pretty(&app.status.json(app.lb_json())).unwrap_or_default() + "\n"
+    match Request::parse(line) {
+        Some(Request::Status) => {
+            serde_json::to_string_pretty(&app.status.document(app.lb_stats())).unwrap_or_default()
+                + "\n"
         }
-        "remove-bootstrap" => {
+        Some(Request::RemoveBootstrap) => {
             let names: Vec<&str> = inv
                 .role(Role::Bootstrap)
                 .map(|n| n.hostname.as_str())
                 .collect();
             if names.is_empty() {
-                return "error: the inventory has no bootstrap host (bastion-config.yaml `bootstrap`)\n".into();
+                return error_reply(
+                    "the inventory has no bootstrap host (bastion-config.yaml `bootstrap`)",
+                );
             }
             if app.lb.is_none() && app.http.is_none() {
-                return "error: this serve runs neither the load balancer nor HTTP (--services): remove the bootstrap from your own balancer\n".into();
+                return error_reply(
+                    "this serve runs neither the load balancer nor HTTP (--services): remove the bootstrap from your own balancer",
+                );
             }
-            let mut out = match crate::removal::record(&app.dir) {
+            let mut out = match okd_serve_api::removal::record(&app.dir) {
                 Ok(_) => format!(
                     "recorded in {}: later serves keep the bootstrap removed until `okd-install serve restore-bootstrap`\n",
-                    crate::removal::path(&app.dir).display()
+                    okd_serve_api::removal::path(&app.dir).display()
                 ),
-                Err(e) => return format!("error: {e:#}\n"),
+                Err(e) => return error_reply(&e.to_string()),
             };
             if let Some(http) = &app.http {
                 if http.remove_bootstrap() {
@@ -159,14 +161,13 @@ pub(crate) fn control_reply(app: &StatusApp, inv: &Inventory, line: &str) -> Str
             if let Some(lb) = &app.lb {
                 // The bootstrap's backends as they were, so the dashboard
                 // still shows that its API came up once they are gone.
-                let before: Vec<Value> = lb
+                let before: Vec<FrontendStats> = lb
                     .snapshot()
                     .frontends
                     .into_iter()
                     .filter_map(|mut fe| {
                         fe.backends.retain(|b| names.contains(&b.name.as_str()));
-                        (!fe.backends.is_empty())
-                            .then(|| serde_json::to_value(fe).unwrap_or(Value::Null))
+                        (!fe.backends.is_empty()).then_some(fe)
                     })
                     .collect();
                 for name in &names {
@@ -180,13 +181,16 @@ pub(crate) fn control_reply(app: &StatusApp, inv: &Inventory, line: &str) -> Str
                         );
                     }
                 }
-                app.status.bootstrap_removed(Value::Array(before));
+                app.status.bootstrap_removed(before);
             } else {
                 out += "this serve runs no load balancer: remove the bootstrap from your own balancer\n";
             }
             out
         }
-        other => format!("error: unknown request {other:?} (status, remove-bootstrap)\n"),
+        None => error_reply(&format!(
+            "unknown request {line:?} ({})",
+            Request::ALL.map(Request::as_str).join(", ")
+        )),
     }
 }
 
@@ -194,6 +198,8 @@ pub(crate) fn control_reply(app: &StatusApp, inv: &Inventory, line: &str) -> Str
 pub(crate) mod tests {
     use super::*;
     use okd_lb::{Backend, Frontend, HealthCheck};
+    use okd_serve_api::StatusDocument;
+    use okd_serve_api::status::Stage;
     use serde_json::json;
 
     fn node(hostname: &str, role: Role, address: &str) -> okd_hosts::Node {
@@ -233,13 +239,10 @@ pub(crate) mod tests {
         }
     }
 
-    fn stage<'a>(doc: &'a Value, name: &str) -> &'a Value {
-        doc["hosts"][0]["stages"]
-            .as_array()
-            .expect("stages")
-            .iter()
-            .find(|s| s["stage"] == name)
-            .unwrap_or_else(|| panic!("no stage {name}: {doc}"))
+    fn stage<'a>(doc: &'a StatusDocument, name: &str) -> &'a Stage {
+        doc.hosts[0]
+            .stage(name)
+            .unwrap_or_else(|| panic!("no stage {name}: {doc:?}"))
     }
 
     /// `remove-bootstrap` against a running load balancer: the bootstrap's
@@ -271,12 +274,12 @@ pub(crate) mod tests {
             lb: Some(Arc::new(lb)),
             http: None,
         };
-        let before = app.status.json(app.lb_json());
+        let before = app.status.document(app.lb_stats());
         let r = stage(&before, "Removed from load balancer");
-        assert_eq!(r["done"], false, "{before}");
-        assert_eq!(r["detail"], "still a backend of api, machine-config");
-        assert_eq!(stage(&before, "API up on bootstrap")["done"], true);
-        assert_eq!(before["bootstrapRemoved"], Value::Null);
+        assert!(!r.done, "{before:?}");
+        assert_eq!(r.detail, "still a backend of api, machine-config");
+        assert!(stage(&before, "API up on bootstrap").done);
+        assert_eq!(before.bootstrap_removed, None);
 
         let reply = control_reply(&app, &inv, "remove-bootstrap");
         let record = format!(
@@ -288,25 +291,29 @@ pub(crate) mod tests {
             format!("{record}removed backend bootstrap from frontends api, machine-config\n")
         );
         assert!(dir.path().join(crate::BOOTSTRAP_REMOVED_FILE).is_file());
-        let after = app.status.json(app.lb_json());
+        let after = app.status.document(app.lb_stats());
         let r = stage(&after, "Removed from load balancer");
-        assert_eq!(r["done"], true, "{after}");
-        assert_eq!(r["detail"], "by `serve remove-bootstrap`");
-        let t = r["time"].as_str().expect("removal time").to_string();
+        assert!(r.done, "{after:?}");
+        assert_eq!(r.detail, "by `serve remove-bootstrap`");
+        let t = r.time.clone().expect("removal time");
         assert!(
             time::OffsetDateTime::parse(&t, &time::format_description::well_known::Rfc3339).is_ok(),
             "{t}"
         );
-        assert_eq!(after["bootstrapRemoved"]["time"], t.as_str());
+        assert_eq!(after.bootstrap_removed.as_ref().map(|r| &r.time), Some(&t));
         let api = stage(&after, "API up on bootstrap");
-        assert_eq!(api["done"], true, "{after}");
+        assert!(api.done, "{after:?}");
         assert_eq!(
-            api["detail"],
+            api.detail,
             "no check yet (before its removal from the load balancer)"
         );
+        let lb = after.load_balancer.as_ref().expect("load balancer");
         assert!(
-            !after["loadBalancer"].to_string().contains("127.0.0.2"),
-            "{after}"
+            lb.frontends
+                .iter()
+                .flat_map(|fe| &fe.backends)
+                .all(|b| b.addr.ip().to_string() != "127.0.0.2"),
+            "{lb:?}"
         );
 
         // A second request removes nothing and keeps the first time.
@@ -315,10 +322,10 @@ pub(crate) mod tests {
             reply,
             format!("{record}backend bootstrap was already removed\n")
         );
-        let again = app.status.json(app.lb_json());
+        let again = app.status.document(app.lb_stats());
         assert_eq!(
-            stage(&again, "Removed from load balancer")["time"],
-            t.as_str()
+            stage(&again, "Removed from load balancer").time.as_ref(),
+            Some(&t)
         );
     }
 }

@@ -19,18 +19,20 @@ use kube::api::{Api, DynamicObject};
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use okd_cluster::openshift;
-use serde_json::{Value, json};
+use okd_serve_api::status::{
+    BootstrapConfigMap, ClusterData, ClusterView, CsrKind, CsrView, NodeView, OperatorsView,
+};
 
 use crate::status::Status;
 
-fn csr_view(c: &CertificateSigningRequest) -> Value {
+fn csr_view(c: &CertificateSigningRequest) -> CsrView {
     let kind = match c.spec.signer_name.as_str() {
-        okd_approve_csr::rules::CLIENT_SIGNER => "client",
-        okd_approve_csr::rules::SERVING_SIGNER => "serving",
-        _ => "other",
+        okd_approve_csr::rules::CLIENT_SIGNER => CsrKind::Client,
+        okd_approve_csr::rules::SERVING_SIGNER => CsrKind::Serving,
+        _ => CsrKind::Other,
     };
     let node = match kind {
-        "serving" => c
+        CsrKind::Serving => c
             .spec
             .username
             .as_deref()
@@ -47,28 +49,36 @@ fn csr_view(c: &CertificateSigningRequest) -> Value {
     let denied = conds
         .iter()
         .any(|c| c.type_ == "Denied" || c.type_ == "Failed");
-    json!({
-        "name": c.metadata.name,
-        "kind": kind,
-        "node": node,
-        "approved": approved.is_some(),
-        "denied": denied,
-        "time": approved.and_then(|a| a.last_update_time.as_ref()).map(|t| t.0.to_string()),
-        "created": c.metadata.creation_timestamp.as_ref().map(|t| t.0.to_string()),
-    })
+    CsrView {
+        name: c.metadata.name.clone(),
+        kind,
+        node,
+        approved: approved.is_some(),
+        denied,
+        time: approved
+            .and_then(|a| a.last_update_time.as_ref())
+            .map(|t| t.0.to_string()),
+        created: c
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0.to_string()),
+    }
 }
 
-fn node_view(n: &Node) -> Value {
+fn node_view(n: &Node) -> NodeView {
     let ready = n
         .status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
         .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"));
-    json!({
-        "name": n.metadata.name,
-        "ready": ready.is_some_and(|c| c.status == "True"),
-        "since": ready.and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0.to_string()),
-    })
+    NodeView {
+        name: n.metadata.name.clone(),
+        ready: ready.is_some_and(|c| c.status == "True"),
+        since: ready
+            .and_then(|c| c.last_transition_time.as_ref())
+            .map(|t| t.0.to_string()),
+    }
 }
 
 /// The namespace and name of the ConfigMap the bootstrap node creates with
@@ -77,19 +87,21 @@ fn node_view(n: &Node) -> Value {
 /// `wait-for bootstrap-complete` waits for).
 const BOOTSTRAP_CM: (&str, &str) = ("kube-system", "bootstrap");
 
-/// `{"status": data.status, "time": creationTimestamp}` of the bootstrap
-/// ConfigMap in `cms`, or null when there is none.
-fn bootstrap_view(cms: &[Arc<ConfigMap>]) -> Value {
+/// `data.status` and `creationTimestamp` of the bootstrap ConfigMap in
+/// `cms`, or `None` when there is none.
+fn bootstrap_view(cms: &[Arc<ConfigMap>]) -> Option<BootstrapConfigMap> {
     cms.iter()
         .find(|c| {
             c.metadata.namespace.as_deref() == Some(BOOTSTRAP_CM.0)
                 && c.metadata.name.as_deref() == Some(BOOTSTRAP_CM.1)
         })
-        .map_or(Value::Null, |c| {
-            json!({
-                "status": c.data.as_ref().and_then(|d| d.get("status")),
-                "time": c.metadata.creation_timestamp.as_ref().map(|t| t.0.to_string()),
-            })
+        .map(|c| BootstrapConfigMap {
+            status: c.data.as_ref().and_then(|d| d.get("status")).cloned(),
+            time: c
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .map(|t| t.0.to_string()),
         })
 }
 
@@ -101,21 +113,27 @@ fn view(
     ops: &Store<DynamicObject>,
     boot: &Store<ConfigMap>,
     error: &Option<String>,
-) -> Value {
-    let mut c: Vec<Value> = csrs.state().iter().map(|c| csr_view(c)).collect();
-    c.sort_by_key(|v| v["name"].as_str().unwrap_or("").to_string());
-    let mut n: Vec<Value> = nodes.state().iter().map(|n| node_view(n)).collect();
-    n.sort_by_key(|v| v["name"].as_str().unwrap_or("").to_string());
+) -> ClusterData {
+    let mut c: Vec<CsrView> = csrs.state().iter().map(|c| csr_view(c)).collect();
+    c.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut n: Vec<NodeView> = nodes.state().iter().map(|n| node_view(n)).collect();
+    n.sort_by(|a, b| a.name.cmp(&b.name));
     let sum = openshift::operator_summary(&ops.state());
-    json!({
-        "available": error.is_none(),
-        "server": server,
-        "error": error,
-        "csrs": c,
-        "nodes": n,
-        "operators": {"available": sum.available, "total": sum.total, "degraded": sum.degraded},
-        "bootstrap": bootstrap_view(&boot.state()),
-    })
+    ClusterData {
+        available: error.is_none(),
+        error: error.clone(),
+        view: Some(ClusterView {
+            server: server.to_string(),
+            csrs: c,
+            nodes: n,
+            operators: OperatorsView {
+                available: sum.available,
+                total: sum.total,
+                degraded: sum.degraded,
+            },
+            bootstrap: bootstrap_view(&boot.state()),
+        }),
+    }
 }
 
 /// Watches the cluster of `dir`'s `auth/kubeconfig` at `api` (the
@@ -131,7 +149,10 @@ pub(crate) async fn watch(
 ) {
     let kubeconfig = dir.join("auth/kubeconfig");
     if !kubeconfig.exists() {
-        status.set_cluster(json!({"available": false, "error": format!("no kubeconfig at {}", kubeconfig.display())}));
+        status.set_cluster(ClusterData::unavailable(format!(
+            "no kubeconfig at {}",
+            kubeconfig.display()
+        )));
         return stop.await;
     }
     // The API address of the inventory, not the resolver: the bastion may
@@ -140,7 +161,7 @@ pub(crate) async fn watch(
     let cluster = match okd_cluster::Cluster::from_kubeconfig_via(&kubeconfig, api).await {
         Ok(c) => c,
         Err(e) => {
-            status.set_cluster(json!({"available": false, "error": e.to_string()}));
+            status.set_cluster(ClusterData::unavailable(e.to_string()));
             return stop.await;
         }
     };
@@ -217,33 +238,39 @@ mod tests {
         ))
         .as_reader();
         let (boot, mut w) = reflector::store::<ConfigMap>();
-        let v = view("https://api:6443", &csrs, &nodes, &ops, &boot, &None);
-        assert_eq!(v["bootstrap"], Value::Null, "{v}");
+        let boot_of = |boot: &Store<ConfigMap>| {
+            view("https://api:6443", &csrs, &nodes, &ops, boot, &None)
+                .view
+                .expect("the watched objects")
+                .bootstrap
+        };
+        assert_eq!(boot_of(&boot), None);
         // Another namespace's ConfigMap of that name is not the bootstrap's.
         w.apply_watcher_event(&watcher::Event::Apply(cm(
             "default",
             "bootstrap",
             Some("complete"),
         )));
-        let v = view("https://api:6443", &csrs, &nodes, &ops, &boot, &None);
-        assert_eq!(v["bootstrap"], Value::Null, "{v}");
+        assert_eq!(boot_of(&boot), None);
         w.apply_watcher_event(&watcher::Event::Apply(cm(
             "kube-system",
             "bootstrap",
             Some("complete"),
         )));
-        let v = view("https://api:6443", &csrs, &nodes, &ops, &boot, &None);
         assert_eq!(
-            v["bootstrap"],
-            json!({"status": "complete", "time": "2026-11-24T10:30:00Z"}),
-            "{v}"
+            boot_of(&boot),
+            Some(BootstrapConfigMap {
+                status: Some("complete".into()),
+                time: Some("2026-11-24T10:30:00Z".into()),
+            })
         );
         w.apply_watcher_event(&watcher::Event::Apply(cm("kube-system", "bootstrap", None)));
-        let v = view("https://api:6443", &csrs, &nodes, &ops, &boot, &None);
         assert_eq!(
-            v["bootstrap"],
-            json!({"status": null, "time": "2026-11-24T10:30:00Z"}),
-            "{v}"
+            boot_of(&boot),
+            Some(BootstrapConfigMap {
+                status: None,
+                time: Some("2026-11-24T10:30:00Z".into()),
+            })
         );
     }
 }

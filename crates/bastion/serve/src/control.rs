@@ -1,135 +1,17 @@
-//! The control socket of a running `okd-install serve`: `<dir>/.okd-serve.sock`,
-//! one request line (`status` or `remove-bootstrap`) and one reply, so that
-//! `okd-install serve status|remove-bootstrap --dir D` reach the process that
-//! serves D (even from another network namespace: the socket is a file).
+//! The server side of the control socket of a running `okd-install serve`
+//! (`<dir>/.okd-serve.sock`): one request line (`status` or
+//! `remove-bootstrap`) and one reply, so that `okd-install serve
+//! status|remove-bootstrap --dir D` reach the process that serves D (even
+//! from another network namespace: the socket is a file). The protocol and
+//! its clients are [`okd_serve_api::control`].
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use anyhow::Context as _;
+use crate::error::Context as _;
+use okd_serve_api::control::{MAX_REQUEST, error_reply};
+pub(crate) use okd_serve_api::socket_path;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 
-/// The socket's file name in the asset directory.
-pub(crate) const SOCKET: &str = ".okd-serve.sock";
-
-/// The socket path for `dir`.
-pub(crate) fn socket_path(dir: &Path) -> PathBuf {
-    dir.join(SOCKET)
-}
-
-/// Why a request to the control socket failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ControlError {
-    /// Nothing listens on the socket: no serve runs for this directory.
-    #[error("no `okd-install serve` is running for {} ({} not reachable)", dir.display(), socket.display())]
-    NotRunning {
-        /// The asset directory.
-        dir: PathBuf,
-        /// The socket path.
-        socket: PathBuf,
-        /// The connect error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The exchange broke off after connecting.
-    #[error("talking to `okd-install serve` through {}", socket.display())]
-    Io {
-        /// The socket path.
-        socket: PathBuf,
-        /// The reason.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The server answered `error: <text>`.
-    #[error("{0}")]
-    Refused(String),
-    /// No serve runs and the removal of the bootstrap could not be recorded
-    /// (the text names the file).
-    #[error("{0}")]
-    Record(String),
-}
-
-/// How long a client waits for the reply.
-pub(crate) const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// The reply text, or [`ControlError::Refused`] for `error: <text>`.
-fn judge(out: String) -> Result<String, ControlError> {
-    if let Some(err) = out.strip_prefix("error: ") {
-        return Err(ControlError::Refused(err.trim_end().to_string()));
-    }
-    Ok(out)
-}
-
-/// Sends one request and returns the reply (blocking; for the CLI, never
-/// inside an async task: use [`request_async`] there). Waits at most
-/// [`REPLY_TIMEOUT`] for the reply.
-pub(crate) fn request(dir: &Path, what: &str) -> Result<String, ControlError> {
-    use std::io::{Read as _, Write as _};
-    let path = socket_path(dir);
-    let mut s = std::os::unix::net::UnixStream::connect(&path).map_err(|source| {
-        ControlError::NotRunning {
-            dir: dir.to_path_buf(),
-            socket: path.clone(),
-            source,
-        }
-    })?;
-    let io = |source| ControlError::Io {
-        socket: path.clone(),
-        source,
-    };
-    s.set_read_timeout(Some(REPLY_TIMEOUT)).map_err(io)?;
-    s.write_all(format!("{what}\n").as_bytes()).map_err(io)?;
-    s.shutdown(std::net::Shutdown::Write).map_err(io)?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).map_err(io)?;
-    judge(out)
-}
-
-/// [`request`] with async I/O (tokio), for callers on an async runtime:
-/// connecting, sending and reading the reply together take at most `limit`
-/// ([`REPLY_TIMEOUT`] for the CLI's wait); a reply not complete by then is
-/// [`ControlError::Io`] with kind `TimedOut`.
-pub(crate) async fn request_async(
-    dir: &Path,
-    what: &str,
-    limit: std::time::Duration,
-) -> Result<String, ControlError> {
-    use tokio::io::AsyncReadExt as _;
-    let path = socket_path(dir);
-    let exchange = async {
-        let mut s = tokio::net::UnixStream::connect(&path)
-            .await
-            .map_err(|source| ControlError::NotRunning {
-                dir: dir.to_path_buf(),
-                socket: path.clone(),
-                source,
-            })?;
-        let io = |source| ControlError::Io {
-            socket: path.clone(),
-            source,
-        };
-        s.write_all(format!("{what}\n").as_bytes())
-            .await
-            .map_err(io)?;
-        s.shutdown().await.map_err(io)?;
-        let mut out = String::new();
-        s.read_to_string(&mut out).await.map_err(io)?;
-        Ok::<String, ControlError>(out)
-    };
-    match tokio::time::timeout(limit, exchange).await {
-        Ok(r) => judge(r?),
-        Err(_) => Err(ControlError::Io {
-            socket: path.clone(),
-            source: std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!("no reply within {limit:?}"),
-            ),
-        }),
-    }
-}
-
-/// Longest request line read, in bytes; longer requests are refused.
-const MAX_REQUEST: u64 = 1024;
 /// How long a client may take to send its request line.
 const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// Requests handled at once; further connections wait in the kernel's backlog.
@@ -161,17 +43,17 @@ where
             let read = tokio::time::timeout(REQUEST_TIMEOUT, reader.read_line(&mut line)).await;
             let reply = match read {
                 Ok(Ok(_)) if line.len() as u64 > MAX_REQUEST => {
-                    format!("error: request longer than {MAX_REQUEST} bytes\n")
+                    error_reply(&format!("request longer than {MAX_REQUEST} bytes"))
                 }
                 // Building the status document is CPU work: off the runtime's threads.
                 Ok(Ok(_)) => {
                     let handle = handle.clone();
                     tokio::task::spawn_blocking(move || handle(line.trim()))
                         .await
-                        .unwrap_or_else(|_| "error: the request failed\n".to_string())
+                        .unwrap_or_else(|_| error_reply("the request failed"))
                 }
                 Ok(Err(_)) => return,
-                Err(_) => "error: no request line within 10 s\n".to_string(),
+                Err(_) => error_reply("no request line within 10 s"),
             };
             let _ = w.write_all(reply.as_bytes()).await;
             let _ = w.shutdown().await;
@@ -191,16 +73,16 @@ where
 /// live one). The socket is made in a private directory (0700) beside it,
 /// set to 0600 and renamed into place, so it is never reachable with looser
 /// permissions.
-pub(crate) fn bind(dir: &Path) -> anyhow::Result<tokio::net::UnixListener> {
+pub(crate) fn bind(dir: &Path) -> Result<tokio::net::UnixListener, crate::ServeError> {
     use std::os::unix::fs::PermissionsExt as _;
     let path = socket_path(dir);
     if path.exists() {
         if std::os::unix::net::UnixStream::connect(&path).is_ok() {
-            anyhow::bail!(
+            return Err(crate::ServeError::Stopped(format!(
                 "another `okd-install serve` is already serving {} (socket {})",
                 dir.display(),
                 path.display()
-            );
+            )));
         }
         std::fs::remove_file(&path)
             .with_context(|| format!("removing stale {}", path.display()))?;

@@ -25,14 +25,14 @@ mod app;
 mod cluster;
 mod control;
 mod dashboard;
+mod error;
 mod inputs;
-mod removal;
 mod run;
 mod status;
 
 use std::path::Path;
 
-use anyhow::Context as _;
+use crate::error::Context as _;
 use okd_hosts::Inventory;
 use okd_types::release::ReleaseTarget;
 use tracing::{info, warn};
@@ -57,7 +57,7 @@ impl ClusterInfo {
     /// # Errors
     /// When neither the state file nor `install-config.yaml` names the
     /// cluster, or either cannot be read (the error names the file).
-    pub(crate) fn load(dir: &Path) -> anyhow::Result<ClusterInfo> {
+    pub(crate) fn load(dir: &Path) -> Result<ClusterInfo, crate::ServeError> {
         let facts = okd_assets::InstallFacts::read(dir)?;
         let config = facts.require_install_config()?;
         Ok(ClusterInfo {
@@ -76,7 +76,7 @@ impl ClusterInfo {
 }
 
 /// Loads the cluster info and the hosts of `dir`.
-pub(crate) fn load(dir: &Path) -> anyhow::Result<(ClusterInfo, Inventory)> {
+pub(crate) fn load(dir: &Path) -> Result<(ClusterInfo, Inventory), crate::ServeError> {
     let info = ClusterInfo::load(dir)?;
     let inv = Inventory::load(dir, &info.name, &info.base_domain)
         .with_context(|| format!("reading the hosts of {}", dir.display()))?;
@@ -86,13 +86,13 @@ pub(crate) fn load(dir: &Path) -> anyhow::Result<(ClusterInfo, Inventory)> {
 /// `okd-install create bastion-configs`: writes the files of
 /// [`okd_bastion::bastion_configs`] under `<dir>/bastion/` (atomically, file
 /// by file) and logs where.
-pub fn create_bastion_configs(dir: &Path) -> anyhow::Result<()> {
+pub fn create_bastion_configs(dir: &Path) -> Result<(), crate::ServeError> {
     create_bastion_configs_with(dir, okd_bastion::bastion_configs)
 }
 
 /// [`create_bastion_configs`] with the zones' SOA serial given, as
 /// [`okd_bastion::bastion_configs_with_serial`] (tests pin the clock this way).
-pub fn create_bastion_configs_with_serial(dir: &Path, serial: u32) -> anyhow::Result<()> {
+pub fn create_bastion_configs_with_serial(dir: &Path, serial: u32) -> Result<(), crate::ServeError> {
     create_bastion_configs_with(dir, |inv, etcd| {
         okd_bastion::bastion_configs_with_serial(inv, etcd, serial)
     })
@@ -103,7 +103,7 @@ pub fn create_bastion_configs_with_serial(dir: &Path, serial: u32) -> anyhow::Re
 fn create_bastion_configs_with(
     dir: &Path,
     make: impl FnOnce(&Inventory, bool) -> Vec<okd_bastion::GeneratedFile>,
-) -> anyhow::Result<()> {
+) -> Result<(), crate::ServeError> {
     let (info, inv) = load(dir)?;
     let files = make(&inv, info.etcd_records());
     let root = dir.join("bastion");
@@ -127,40 +127,21 @@ fn create_bastion_configs_with(
 
 /// `okd-install serve status|remove-bootstrap`: one request to the running
 /// server of `dir`, printed on stdout.
-pub fn control_request(dir: &Path, what: &str) -> anyhow::Result<()> {
-    let reply = control::request(dir, what)?;
+///
+/// # Errors
+/// [`ControlError`] as [`control_reply`] returns it.
+pub fn control_request(dir: &Path, what: &str) -> Result<(), crate::ServeError> {
+    let reply = control_reply(dir, what)?;
     print!("{reply}");
     Ok(())
 }
 
-pub use control::ControlError;
-pub use removal::REMOVED_FILE as BOOTSTRAP_REMOVED_FILE;
-
-/// `okd-install serve remove-bootstrap` (and `destroy bootstrap`): asks the
-/// running serve of `dir` to stop serving bootstrap.ign and take the
-/// bootstrap out of its load balancer; it records the removal in
-/// `<dir>/`[`BOOTSTRAP_REMOVED_FILE`] so later serves keep it. When no serve
-/// runs, only records it. Returns the running serve's reply, or `None` when
-/// none runs.
-///
-/// # Errors
-/// [`ControlError::Refused`] or [`ControlError::Io`] from a running serve;
-/// [`ControlError::Record`] when the record cannot be written.
-pub fn remove_bootstrap(dir: &Path) -> Result<Option<String>, ControlError> {
-    match control::request(dir, "remove-bootstrap") {
-        Ok(reply) => Ok(Some(reply)),
-        Err(ControlError::NotRunning { .. }) => {
-            removal::record(dir).map_err(|e| ControlError::Record(format!("{e:#}")))?;
-            info!(
-                "No `okd-install serve` is running for {}: recorded the removal of the bootstrap in {}; later serves neither serve bootstrap.ign nor balance to the bootstrap",
-                dir.display(),
-                removal::path(dir).display()
-            );
-            Ok(None)
-        }
-        Err(e) => Err(e),
-    }
-}
+pub use error::{BoxError, ServeError};
+/// The control socket's protocol and clients, and the record of the
+/// bootstrap's removal, from okd-serve-api.
+pub use okd_serve_api::{
+    BOOTSTRAP_REMOVED_FILE, ControlError, control_reply, control_reply_async, remove_bootstrap,
+};
 
 /// `okd-install serve restore-bootstrap`: undoes a recorded removal of the
 /// bootstrap (deletes `<dir>/`[`BOOTSTRAP_REMOVED_FILE`]) so the next serve
@@ -169,33 +150,8 @@ pub fn remove_bootstrap(dir: &Path) -> Result<Option<String>, ControlError> {
 ///
 /// # Errors
 /// A serve is running for `dir` (stop it first), or the file cannot be deleted.
-pub fn restore_bootstrap(dir: &Path) -> anyhow::Result<String> {
-    removal::restore(dir)
-}
-
-/// One request line (`status`, `remove-bootstrap`) to the running server of
-/// `dir` through its control socket; returns the reply text.
-///
-/// # Errors
-/// [`ControlError::NotRunning`] when no serve listens for `dir`,
-/// [`ControlError::Refused`] with the server's error text,
-/// [`ControlError::Io`] when the exchange breaks off.
-pub fn control_reply(dir: &Path, what: &str) -> Result<String, ControlError> {
-    control::request(dir, what)
-}
-
-/// [`control_reply`] with async I/O, for callers inside an async runtime
-/// (e.g. `wait-for`'s progress): the whole exchange takes at most `limit`.
-///
-/// # Errors
-/// As [`control_reply`]; [`ControlError::Io`] with kind `TimedOut` when no
-/// complete reply came within `limit`.
-pub async fn control_reply_async(
-    dir: &Path,
-    what: &str,
-    limit: std::time::Duration,
-) -> Result<String, ControlError> {
-    control::request_async(dir, what, limit).await
+pub fn restore_bootstrap(dir: &Path) -> Result<String, crate::ServeError> {
+    okd_serve_api::restore(dir).map_err(|e| ServeError::Other(Box::new(e)))
 }
 
 /// The hosts `serve` would serve for `dir`: `agent-config.yaml` and
@@ -205,7 +161,7 @@ pub async fn control_reply_async(
 /// # Errors
 /// When the cluster cannot be named or the inventory does not load (the
 /// error names the file and field).
-pub fn inventory(dir: &Path) -> anyhow::Result<Inventory> {
+pub fn inventory(dir: &Path) -> Result<Inventory, crate::ServeError> {
     load(dir).map(|(_, inv)| inv)
 }
 
@@ -259,16 +215,15 @@ impl Default for ServeOptions {
 /// `bootstrap.ign` URL of `serve --bootstrap-token` (mode 0600).
 pub const BOOTSTRAP_URL_FILE: &str = "auth/bootstrap-ignition-url";
 
-/// Runs `okd-install serve --dir dir` until SIGINT or SIGTERM.
+/// Runs `okd-install serve --dir dir` until SIGINT or SIGTERM, on the
+/// caller's tokio runtime (multi-threaded, with I/O and time enabled: the
+/// binary builds it). The status page runs on a thread and runtime of its
+/// own at a lower CPU priority (see `run.rs`), a deliberate isolation from
+/// the runtime that answers DNS, the load balancer and Ignition.
 ///
 /// # Errors
 /// The asset directory or inventory cannot be read, a port cannot be bound
 /// (the error names it), or a service stops.
-pub fn serve(dir: &Path, opts: &ServeOptions) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    rt.block_on(run::serve_async(dir.to_path_buf(), opts.clone()))
+pub async fn serve(dir: &Path, opts: &ServeOptions) -> Result<(), crate::ServeError> {
+    run::serve_async(dir.to_path_buf(), opts.clone()).await
 }

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::Context as _;
+use crate::error::Context as _;
 use okd_hosts::Inventory;
 use okd_lb::LoadBalancer;
 use tokio::task::JoinSet;
@@ -33,13 +33,13 @@ fn http_state(
     http_addr: SocketAddr,
     token: bool,
     removed: Option<&str>,
-) -> anyhow::Result<okd_bootserver::HttpState> {
+) -> Result<okd_bootserver::HttpState, crate::ServeError> {
     let mut st = okd_bootserver::HttpState::new(dir, inv.clone());
     if let Some(t) = removed {
         st.remove_bootstrap();
         info!(
             "HTTP on {http_addr} serves master.ign and worker.ign to any client; bootstrap.ign to none: the bootstrap was removed at {t} (recorded in {}; `okd-install serve restore-bootstrap` undoes it), images from {}/",
-            crate::removal::path(dir).display(),
+            okd_serve_api::removal::path(dir).display(),
             inv.os_images.directory
         );
         return Ok(st);
@@ -102,7 +102,7 @@ struct Bound {
 fn bind_mcs(
     dir: &Path,
     addr: SocketAddr,
-) -> anyhow::Result<(Arc<okd_mcs::McsState>, std::net::TcpListener)> {
+) -> Result<(Arc<okd_mcs::McsState>, std::net::TcpListener), crate::ServeError> {
     let state = okd_mcs::McsState::from_asset_dir(dir).with_context(|| {
         format!(
             "loading the machine-config server's inputs from {}",
@@ -124,7 +124,7 @@ async fn start_lb(
     mcs_backend: Option<SocketAddr>,
     obs: Arc<Observer>,
     bootstrap_removed: bool,
-) -> anyhow::Result<(Arc<LoadBalancer>, String)> {
+) -> Result<(Arc<LoadBalancer>, String), crate::ServeError> {
     let mut frontends = okd_lb::frontends_for(inv, mcs_backend);
     if bootstrap_removed {
         let names: Vec<&str> = inv
@@ -155,7 +155,7 @@ async fn bind_all(
     inv: &Inventory,
     obs: &Arc<Observer>,
     removed: Option<&str>,
-) -> anyhow::Result<Bound> {
+) -> Result<Bound, crate::ServeError> {
     let on = |s: Service| opts.services.contains(&s);
     let mut ready = Vec::new();
     let mcs_addr = SocketAddr::new(inv.listen, inv.ports.machine_config_server);
@@ -232,7 +232,7 @@ async fn bind_all(
 /// Spawns the machine-config, HTTP and status servers and the control
 /// socket on `tasks`; each stops when `stopped()` completes.
 fn spawn_all<F, Fut>(
-    tasks: &mut JoinSet<anyhow::Result<()>>,
+    tasks: &mut JoinSet<Result<(), crate::ServeError>>,
     servers: Servers,
     app: &StatusApp,
     inv: &Inventory,
@@ -306,11 +306,16 @@ fn lower_priority() {
 /// answers DNS, the load balancer and Ignition, and the kernel prefers
 /// those when the CPUs are busy. Returns when `stop` completes (or the
 /// thread fails).
+///
+/// This is the only runtime a library crate builds, and deliberately so:
+/// every other runtime is the binary's (`okd-install`'s `runtime()`, on
+/// which [`crate::serve`] runs); this one isolates the unauthenticated,
+/// CPU-heavy status page from the serving path.
 async fn serve_status_apart(
     l: tokio::net::TcpListener,
     router: axum::Router,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
+) -> Result<(), crate::ServeError> {
     // A listener belongs to the runtime that registered it: hand it over
     // as a plain socket.
     let l = l.into_std().context("status listener")?;
@@ -335,9 +340,11 @@ async fn serve_status_apart(
             let _ = done_tx.send(r);
         })
         .context("starting the status page's thread")?;
-    done_rx
-        .await
-        .unwrap_or_else(|_| Err(anyhow::anyhow!("the status page's thread ended")))
+    done_rx.await.unwrap_or_else(|_| {
+        Err(crate::ServeError::Stopped(
+            "the status page's thread ended".into(),
+        ))
+    })
 }
 
 /// The lock file of a running serve in the asset directory (its PID inside).
@@ -346,20 +353,20 @@ pub(crate) const LOCK: &str = ".okd-serve.lock";
 /// Takes [`LOCK`] in `dir` for this serve's lifetime; another serve holding
 /// it stops this one with "another `okd-install serve` is running for
 /// <dir> (PID n)".
-fn lock_dir(dir: &Path) -> anyhow::Result<okd_fs::DirLock> {
+fn lock_dir(dir: &Path) -> Result<okd_fs::DirLock, crate::ServeError> {
     match okd_fs::DirLock::acquire_file(dir, LOCK) {
         Ok(l) => Ok(l),
-        Err(okd_fs::FsError::Locked { pid, .. }) => Err(anyhow::anyhow!(
+        Err(okd_fs::FsError::Locked { pid, .. }) => Err(crate::ServeError::Stopped(format!(
             "another `okd-install serve` is running for {} ({}); stop it first",
             dir.display(),
             pid.map_or_else(|| format!("it holds {LOCK}"), |p| format!("PID {p}"))
-        )),
+        ))),
         Err(e) => Err(e).with_context(|| format!("locking {}", dir.join(LOCK).display())),
     }
 }
 
 /// `okd-install serve` on the runtime: see [`crate::serve`].
-pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Result<()> {
+pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> Result<(), crate::ServeError> {
     // Connection caps, not the descriptor table, bound what clients can hold.
     match okd_listen::raise_nofile_limit() {
         Ok(l) => tracing::debug!("open files limit {:?} (was {:?})", l.after, l.before),
@@ -375,12 +382,12 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Res
         Status::new(inv.clone())
             .with_certs(crate::dashboard::short_lived(&dir.join("bootstrap.ign"))),
     );
-    let removed = crate::removal::recorded(&dir)?;
+    let removed = okd_serve_api::removal::recorded(&dir)?;
     if let Some(t) = &removed {
         status.bootstrap_removed_before(t);
         tracing::warn!(
             "The bootstrap was removed at {t} (`serve remove-bootstrap`, recorded in {}): bootstrap.ign is not served and the bootstrap is no backend; `okd-install serve restore-bootstrap` undoes it",
-            crate::removal::path(&dir).display()
+            okd_serve_api::removal::path(&dir).display()
         );
     }
     let obs = Arc::new(Observer(status.clone()));
@@ -433,9 +440,11 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> anyhow::Res
     let result = tokio::select! {
         r = shutdown_signal() => { info!("Received {r}, shutting down"); Ok(()) }
         Some(r) = tasks.join_next() => match r {
-            Ok(Ok(())) => Err(anyhow::anyhow!("a service stopped unexpectedly")),
+            Ok(Ok(())) => Err(crate::ServeError::Stopped(
+                "a service stopped unexpectedly".into(),
+            )),
             Ok(Err(e)) => Err(e),
-            Err(e) => Err(anyhow::anyhow!("a service panicked: {e}")),
+            Err(e) => Err(crate::ServeError::Stopped(format!("a service panicked: {e}"))),
         },
     };
     stop_tx.send_replace(true);

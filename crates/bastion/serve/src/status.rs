@@ -16,7 +16,11 @@ use std::time::{Duration, Instant};
 
 use lru::LruCache;
 use okd_hosts::Inventory;
-use serde_json::{Value, json};
+use okd_serve_api::lb::{FrontendStats, Stats};
+use okd_serve_api::status::{
+    BootstrapRemoved, Certificates, ClientStatus, ClusterData, DnsEvent, HostStatus, HttpEvent,
+    IgnitionEvent, StatusDocument,
+};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
@@ -61,75 +65,127 @@ pub(crate) fn clip(s: &str) -> String {
     format!("{}… ({} bytes, truncated)", &s[..cut], s.len())
 }
 
+/// What a string costs the store, estimated in bytes: its octets plus a
+/// fixed overhead (the allocation, its slot).
+fn str_size(s: &str) -> usize {
+    s.len() + 32
+}
+
+/// What a field costs the store: its key's share of the overhead plus its value.
+fn field(key: &str, value: usize) -> usize {
+    key.len() + 32 + value
+}
+
 /// What one event costs the store, estimated in bytes: its strings plus a
-/// fixed overhead per value (the map, its keys, the queue slot).
-fn event_size(v: &Value) -> usize {
-    match v {
-        Value::String(s) => s.len() + 32,
-        Value::Array(a) => 32 + a.iter().map(event_size).sum::<usize>(),
-        Value::Object(o) => {
-            64 + o
-                .iter()
-                .map(|(k, v)| k.len() + 32 + event_size(v))
-                .sum::<usize>()
-        }
-        _ => 16,
+/// fixed overhead per value (the record, its field names, the queue slot),
+/// as the JSON object it serialises to would cost.
+trait EventSize {
+    fn size(&self) -> usize;
+}
+
+/// A number, a boolean or null.
+const SCALAR: usize = 16;
+/// An object's own overhead.
+const OBJECT: usize = 64;
+
+impl EventSize for DnsEvent {
+    fn size(&self) -> usize {
+        OBJECT
+            + field("time", str_size(&self.time))
+            + field("name", str_size(&self.name))
+            + field("type", str_size(&self.qtype))
+            + field(
+                "answers",
+                32 + self.answers.iter().map(|a| str_size(a)).sum::<usize>(),
+            )
+    }
+}
+
+impl EventSize for IgnitionEvent {
+    fn size(&self) -> usize {
+        OBJECT
+            + field("time", str_size(&self.time))
+            + field("pool", str_size(&self.pool))
+            + field("spec", str_size(&self.spec))
+            + field("status", SCALAR)
+    }
+}
+
+impl EventSize for HttpEvent {
+    fn size(&self) -> usize {
+        OBJECT
+            + field("time", str_size(&self.time))
+            + field("path", str_size(&self.path))
+            + field("status", SCALAR)
+            + field("bytes", SCALAR)
+            + field("size", SCALAR)
+            + field("complete", SCALAR)
     }
 }
 
 #[derive(Debug, Default, Clone)]
 struct HostEvents {
-    dns: VecDeque<Arc<Value>>,
-    ignition: VecDeque<Arc<Value>>,
-    http: VecDeque<Arc<Value>>,
-    /// The events' size ([`event_size`]).
+    dns: VecDeque<Arc<DnsEvent>>,
+    ignition: VecDeque<Arc<IgnitionEvent>>,
+    http: VecDeque<Arc<HttpEvent>>,
+    /// The events' size ([`EventSize`]).
     bytes: usize,
 }
 
-/// Which queue of a host an event goes to.
-#[derive(Clone, Copy)]
-enum Kind {
-    Dns,
-    Ignition,
-    Http,
+/// Appends `v` to `q`, dropping the oldest beyond `keep`; returns (bytes
+/// added, bytes dropped).
+fn push<E: EventSize>(q: &mut VecDeque<Arc<E>>, v: E, keep: usize) -> (usize, usize) {
+    let mut dropped = 0;
+    while q.len() >= keep {
+        dropped += q.pop_front().map_or(0, |e| e.size());
+    }
+    let added = v.size();
+    q.push_back(Arc::new(v));
+    (added, dropped)
+}
+
+/// One event, for the queue of its kind.
+enum Event {
+    Dns(DnsEvent),
+    Ignition(IgnitionEvent),
+    Http(HttpEvent),
 }
 
 impl HostEvents {
     /// Appends `v`, dropping the oldest of its kind beyond `keep`; returns
     /// (bytes added, bytes dropped).
-    fn push(&mut self, kind: Kind, v: Value, keep: usize) -> (usize, usize) {
-        let q = match kind {
-            Kind::Dns => &mut self.dns,
-            Kind::Ignition => &mut self.ignition,
-            Kind::Http => &mut self.http,
+    fn push(&mut self, v: Event, keep: usize) -> (usize, usize) {
+        let (added, dropped) = match v {
+            Event::Dns(e) => push(&mut self.dns, e, keep),
+            Event::Ignition(e) => push(&mut self.ignition, e, keep),
+            Event::Http(e) => push(&mut self.http, e, keep),
         };
-        let mut dropped = 0;
-        while q.len() >= keep {
-            dropped += q.pop_front().map_or(0, |e| event_size(&e));
-        }
-        let added = event_size(&v);
-        q.push_back(Arc::new(v));
         self.bytes = self.bytes + added - dropped;
         (added, dropped)
     }
 
     /// Drops the oldest event of the longest queue; returns its size (0 when empty).
     fn drop_oldest(&mut self) -> usize {
-        let q = [&mut self.dns, &mut self.ignition, &mut self.http]
-            .into_iter()
-            .max_by_key(|q| q.len());
-        let n = q
-            .and_then(VecDeque::pop_front)
-            .map_or(0, |e| event_size(&e));
+        // On a tie the later queue goes first (http, then ignition).
+        let (d, i, h) = (self.dns.len(), self.ignition.len(), self.http.len());
+        let n = if h >= i && h >= d {
+            self.http.pop_front().map_or(0, |e| e.size())
+        } else if i >= d {
+            self.ignition.pop_front().map_or(0, |e| e.size())
+        } else {
+            self.dns.pop_front().map_or(0, |e| e.size())
+        };
         self.bytes -= n;
         n
     }
 
-    /// The events as JSON arrays (built outside the store's lock).
-    fn arrays(&self) -> (Value, Value, Value) {
-        let arr =
-            |q: &VecDeque<Arc<Value>>| Value::Array(q.iter().map(|e| (**e).clone()).collect());
-        (arr(&self.dns), arr(&self.ignition), arr(&self.http))
+    /// The events as lists (built outside the store's lock).
+    fn lists(&self) -> (Vec<DnsEvent>, Vec<IgnitionEvent>, Vec<HttpEvent>) {
+        (
+            self.dns.iter().map(|e| (**e).clone()).collect(),
+            self.ignition.iter().map(|e| (**e).clone()).collect(),
+            self.http.iter().map(|e| (**e).clone()).collect(),
+        )
     }
 }
 
@@ -200,12 +256,12 @@ pub(crate) struct Status {
     /// Upstream local address of a proxied connection → original client.
     proxied: Mutex<LruCache<SocketAddr, SocketAddr>>,
     /// What the cluster says (see [`crate::cluster`]).
-    cluster: Mutex<Value>,
+    cluster: Mutex<ClusterData>,
     /// The first of bootstrap.ign's 24-hour certificates to expire.
-    certs: Value,
+    certs: Option<Certificates>,
     /// When `remove-bootstrap` took the bootstrap out of the load balancer,
     /// and its backends just before (see [`Status::bootstrap_removed`]).
-    bootstrap_removed: Mutex<Value>,
+    bootstrap_removed: Mutex<Option<BootstrapRemoved>>,
 }
 
 fn cap(n: usize) -> NonZeroUsize {
@@ -230,22 +286,22 @@ impl Status {
             max_bytes: MAX_BYTES,
             built: tokio::sync::Mutex::new(None),
             proxied: Mutex::new(LruCache::new(cap(PROXIED))),
-            cluster: Mutex::new(
-                json!({"available": false, "error": "not read yet (serve connects with auth/kubeconfig)"}),
-            ),
-            certs: Value::Null,
-            bootstrap_removed: Mutex::new(Value::Null),
+            cluster: Mutex::new(ClusterData::unavailable(
+                "not read yet (serve connects with auth/kubeconfig)",
+            )),
+            certs: None,
+            bootstrap_removed: Mutex::new(None),
         }
     }
 
     /// Sets the certificate expiry shown (see [`crate::dashboard::short_lived`]).
-    pub(crate) fn with_certs(mut self, certs: Value) -> Status {
+    pub(crate) fn with_certs(mut self, certs: Option<Certificates>) -> Status {
         self.certs = certs;
         self
     }
 
     /// Replaces the cluster view (CSRs, nodes, operators, or why not).
-    pub(crate) fn set_cluster(&self, v: Value) {
+    pub(crate) fn set_cluster(&self, v: ClusterData) {
         if let Ok(mut c) = self.cluster.lock() {
             *c = v;
         }
@@ -256,11 +312,15 @@ impl Status {
     /// before, each with only the bootstrap's backends (the shape of
     /// `loadBalancer.frontends`). Only the first removal is kept (a second
     /// `remove-bootstrap` finds nothing to remove).
-    pub(crate) fn bootstrap_removed(&self, frontends: Value) {
+    pub(crate) fn bootstrap_removed(&self, frontends: Vec<FrontendStats>) {
         if let Ok(mut r) = self.bootstrap_removed.lock()
-            && r.is_null()
+            && r.is_none()
         {
-            *r = json!({"time": now(), "frontends": frontends});
+            *r = Some(BootstrapRemoved {
+                time: now(),
+                frontends,
+                earlier: false,
+            });
         }
     }
 
@@ -269,28 +329,32 @@ impl Status {
     /// balanced by this serve.
     pub(crate) fn bootstrap_removed_before(&self, time: &str) {
         if let Ok(mut r) = self.bootstrap_removed.lock()
-            && r.is_null()
+            && r.is_none()
         {
-            *r = json!({"time": time, "frontends": [], "earlier": true});
+            *r = Some(BootstrapRemoved {
+                time: time.to_string(),
+                frontends: Vec::new(),
+                earlier: true,
+            });
         }
     }
 
-    fn record(&self, ip: IpAddr, kind: Kind, v: Value) {
+    fn record(&self, ip: IpAddr, v: Event) {
         let ip = ip.to_canonical();
         let Ok(mut m) = self.events.lock() else {
             return;
         };
         let (added, dropped) = if let Some(h) = m.known.get_mut(&ip) {
-            h.push(kind, v, KEEP)
+            h.push(v, KEEP)
         } else {
             let mut evicted = 0;
             if !m.unknown.contains(&ip) && m.unknown.len() == m.unknown.cap().get() {
                 evicted = m.unknown.pop_lru().map_or(0, |(_, h)| h.bytes);
             }
-            let r =
-                m.unknown
-                    .get_or_insert_mut(ip, HostEvents::default)
-                    .push(kind, v, KEEP_UNKNOWN);
+            let r = m
+                .unknown
+                .get_or_insert_mut(ip, HostEvents::default)
+                .push(v, KEEP_UNKNOWN);
             (r.0, r.1 + evicted)
         };
         m.bytes = m.bytes + added - dropped;
@@ -320,15 +384,25 @@ impl Status {
         if answers.len() > MAX_ANSWERS {
             kept.push(format!("… ({} answers, truncated)", answers.len()));
         }
-        let v = json!({"time": now(), "name": clip(name), "type": clip(qtype), "answers": kept});
-        self.record(client.ip(), Kind::Dns, v);
+        let v = DnsEvent {
+            time: now(),
+            name: clip(name),
+            qtype: clip(qtype),
+            answers: kept,
+        };
+        self.record(client.ip(), Event::Dns(v));
     }
 
     /// A machine-config server response.
     pub(crate) fn ignition(&self, peer: SocketAddr, pool: &str, spec: &str, status: u16) {
         let client = self.client_of(peer);
-        let v = json!({"time": now(), "pool": clip(pool), "spec": clip(spec), "status": status});
-        self.record(client.ip(), Kind::Ignition, v);
+        let v = IgnitionEvent {
+            time: now(),
+            pool: clip(pool),
+            spec: clip(spec),
+            status,
+        };
+        self.record(client.ip(), Event::Ignition(v));
     }
 
     /// An HTTP response of the file/PXE server, when its body ended:
@@ -342,8 +416,15 @@ impl Status {
         size: Option<u64>,
         complete: bool,
     ) {
-        let v = json!({"time": now(), "path": clip(path), "status": status, "bytes": bytes, "size": size, "complete": complete});
-        self.record(peer.ip(), Kind::Http, v);
+        let v = HttpEvent {
+            time: now(),
+            path: clip(path),
+            status,
+            bytes,
+            size,
+            complete,
+        };
+        self.record(peer.ip(), Event::Http(v));
     }
 
     /// How many clients outside the inventory are remembered (at most [`UNKNOWN_CLIENTS`]).
@@ -363,7 +444,7 @@ impl Status {
     /// The events' lock is held only to copy shared pointers to the events;
     /// the document is built after it is released. Blocking (CPU) work:
     /// call it off the async runtime's threads ([`Status::rendered`] does).
-    pub(crate) fn json(&self, lb: Value) -> Value {
+    pub(crate) fn document(&self, lb: Option<Stats>) -> StatusDocument {
         let (known, unknown): (Vec<Option<HostEvents>>, Vec<(IpAddr, HostEvents)>) =
             match self.events.lock() {
                 Ok(m) => (
@@ -376,46 +457,53 @@ impl Status {
                 ),
                 Err(_) => (Vec::new(), Vec::new()),
             };
-        let hosts: Vec<Value> = self
+        let hosts: Vec<HostStatus> = self
             .inv
             .nodes
             .iter()
             .enumerate()
             .map(|(i, n)| {
-                let (dns, ignition, http) = known
-                    .get(i)
-                    .and_then(Option::as_ref)
-                    .map(HostEvents::arrays)
-                    .unwrap_or_else(|| (json!([]), json!([]), json!([])));
-                json!({
-                    "hostname": n.hostname, "fqdn": n.fqdn, "role": n.role, "address": n.address,
-                    "dns": dns, "ignition": ignition, "http": http,
-                })
+                let mut h = HostStatus::new(&n.hostname, &n.fqdn, n.role, n.address);
+                if let Some(e) = known.get(i).and_then(Option::as_ref) {
+                    (h.dns, h.ignition, h.http) = e.lists();
+                }
+                h
             })
             .collect();
         drop(known);
-        let unknown: Vec<Value> = unknown
+        let unknown_clients: Vec<ClientStatus> = unknown
             .into_iter()
-            .map(|(ip, e)| {
-                let (dns, ignition, http) = e.arrays();
-                json!({"address": ip, "dns": dns, "ignition": ignition, "http": http})
+            .map(|(address, e)| {
+                let (dns, ignition, http) = e.lists();
+                ClientStatus {
+                    address,
+                    dns,
+                    ignition,
+                    http,
+                }
             })
             .collect();
-        let cluster = self
+        let cluster_data = self
             .cluster
             .lock()
             .map(|c| c.clone())
-            .unwrap_or(Value::Null);
-        let removed = self
+            .unwrap_or_else(|_| ClusterData::unavailable("the cluster view is unavailable"));
+        let bootstrap_removed = self
             .bootstrap_removed
             .lock()
             .map(|r| r.clone())
-            .unwrap_or(Value::Null);
-        let mut doc = json!({
-            "cluster": self.inv.cluster_domain, "started": self.started, "hosts": hosts,
-            "unknownClients": unknown, "loadBalancer": lb, "clusterData": cluster,
-            "certificates": self.certs, "bootstrapRemoved": removed,
-        });
+            .unwrap_or(None);
+        let mut doc = StatusDocument {
+            cluster: self.inv.cluster_domain.clone(),
+            started: self.started.clone(),
+            hosts,
+            unknown_clients,
+            load_balancer: lb,
+            cluster_data,
+            certificates: self.certs.clone(),
+            bootstrap_removed,
+            warnings: Vec::new(),
+        };
         crate::dashboard::annotate(&mut doc, OffsetDateTime::now_utc());
         doc
     }
@@ -427,7 +515,7 @@ impl Status {
     pub(crate) async fn rendered(
         self: &Arc<Self>,
         what: Rendering,
-        lb: impl FnOnce() -> Value + Send + 'static,
+        lb: impl FnOnce() -> Option<Stats> + Send + 'static,
     ) -> Arc<str> {
         let mut built = self.built.lock().await;
         let fresh = built.as_ref().is_some_and(|b| b.at.elapsed() < DOC_TTL);
@@ -442,7 +530,7 @@ impl Status {
         }
         let me = self.clone();
         let text: Arc<str> = tokio::task::spawn_blocking(move || {
-            let doc = me.json(lb());
+            let doc = me.document(lb());
             match what {
                 Rendering::Json => serde_json::to_string_pretty(&doc).unwrap_or_default(),
                 Rendering::Html => crate::dashboard::page(&doc, OffsetDateTime::now_utc()),
@@ -510,24 +598,24 @@ mod tests {
                 st.stored_bytes()
             );
         }
-        let doc = st.json(Value::Null);
-        let unknown = doc["unknownClients"].as_array().unwrap();
+        let doc = st.document(None);
+        let unknown = &doc.unknown_clients;
         assert!(
             !unknown.is_empty() && unknown.len() < 200,
             "{} unknown clients",
             unknown.len()
         );
         // The most recent client is kept, the first ones went.
-        assert_eq!(unknown[0]["address"], "10.0.0.200");
-        for e in unknown.iter().flat_map(|c| c["http"].as_array().unwrap()) {
-            let p = e["path"].as_str().unwrap();
+        assert_eq!(unknown[0].address.to_string(), "10.0.0.200");
+        for e in unknown.iter().flat_map(|c| &c.http) {
+            let p = &e.path;
             assert!(
                 p.len() < MAX_FIELD + 40 && p.ends_with("(65005 bytes, truncated)"),
                 "{p:.80}"
             );
         }
         // The inventory host's event outlived the unknown clients.
-        assert_eq!(doc["hosts"][1]["http"][0]["path"], "/ignition/master.ign");
+        assert_eq!(doc.hosts[1].http[0].path, "/ignition/master.ign");
         let text = serde_json::to_string(&doc).unwrap();
         assert!(
             text.len() < 4 * st.max_bytes,
@@ -553,15 +641,10 @@ mod tests {
             );
         }
         assert!(st.stored_bytes() <= st.max_bytes);
-        let doc = st.json(Value::Null);
-        let http = doc["hosts"][0]["http"].as_array().unwrap();
+        let doc = st.document(None);
+        let http = &doc.hosts[0].http;
         assert!(!http.is_empty() && http.len() < KEEP, "{}", http.len());
         let last = format!("/images/{}-", KEEP - 1);
-        assert!(
-            http.last().unwrap()["path"]
-                .as_str()
-                .unwrap()
-                .starts_with(&last)
-        );
+        assert!(http.last().unwrap().path.starts_with(&last));
     }
 }

@@ -18,11 +18,14 @@
 //!
 //! [`Inventory::resolve`] joins them with the cluster name and base domain into
 //! the resolved view every service uses (DNS names, backends, kernel arguments).
+//! [`Service::members`] is the rule for which of its hosts sit behind which
+//! load-balancer frontend.
 
 mod agent;
 mod bastion;
 mod bootargs;
 mod inventory;
+mod membership;
 mod nmstate;
 mod records;
 
@@ -31,6 +34,7 @@ use serde::{Deserialize, Serialize};
 pub use agent::*;
 pub use bastion::{BastionConfig, BootstrapHost, OsImages, Ports, parse_bastion_config};
 pub use inventory::*;
+pub use membership::{Probe, Service};
 
 /// File name of the agent-flow host list.
 pub const AGENT_CONFIG_FILE: &str = "agent-config.yaml";

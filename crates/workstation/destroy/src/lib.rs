@@ -14,7 +14,7 @@
 //! 2. asks the running `okd-install serve` of the directory, through its
 //!    control socket, to take the bootstrap out of every pool and stop
 //!    serving bootstrap.ign (`remove-bootstrap`), which records the removal
-//!    in the directory (`okd_serve::BOOTSTRAP_REMOVED_FILE`) so later serves
+//!    in the directory (`okd_serve_api::BOOTSTRAP_REMOVED_FILE`) so later serves
 //!    keep it; when no serve runs, records it itself;
 //! 3. prints what the user must still do: the bootstrap host to power off
 //!    (name, MAC, address, disk), and, when they run their own daemons from
@@ -98,7 +98,7 @@ pub enum DestroyError {
     },
     /// serve answered with an error or the exchange broke off.
     #[error("taking the bootstrap out of okd-install serve's pools")]
-    Serve(#[source] okd_serve::ControlError),
+    Serve(#[source] okd_serve_api::ControlError),
     /// A file of `<dir>/bastion/` could not be read.
     #[error("reading {}", path.display())]
     Read {
@@ -243,6 +243,29 @@ fn cidr(node: &Node) -> String {
     format!("{}/{}", node.address, node.prefix)
 }
 
+/// The hosts `serve` serves for `dir`: agent-config.yaml and
+/// bastion-config.yaml resolved with the cluster name and base domain of
+/// the state file (or install-config.yaml), as [`okd_cluster::install`]
+/// reads them.
+fn inventory(dir: &Path) -> Result<Inventory, DestroyError> {
+    let err = |source: Box<dyn std::error::Error + Send + Sync>| DestroyError::Inventory {
+        dir: dir.to_path_buf(),
+        source,
+    };
+    let install = okd_cluster::install::Install::load(dir).map_err(|e| err(e.into()))?;
+    install
+        .inventory()
+        .map_err(|e| err(e.into()))?
+        .ok_or_else(|| {
+            err(format!(
+                "neither {} nor {} exists",
+                okd_hosts::AGENT_CONFIG_FILE,
+                okd_hosts::BASTION_CONFIG_FILE
+            )
+            .into())
+        })
+}
+
 /// `okd-install destroy bootstrap --dir dir`.
 ///
 /// # Errors
@@ -276,10 +299,7 @@ pub fn destroy_bootstrap(dir: &Path) -> Result<DestroyReport, DestroyError> {
         );
         return Ok(report);
     }
-    let inv: Inventory = okd_serve::inventory(dir).map_err(|e| DestroyError::Inventory {
-        dir: dir.to_path_buf(),
-        source: e.into(),
-    })?;
+    let inv: Inventory = inventory(dir)?;
     let node =
         inv.role(Role::Bootstrap)
             .next()
@@ -288,7 +308,7 @@ pub fn destroy_bootstrap(dir: &Path) -> Result<DestroyReport, DestroyError> {
                 dir: dir.to_path_buf(),
             })?;
 
-    match okd_serve::remove_bootstrap(dir) {
+    match okd_serve_api::remove_bootstrap(dir) {
         Ok(Some(reply)) => {
             info!(
                 "okd-install serve took the bootstrap host {} out of its pools",
@@ -309,7 +329,7 @@ pub fn destroy_bootstrap(dir: &Path) -> Result<DestroyReport, DestroyError> {
     if bastion.is_dir() {
         report.config_lines = config_lines(&bastion, &node)?;
     }
-    for svc in okd_lb::Service::ALL {
+    for svc in okd_hosts::Service::ALL {
         if svc
             .members(&inv)
             .iter()
@@ -367,7 +387,7 @@ fn text(dir: &Path, inv: &Inventory, r: &DestroyReport) -> String {
                  The removal is recorded in {}: a serve started later neither serves bootstrap.ign\n\
                  nor balances to the bootstrap (`okd-install serve restore-bootstrap` undoes it).",
                 dir.display(),
-                dir.join(okd_serve::BOOTSTRAP_REMOVED_FILE).display()
+                dir.join(okd_serve_api::BOOTSTRAP_REMOVED_FILE).display()
             );
         }
     }

@@ -41,7 +41,7 @@ pub enum CommandError {
         /// Images in the release.
         total: usize,
     },
-    /// Writing the output files or to stdout, or starting the async runtime.
+    /// Writing the output files or to stdout.
     #[error("{what}: {source}")]
     Io {
         /// What was being done.
@@ -98,13 +98,6 @@ pub struct Output {
     pub sources_field: Option<SourcesField>,
     /// Also write the block, the mirror sets and `mapping.txt` here.
     pub output_dir: Option<PathBuf>,
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime, CommandError> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(io("starting the async runtime"))
 }
 
 fn credentials(dir: &Path, c: &Connect) -> Result<Credentials, CommandError> {
@@ -338,7 +331,7 @@ async fn read_release_logged(
 ///
 /// # Errors
 /// [`CommandError`]; `NotMirrored` after a copy with failed images.
-pub fn release(
+pub async fn release(
     dir: &Path,
     from: &str,
     target: &TargetSpec,
@@ -351,7 +344,7 @@ pub fn release(
     let tgt = target.parse()?;
     let regs = registries(dir, connect)?;
     let src = Endpoint::Registry(regs);
-    runtime()?.block_on(async {
+    {
         let rel = read_release_logged(&src, &from, &connect.arch).await?;
         let jobs = release::jobs(&rel, &tgt)?;
         if dry_run {
@@ -362,7 +355,7 @@ pub fn release(
             crate::copy::copy(&src, &src, jobs.clone(), &copy_options(dir, connect)).await?;
         summarize(&report, "Mirrored")?;
         print_sources(std::slice::from_ref(&rel), &tgt, &jobs, output, stdout)
-    })
+    }
 }
 
 /// `mirror to-disk`: the release at `from` into the OCI layout `archive`
@@ -373,7 +366,7 @@ pub fn release(
 /// # Errors
 /// [`CommandError`]; an existing metadata file that cannot be read or
 /// does not validate (nothing is copied then).
-pub fn to_disk(
+pub async fn to_disk(
     dir: &Path,
     from: &str,
     archive: &Path,
@@ -387,7 +380,7 @@ pub fn to_disk(
     } else {
         Vec::new()
     };
-    runtime()?.block_on(async {
+    {
         let rel = read_release_logged(&src, &from, &connect.arch).await?;
         // In the archive, tags are the ref names; repositories do not matter.
         let tgt = Target {
@@ -414,7 +407,7 @@ pub fn to_disk(
             versions.join(", ")
         );
         Ok(())
-    })
+    }
 }
 
 /// `mirror from-disk`: every release of the archive of `to-disk` into
@@ -423,7 +416,7 @@ pub fn to_disk(
 /// # Errors
 /// [`CommandError`]; `--to-release-image` with a tag for an archive of
 /// more than one release (one tag cannot name them all).
-pub fn from_disk(
+pub async fn from_disk(
     dir: &Path,
     archive: &Path,
     target: &TargetSpec,
@@ -442,7 +435,7 @@ pub fn from_disk(
         )));
     }
     let regs = registries(dir, connect)?;
-    runtime()?.block_on(async {
+    {
         let mut jobs = Vec::new();
         for rel in &rels {
             let own = release::jobs(rel, &tgt)?;
@@ -463,5 +456,5 @@ pub fn from_disk(
         .await?;
         summarize(&report, "Mirrored")?;
         print_sources(&rels, &tgt, &jobs, output, stdout)
-    })
+    }
 }

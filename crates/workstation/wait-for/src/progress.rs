@@ -16,6 +16,7 @@ use kube::api::{Api, DynamicObject};
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use okd_cluster::Cluster;
+use okd_serve_api::StatusDocument;
 use tracing::info;
 
 use okd_cluster::openshift::{self as resources, condition, conditions};
@@ -28,29 +29,31 @@ pub struct Snapshot {
 }
 
 /// What `serve` saw per host: `name: Ignition served (pool)` or
-/// `name: DNS only` / `name: nothing yet`, from its status JSON.
-pub fn hosts_line(status: &serde_json::Value) -> Option<String> {
-    let hosts = status["hosts"].as_array()?;
-    let parts: Vec<String> = hosts
+/// `name: DNS only` / `name: nothing yet`, from its status document;
+/// `None` when it lists no host.
+pub fn hosts_line(status: &StatusDocument) -> Option<String> {
+    if status.hosts.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = status
+        .hosts
         .iter()
         .map(|h| {
-            let name = h["hostname"].as_str().unwrap_or("?");
-            let served = h["ignition"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|e| e["status"] == 200)
-                .filter_map(|e| e["pool"].as_str())
+            let name = &h.hostname;
+            let served = h
+                .ignition
+                .iter()
+                .filter(|e| e.status == 200)
+                .map(|e| e.pool.as_str())
                 .next_back();
-            let http = h["http"].as_array().into_iter().flatten().any(|e| {
-                e["status"] == 200 && e["path"].as_str().is_some_and(|p| p.ends_with(".ign"))
-            });
+            let http = h
+                .http
+                .iter()
+                .any(|e| e.status == 200 && e.path.ends_with(".ign"));
             match served {
                 Some(pool) => format!("{name}: Ignition served ({pool})"),
                 None if http => format!("{name}: Ignition file fetched"),
-                None if h["dns"].as_array().is_some_and(|d| !d.is_empty()) => {
-                    format!("{name}: DNS only, no Ignition yet")
-                }
+                None if !h.dns.is_empty() => format!("{name}: DNS only, no Ignition yet"),
                 None => format!("{name}: nothing seen yet"),
             }
         })
@@ -75,10 +78,8 @@ const SERVE_REPLY: Duration = Duration::from_secs(10);
 /// through its control socket with async I/O (the progress task shares the
 /// runtime with the waits): `None` when no serve answers within `limit`.
 async fn serve_hosts(dir: &std::path::Path, limit: Duration) -> Option<String> {
-    let text = okd_serve::control_reply_async(dir, "status", limit)
-        .await
-        .ok()?;
-    hosts_line(&serde_json::from_str(&text).ok()?)
+    let status = okd_serve_api::status_async(dir, limit).await.ok()?;
+    hosts_line(&status)
 }
 
 /// A snapshot from the stores plus serve's status.
@@ -275,17 +276,64 @@ mod tests {
 
     #[test]
     fn hosts_line_says_what_serve_saw() {
-        let status = serde_json::json!({"hosts": [
-            {"hostname": "bootstrap", "http": [{"path": "/ignition/bootstrap.ign", "status": 200}], "ignition": [], "dns": []},
-            {"hostname": "master", "ignition": [{"pool": "master", "status": 200}], "dns": [{"name": "api-int"}]},
-            {"hostname": "worker1", "ignition": [{"pool": "worker", "status": 500}], "dns": [{"name": "api-int"}]},
-            {"hostname": "worker2", "ignition": [], "dns": []},
-        ]});
+        use okd_hosts::Role;
+        use okd_serve_api::status::{
+            ClusterData, DnsEvent, HostStatus, HttpEvent, IgnitionEvent, StatusDocument,
+        };
+        let t = "2026-11-24T10:00:00Z".to_string();
+        let dns = DnsEvent {
+            time: t.clone(),
+            name: "api-int.okd.example".into(),
+            qtype: "A".into(),
+            answers: Vec::new(),
+        };
+        let ign = |pool: &str, status| IgnitionEvent {
+            time: t.clone(),
+            pool: pool.into(),
+            spec: "3.2.0".into(),
+            status,
+        };
+        let host = |name: &str, role, last: u8| {
+            HostStatus::new(
+                name,
+                format!("{name}.okd.example"),
+                role,
+                std::net::IpAddr::from([192, 168, 120, last]),
+            )
+        };
+        let mut bootstrap = host("bootstrap", Role::Bootstrap, 102);
+        bootstrap.http.push(HttpEvent {
+            time: t.clone(),
+            path: "/ignition/bootstrap.ign".into(),
+            status: 200,
+            bytes: 10,
+            size: Some(10),
+            complete: true,
+        });
+        let mut master = host("master", Role::Master, 103);
+        master.ignition.push(ign("master", 200));
+        master.dns.push(dns.clone());
+        let mut worker1 = host("worker1", Role::Worker, 104);
+        worker1.ignition.push(ign("worker", 500));
+        worker1.dns.push(dns);
+        let worker2 = host("worker2", Role::Worker, 105);
+        let mut status = StatusDocument {
+            cluster: "okd.example".into(),
+            started: t.clone(),
+            hosts: vec![bootstrap, master, worker1, worker2],
+            unknown_clients: Vec::new(),
+            load_balancer: None,
+            cluster_data: ClusterData::unavailable("not read yet"),
+            certificates: None,
+            bootstrap_removed: None,
+            warnings: Vec::new(),
+        };
         assert_eq!(
             hosts_line(&status).unwrap(),
             "bootstrap: Ignition file fetched; master: Ignition served (master); \
              worker1: DNS only, no Ignition yet; worker2: nothing seen yet"
         );
-        assert_eq!(hosts_line(&serde_json::json!({})), None);
+        status.hosts.clear();
+        assert_eq!(hosts_line(&status), None);
     }
 }

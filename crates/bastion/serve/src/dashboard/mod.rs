@@ -11,13 +11,14 @@
 //! readable without JavaScript; a small script replaces the page's `<main>`
 //! every second so it stays current.
 
-use serde_json::{Value, json};
+use okd_serve_api::lb::{BackendStats, FrontendStats};
+use okd_serve_api::status::{Certificates, HostStatus, HttpEvent, StatusDocument};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-fn parse_time(v: &Value) -> Option<OffsetDateTime> {
-    v.as_str()
-        .and_then(|s| OffsetDateTime::parse(s, &Rfc3339).ok())
+/// An RFC 3339 time of the document.
+fn parse_time(v: Option<&str>) -> Option<OffsetDateTime> {
+    v.and_then(|s| OffsetDateTime::parse(s, &Rfc3339).ok())
 }
 
 /// "just now", "42 s ago", "2 min ago", "3 h ago", "2 days ago".
@@ -45,42 +46,29 @@ pub(crate) fn until(t: OffsetDateTime, now: OffsetDateTime) -> String {
 }
 
 /// The first to expire of the short-lived (at most 25 hours) certificates
-/// of `bootstrap.ign`: `{"file", "notAfter"}` (RFC 3339), or null when the
-/// file is missing or has none.
-pub(crate) fn short_lived(bootstrap_ign: &std::path::Path) -> Value {
-    let Ok(cfg) = std::fs::read(bootstrap_ign)
-        .map_err(|_| ())
-        .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|_| ()))
-    else {
-        return Value::Null;
-    };
+/// of `bootstrap.ign`, or `None` when the file is missing or has none.
+pub(crate) fn short_lived(bootstrap_ign: &std::path::Path) -> Option<Certificates> {
+    let cfg = std::fs::read(bootstrap_ign)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())?;
     okd_assets::ignition::bootstrap_cert_validity(&cfg)
         .into_iter()
         .filter(|(_, nb, na)| (*na - *nb).whole_hours() <= 25)
         .min_by_key(|(_, _, na)| *na)
-        .map(|(file, _, na)| {
-            json!({"file": file, "notAfter": na.format(&Rfc3339).unwrap_or_default()})
+        .map(|(file, _, na)| Certificates {
+            file,
+            not_after: na.format(&Rfc3339).unwrap_or_default(),
         })
-        .unwrap_or(Value::Null)
 }
 
 /// Whether an `http` event is a request for bootstrap.ign.
-fn is_bootstrap_ign(e: &Value) -> bool {
-    e["path"]
-        .as_str()
-        .is_some_and(|p| p.ends_with("/bootstrap.ign"))
-}
-
-fn events(h: &Value, kind: &str) -> Vec<Value> {
-    h[kind].as_array().cloned().unwrap_or_default()
+fn is_bootstrap_ign(e: &HttpEvent) -> bool {
+    e.path.ends_with("/bootstrap.ign")
 }
 
 /// The host's names a kubelet may register as.
-fn names_of(h: &Value) -> Vec<String> {
-    ["hostname", "fqdn"]
-        .iter()
-        .filter_map(|k| h[*k].as_str().map(str::to_lowercase))
-        .collect()
+fn names_of(h: &HostStatus) -> [String; 2] {
+    [h.hostname.to_lowercase(), h.fqdn.to_lowercase()]
 }
 
 mod page;
@@ -95,30 +83,30 @@ use warnings::warnings;
 
 /// A time in milliseconds since the Unix epoch (the load balancer's
 /// `since_unix_ms`).
-fn from_unix_ms(v: &Value) -> Option<OffsetDateTime> {
-    v.as_i64()
-        .and_then(|ms| OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok())
+fn from_unix_ms(ms: u64) -> Option<OffsetDateTime> {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok()
 }
 
-/// RFC 3339 (as every other time of the document), null for none.
-fn rfc3339(t: Option<OffsetDateTime>) -> Value {
+/// RFC 3339 (as every other time of the document), `None` for none.
+fn rfc3339(t: Option<OffsetDateTime>) -> Option<String> {
     t.and_then(|t| t.format(&Rfc3339).ok())
-        .map_or(Value::Null, Value::String)
+}
+
+/// The load balancer's frontends, `None` when this serve runs none.
+fn frontends(doc: &StatusDocument) -> Option<&[FrontendStats]> {
+    doc.load_balancer.as_ref().map(|lb| lb.frontends.as_slice())
+}
+
+/// Whether a backend came up once: UP now, or a check passed before.
+fn came_up(b: &BackendStats) -> bool {
+    (b.checked && b.up) || b.last_ok_unix_ms.is_some()
 }
 
 /// Adds `hosts[].stages` and `warnings` to a status document.
-pub(crate) fn annotate(doc: &mut Value, now: OffsetDateTime) {
-    let ctx = json!({
-        "clusterData": doc["clusterData"],
-        "loadBalancer": doc["loadBalancer"],
-        "bootstrapRemoved": doc["bootstrapRemoved"],
-    });
-    if let Some(hosts) = doc["hosts"].as_array_mut() {
-        for h in hosts {
-            let st = stages(h, &ctx);
-            h["stages"] = Value::Array(st);
-        }
+pub(crate) fn annotate(doc: &mut StatusDocument, now: OffsetDateTime) {
+    let st: Vec<_> = doc.hosts.iter().map(|h| stages(h, doc)).collect();
+    for (h, st) in doc.hosts.iter_mut().zip(st) {
+        h.stages = st;
     }
-    let w = warnings(doc, now);
-    doc["warnings"] = json!(w);
+    doc.warnings = warnings(doc, now);
 }

@@ -1,27 +1,23 @@
 //! The page: the annotated status document as one HTML document (semantic
 //! HTML, no external assets, readable without JavaScript; a small script
-//! fetches it again every second and swaps `<main>`).
+//! fetches it again every second and swaps `<main>`). Rendered with maud,
+//! which escapes every interpolated string by default (`&`, `<`, `>`,
+//! `"`); only the constant style sheet and script go in unescaped.
 
-use serde_json::Value;
+use maud::{Markup, PreEscaped, html};
+use okd_serve_api::lb::BackendStats;
+use okd_serve_api::status::{ClusterData, HostStatus, StatusDocument};
 use time::OffsetDateTime;
 
 use super::*;
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-fn time_cell(v: &Value, now: OffsetDateTime) -> String {
-    match parse_time(v) {
-        Some(t) => format!(
-            "<time datetime=\"{}\">{}</time>",
-            esc(v.as_str().unwrap_or("")),
-            ago(t, now)
-        ),
-        None => String::new(),
+/// `<time datetime="…">42 s ago</time>` for an RFC 3339 time, nothing for
+/// none or an unreadable one.
+fn time_cell(v: Option<&str>, now: OffsetDateTime) -> Markup {
+    html! {
+        @if let (Some(s), Some(t)) = (v, parse_time(v)) {
+            time datetime=(s) { (ago(t, now)) }
+        }
     }
 }
 
@@ -50,208 +46,219 @@ if(m){document.getElementById('main').replaceWith(m);}}catch(e){}},1000);";
 /// Every request for bootstrap.ign (from inventory hosts and other
 /// clients), with the octets that went out of those announced: a fetch
 /// that broke off shows as such.
-fn fetches_section(doc: &Value, now: OffsetDateTime) -> String {
-    let mut rows: Vec<(String, String, Value)> = Vec::new();
-    for h in doc["hosts"].as_array().into_iter().flatten() {
-        for e in events(h, "http").into_iter().filter(is_bootstrap_ign) {
-            rows.push((
-                h["hostname"].as_str().unwrap_or("").to_string(),
-                h["address"].as_str().unwrap_or("").to_string(),
-                e,
-            ));
+fn fetches_section(doc: &StatusDocument, now: OffsetDateTime) -> Markup {
+    let mut rows: Vec<(&str, String, &HttpEvent)> = Vec::new();
+    for h in &doc.hosts {
+        for e in h.http.iter().filter(|e| is_bootstrap_ign(e)) {
+            rows.push((h.hostname.as_str(), h.address.to_string(), e));
         }
     }
-    for c in doc["unknownClients"].as_array().into_iter().flatten() {
-        for e in events(c, "http").into_iter().filter(is_bootstrap_ign) {
-            let addr = c["address"].as_str().unwrap_or("").to_string();
-            rows.push(("not in the inventory".to_string(), addr, e));
+    for c in &doc.unknown_clients {
+        for e in c.http.iter().filter(|e| is_bootstrap_ign(e)) {
+            rows.push(("not in the inventory", c.address.to_string(), e));
         }
     }
-    rows.sort_by(|a, b| a.2["time"].as_str().cmp(&b.2["time"].as_str()));
-    let mut out = String::from(
-        "<section aria-labelledby=\"fetches\"><h2 id=\"fetches\">bootstrap.ign fetches</h2>",
-    );
-    if rows.is_empty() {
-        out += "<p>None yet.</p></section>";
-        return out;
-    }
-    out += "<table><thead><tr><th scope=\"col\">Client</th><th scope=\"col\">Address</th><th scope=\"col\">HTTP</th><th scope=\"col\">Sent</th><th scope=\"col\">When</th></tr></thead><tbody>";
-    for (name, addr, e) in rows {
-        let sent = e["bytes"].as_u64().unwrap_or(0);
-        let what = match (e["status"].as_u64(), e["size"].as_u64()) {
-            (Some(200 | 206), Some(size)) => format!(
-                "{} of {}{}",
-                bytes(sent),
-                bytes(size),
-                if e["complete"] == true {
-                    ", complete"
-                } else {
-                    ", broke off"
+    rows.sort_by(|a, b| a.2.time.cmp(&b.2.time));
+    let what = |e: &HttpEvent| match (e.status, e.size) {
+        (200 | 206, Some(size)) => format!(
+            "{} of {}{}",
+            bytes(e.bytes),
+            bytes(size),
+            if e.complete {
+                ", complete"
+            } else {
+                ", broke off"
+            }
+        ),
+        (403, _) => "refused".to_string(),
+        _ => bytes(e.bytes),
+    };
+    html! {
+        section aria-labelledby="fetches" {
+            h2 id="fetches" { "bootstrap.ign fetches" }
+            @if rows.is_empty() {
+                p { "None yet." }
+            } @else {
+                table {
+                    thead { tr {
+                        th scope="col" { "Client" } th scope="col" { "Address" }
+                        th scope="col" { "HTTP" } th scope="col" { "Sent" } th scope="col" { "When" }
+                    } }
+                    tbody {
+                        @for (name, addr, e) in &rows {
+                            tr {
+                                th scope="row" { (name) }
+                                td data-label="Address" { (addr) }
+                                td data-label="HTTP" { (e.status) }
+                                td data-label="Sent" { (what(e)) }
+                                td data-label="When" { (time_cell(Some(&e.time), now)) }
+                            }
+                        }
+                    }
                 }
-            ),
-            (Some(403), _) => "refused".to_string(),
-            _ => bytes(sent),
-        };
-        out += &format!(
-            "<tr><th scope=\"row\">{}</th><td data-label=\"Address\">{}</td><td data-label=\"HTTP\">{}</td><td data-label=\"Sent\">{}</td><td data-label=\"When\">{}</td></tr>",
-            esc(&name),
-            esc(&addr),
-            e["status"],
-            esc(&what),
-            time_cell(&e["time"], now)
-        );
+            }
+        }
     }
-    out += "</tbody></table></section>";
-    out
+}
+
+/// One host's row: its names and its stage line.
+fn host_row(h: &HostStatus, now: OffsetDateTime) -> Markup {
+    html! {
+        tr {
+            th scope="row" { (h.hostname) }
+            td data-label="Role" { (h.role.as_str()) }
+            td data-label="Address" { (h.address) }
+            td data-label="Stages" {
+                ol class="st" {
+                    @for s in &h.stages {
+                        li class=(if s.done { "done" } else { "todo" }) {
+                            (s.stage)
+                            @if !s.detail.is_empty() { " (" (s.detail) ")" }
+                            @if s.done { " " (time_cell(s.time.as_deref(), now)) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The line under the hosts: what the cluster says, or why it is unknown.
+fn cluster_line(cd: &ClusterData) -> Markup {
+    match (cd.available, &cd.view) {
+        (true, Some(v)) => {
+            let pending = v.csrs.iter().filter(|c| !c.approved && !c.denied).count();
+            let ops = &v.operators;
+            html! {
+                p {
+                    "Cluster data from " (v.server) ": " (counted(pending, "CSR")) " pending, "
+                    (counted(v.nodes.len(), "node")) "; cluster operators "
+                    (ops.available) "/" (ops.total) " available"
+                    @if !ops.degraded.is_empty() { ", degraded: " (ops.degraded.join(", ")) }
+                    "."
+                }
+            }
+        }
+        _ => html! {
+            p {
+                "Cluster data unavailable: "
+                (cd.error.as_deref().unwrap_or("serve does not read the cluster")) "."
+            }
+        },
+    }
+}
+
+/// One backend's row of the load balancer table.
+fn backend_row(fe: &FrontendStats, b: &BackendStats, now: OffsetDateTime) -> Markup {
+    let up = b.checked && b.up;
+    let since = if !b.checked {
+        String::new()
+    } else if !up && b.last_ok_unix_ms.is_none() {
+        ", no check passed yet".to_string()
+    } else {
+        from_unix_ms(b.since_unix_ms)
+            .map(|t| format!(" since {}", ago(t, now)))
+            .unwrap_or_default()
+    };
+    let class = match (b.checked, up) {
+        (false, _) => "unchecked",
+        (true, true) => "up",
+        (true, false) => "down",
+    };
+    html! {
+        tr {
+            th scope="row" { (fe.name) " " small { (fe.bind) } }
+            td data-label="Backend" { (b.name) " " small { (b.addr) } }
+            td class=(class) data-label="State" { (BackendStats::state_text(up, b.checked)) (since) }
+            td data-label="Last check" { (b.last_check.as_ref().map_or("—", |c| c.detail.as_str())) }
+            td data-label="Connections (now / total)" { (b.active_connections) " / " (b.connections_total) }
+            td data-label="Bytes in / out" { (bytes(b.bytes_in)) " / " (bytes(b.bytes_out)) }
+        }
+    }
 }
 
 /// The page of an annotated status document.
-pub(crate) fn page(doc: &Value, now: OffsetDateTime) -> String {
-    let cluster = esc(doc["cluster"].as_str().unwrap_or(""));
-    let mut main = String::new();
-    let warns = doc["warnings"].as_array().cloned().unwrap_or_default();
-    main += "<section aria-labelledby=\"warnings\"><h2 id=\"warnings\">Warnings</h2>";
-    if warns.is_empty() {
-        main += "<p>None.</p>";
-    } else {
-        main += "<ul class=\"warn\">";
-        for w in &warns {
-            main += &format!("<li>{}</li>", esc(w.as_str().unwrap_or("")));
-        }
-        main += "</ul>";
-    }
-    main += "</section><section aria-labelledby=\"hosts\"><h2 id=\"hosts\">Hosts</h2>\
-<table><thead><tr><th scope=\"col\">Host</th><th scope=\"col\">Role</th><th scope=\"col\">Address</th><th scope=\"col\">Stages</th></tr></thead><tbody>";
-    for h in doc["hosts"].as_array().into_iter().flatten() {
-        let mut st = String::from("<ol class=\"st\">");
-        for s in h["stages"].as_array().into_iter().flatten() {
-            let done = s["done"] == true;
-            let detail = s["detail"].as_str().unwrap_or("");
-            st += &format!(
-                "<li class=\"{}\">{}{}{}</li>",
-                if done { "done" } else { "todo" },
-                esc(s["stage"].as_str().unwrap_or("")),
-                if detail.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", esc(detail))
-                },
-                if done {
-                    format!(" {}", time_cell(&s["time"], now))
-                } else {
-                    String::new()
-                }
-            );
-        }
-        st += "</ol>";
-        main += &format!(
-            "<tr><th scope=\"row\">{}</th><td data-label=\"Role\">{}</td><td data-label=\"Address\">{}</td><td data-label=\"Stages\">{st}</td></tr>",
-            esc(h["hostname"].as_str().unwrap_or("")),
-            esc(h["role"].as_str().unwrap_or("")),
-            esc(h["address"].as_str().unwrap_or("")),
-        );
-    }
-    let cd = &doc["clusterData"];
-    main += "</tbody></table>";
-    if cd["available"] == true {
-        let ops = &cd["operators"];
-        let pending = cd["csrs"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|c| c["approved"] == false && c["denied"] == false)
-            .count();
-        main += &format!(
-            "<p>Cluster data from {}: {} pending, {}; cluster operators {}/{} available{}.</p>",
-            esc(cd["server"].as_str().unwrap_or("")),
-            counted(pending, "CSR"),
-            counted(cd["nodes"].as_array().map_or(0, |n| n.len()), "node"),
-            ops["available"],
-            ops["total"],
-            match ops["degraded"].as_array() {
-                Some(d) if !d.is_empty() => format!(
-                    ", degraded: {}",
-                    esc(&d
-                        .iter()
-                        .filter_map(|v| v.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", "))
-                ),
-                _ => String::new(),
+pub(crate) fn page(doc: &StatusDocument, now: OffsetDateTime) -> String {
+    let cluster = &doc.cluster;
+    let certs = doc
+        .certificates
+        .as_ref()
+        .and_then(|c| parse_time(Some(&c.not_after)).map(|t| (c, t)));
+    let main = html! {
+        section aria-labelledby="warnings" {
+            h2 id="warnings" { "Warnings" }
+            @if doc.warnings.is_empty() {
+                p { "None." }
+            } @else {
+                ul class="warn" { @for w in &doc.warnings { li { (w) } } }
             }
-        );
-    } else {
-        main += &format!(
-            "<p>Cluster data unavailable: {}.</p>",
-            esc(cd["error"]
-                .as_str()
-                .unwrap_or("serve does not read the cluster"))
-        );
-    }
-    main += "</section>";
-    main += &fetches_section(doc, now);
-    main += "<section aria-labelledby=\"certs\"><h2 id=\"certs\">Certificates</h2>";
-    match parse_time(&doc["certificates"]["notAfter"]) {
-        Some(t) => {
-            main += &format!(
-                "<p>The install's 24-hour certificates (first to expire: tls/{}) {} <time datetime=\"{}\">{}</time>.</p>",
-                esc(doc["certificates"]["file"].as_str().unwrap_or("")),
-                if t <= now { "expired" } else { "expire" },
-                esc(doc["certificates"]["notAfter"].as_str().unwrap_or("")),
-                until(t, now)
-            );
         }
-        None => main += "<p>No bootstrap.ign in the asset directory.</p>",
-    }
-    main += "</section>";
-    main += "<section aria-labelledby=\"lb\"><h2 id=\"lb\">Load balancer</h2>";
-    match doc["loadBalancer"]["frontends"].as_array() {
-        None => main += "<p>Not run by this serve.</p>",
-        Some(fes) => {
-            main += "<table><thead><tr><th scope=\"col\">Frontend</th><th scope=\"col\">Backend</th><th scope=\"col\">State</th><th scope=\"col\">Last check</th><th scope=\"col\">Connections (now / total)</th><th scope=\"col\">Bytes in / out</th></tr></thead><tbody>";
-            for fe in fes {
-                for b in fe["backends"].as_array().into_iter().flatten() {
-                    let checked = b["checked"] != false;
-                    let up = checked && b["up"] == true;
-                    let since = match from_unix_ms(&b["since_unix_ms"]) {
-                        _ if !checked => String::new(),
-                        _ if !up && !b["last_ok_unix_ms"].is_u64() => {
-                            ", no check passed yet".to_string()
-                        }
-                        Some(t) => format!(" since {}", ago(t, now)),
-                        None => String::new(),
-                    };
-                    main += &format!(
-                        "<tr><th scope=\"row\">{} <small>{}</small></th><td data-label=\"Backend\">{} <small>{}</small></td><td class=\"{}\" data-label=\"State\">{}{since}</td><td data-label=\"Last check\">{}</td><td data-label=\"Connections (now / total)\">{} / {}</td><td data-label=\"Bytes in / out\">{} / {}</td></tr>",
-                        esc(fe["name"].as_str().unwrap_or("")),
-                        esc(fe["bind"].as_str().unwrap_or("")),
-                        esc(b["name"].as_str().unwrap_or("")),
-                        esc(b["addr"].as_str().unwrap_or("")),
-                        match (checked, up) {
-                            (false, _) => "unchecked",
-                            (true, true) => "up",
-                            (true, false) => "down",
-                        },
-                        okd_lb::BackendStats::state_text(up, checked),
-                        esc(b["last_check"]["detail"].as_str().unwrap_or("—")),
-                        b["active_connections"],
-                        b["connections_total"],
-                        bytes(b["bytes_in"].as_u64().unwrap_or(0)),
-                        bytes(b["bytes_out"].as_u64().unwrap_or(0)),
-                    );
-                }
+        section aria-labelledby="hosts" {
+            h2 id="hosts" { "Hosts" }
+            table {
+                thead { tr {
+                    th scope="col" { "Host" } th scope="col" { "Role" }
+                    th scope="col" { "Address" } th scope="col" { "Stages" }
+                } }
+                tbody { @for h in &doc.hosts { (host_row(h, now)) } }
             }
-            main += "</tbody></table>";
+            (cluster_line(&doc.cluster_data))
         }
-    }
-    main += "</section>";
-    format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><link rel=\"icon\" href=\"data:,\">\
-<title>{cluster}: install status</title><style>{STYLE}</style></head><body><header><h1>{cluster}: install status</h1>\
-<p>serve running since {} · <a href=\"/status\">JSON</a> · <a href=\"/metrics\">metrics</a></p></header>\
-<main id=\"main\">{main}</main><script>{SCRIPT}</script></body></html>\n",
-        time_cell(&doc["started"], now)
-    )
+        (fetches_section(doc, now))
+        section aria-labelledby="certs" {
+            h2 id="certs" { "Certificates" }
+            @if let Some((c, t)) = certs {
+                p {
+                    "The install's 24-hour certificates (first to expire: tls/" (c.file) ") "
+                    (if t <= now { "expired" } else { "expire" }) " "
+                    time datetime=(c.not_after) { (until(t, now)) } "."
+                }
+            } @else {
+                p { "No bootstrap.ign in the asset directory." }
+            }
+        }
+        section aria-labelledby="lb" {
+            h2 id="lb" { "Load balancer" }
+            @if let Some(fes) = frontends(doc) {
+                table {
+                    thead { tr {
+                        th scope="col" { "Frontend" } th scope="col" { "Backend" }
+                        th scope="col" { "State" } th scope="col" { "Last check" }
+                        th scope="col" { "Connections (now / total)" } th scope="col" { "Bytes in / out" }
+                    } }
+                    tbody {
+                        @for fe in fes { @for b in &fe.backends { (backend_row(fe, b, now)) } }
+                    }
+                }
+            } @else {
+                p { "Not run by this serve." }
+            }
+        }
+    };
+    let page = html! {
+        (PreEscaped("<!doctype html>"))
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                link rel="icon" href="data:,";
+                title { (cluster) ": install status" }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                header {
+                    h1 { (cluster) ": install status" }
+                    p {
+                        "serve running since " (time_cell(Some(&doc.started), now))
+                        " · " a href="/status" { "JSON" } " · " a href="/metrics" { "metrics" }
+                    }
+                }
+                main id="main" { (main) }
+                script { (PreEscaped(SCRIPT)) }
+            }
+        }
+    };
+    page.into_string() + "\n"
 }
 
 /// `n` and `noun`, plural unless `n` is 1: `1 CSR`, `0 CSRs`, `2 nodes`.

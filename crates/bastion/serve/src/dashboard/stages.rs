@@ -2,61 +2,59 @@
 //! the bootstrap host from Ignition fetched to its removal from the load
 //! balancer.
 
-use serde_json::{Value, json};
+use okd_hosts::{Role, Service};
+use okd_serve_api::lb::{BackendStats, FrontendStats};
+use okd_serve_api::status::{ClusterData, CsrKind, HostStatus, Stage, StatusDocument};
 
 use super::*;
 
 /// The cluster-side stages of a host: its client and serving CSRs and its Node.
-fn cluster_stages(h: &Value, cluster: &Value) -> Vec<Value> {
+fn cluster_stages(h: &HostStatus, cluster: &ClusterData) -> Vec<Stage> {
     let names = names_of(h);
-    let mine = |v: &Value, key: &str| {
-        v[key]
-            .as_str()
+    let mine = |n: &Option<String>| {
+        n.as_deref()
             .is_some_and(|n| names.contains(&n.to_lowercase()))
     };
-    let csrs: Vec<&Value> = cluster["csrs"]
-        .as_array()
+    let view = cluster.view.as_ref();
+    let csrs: Vec<_> = view
         .into_iter()
-        .flatten()
-        .filter(|c| mine(c, "node"))
+        .flat_map(|v| &v.csrs)
+        .filter(|c| mine(&c.node))
         .collect();
     let mut out = Vec::new();
     for (stage, kind) in [
-        ("CSR client approved", "client"),
-        ("CSR serving approved", "serving"),
+        ("CSR client approved", CsrKind::Client),
+        ("CSR serving approved", CsrKind::Serving),
     ] {
-        let of_kind: Vec<&&Value> = csrs.iter().filter(|c| c["kind"] == kind).collect();
-        let approved = of_kind.iter().find(|c| c["approved"] == true);
-        let pending = of_kind
-            .iter()
-            .find(|c| c["approved"] == false && c["denied"] == false);
-        out.push(json!({
-            "stage": stage,
-            "done": approved.is_some(),
-            "time": approved.map(|c| c["time"].clone()).unwrap_or(Value::Null),
-            "detail": match (approved, pending) {
-                (Some(c), _) => c["name"].as_str().unwrap_or("").to_string(),
-                (None, Some(c)) => format!("{} pending", c["name"].as_str().unwrap_or("")),
+        let of_kind: Vec<_> = csrs.iter().filter(|c| c.kind == kind).collect();
+        let approved = of_kind.iter().find(|c| c.approved);
+        let pending = of_kind.iter().find(|c| !c.approved && !c.denied);
+        let name = |c: &&&okd_serve_api::status::CsrView| c.name.clone().unwrap_or_default();
+        out.push(Stage::new(
+            stage,
+            approved.is_some(),
+            approved.and_then(|c| c.time.clone()),
+            match (approved, pending) {
+                (Some(c), _) => name(c),
+                (None, Some(c)) => format!("{} pending", name(c)),
                 (None, None) => String::new(),
             },
-        }));
+        ));
     }
-    let node = cluster["nodes"]
-        .as_array()
+    let node = view
         .into_iter()
-        .flatten()
-        .find(|n| mine(n, "name"));
-    let ready = node.is_some_and(|n| n["ready"] == true);
-    out.push(json!({
-        "stage": "Node Ready",
-        "done": ready,
-        "time": node.filter(|_| ready).map(|n| n["since"].clone()).unwrap_or(Value::Null),
-        "detail": match node {
-            Some(_) if ready => String::new(),
-            Some(_) => "registered, not Ready".to_string(),
-            None => String::new(),
+        .flat_map(|v| &v.nodes)
+        .find(|n| mine(&n.name));
+    let ready = node.is_some_and(|n| n.ready);
+    out.push(Stage::new(
+        "Node Ready",
+        ready,
+        node.filter(|_| ready).and_then(|n| n.since.clone()),
+        match node {
+            Some(_) if !ready => "registered, not Ready",
+            _ => "",
         },
-    }));
+    ));
     out
 }
 
@@ -65,35 +63,26 @@ const LB_NOT_RUN: &str = "load balancer not run by this serve";
 
 /// Whether load-balancer backend `b` is host `h`: serve names backends by
 /// host name (okd_lb::frontends_for); a backend at the host's address counts too.
-fn is_backend_of(b: &Value, h: &Value) -> bool {
-    b["name"]
-        .as_str()
-        .is_some_and(|n| Some(n) == h["hostname"].as_str())
-        || b["addr"]
-            .as_str()
-            .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
-            .is_some_and(|a| Some(a.ip().to_string()) == h["address"].as_str().map(str::to_string))
+fn is_backend_of(b: &BackendStats, h: &HostStatus) -> bool {
+    b.name == h.hostname || b.addr.ip() == h.address
 }
 
 /// Whether frontend `fe` serves `svc`: serve's name for it (`api`,
 /// `machine-config`), or the port it has in the install guides (6443, 22623).
-fn frontend_is(fe: &Value, svc: okd_lb::Service) -> bool {
-    fe["name"] == svc.name()
-        || fe["bind"]
-            .as_str()
-            .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
-            .is_some_and(|a| a.port() == svc.backend_port())
+fn frontend_is(fe: &FrontendStats, svc: Service) -> bool {
+    fe.name == svc.name() || fe.bind.port() == svc.backend_port()
 }
 
-/// Host `h`'s backend in the `svc` frontend of `frontends` (the shape of
-/// `loadBalancer.frontends`).
-fn backend_in<'a>(frontends: &'a Value, h: &Value, svc: okd_lb::Service) -> Option<&'a Value> {
+/// Host `h`'s backend in the `svc` frontend of `frontends`.
+fn backend_in<'a>(
+    frontends: &'a [FrontendStats],
+    h: &HostStatus,
+    svc: Service,
+) -> Option<&'a BackendStats> {
     frontends
-        .as_array()
-        .into_iter()
-        .flatten()
+        .iter()
         .filter(|fe| frontend_is(fe, svc))
-        .flat_map(|fe| fe["backends"].as_array().into_iter().flatten())
+        .flat_map(|fe| &fe.backends)
         .find(|b| is_backend_of(b, h))
 }
 
@@ -101,30 +90,38 @@ fn backend_in<'a>(frontends: &'a Value, h: &Value, svc: okd_lb::Service) -> Opti
 /// bootstrap's backend in the frontend of `svc` is UP or has passed a check
 /// (time: since when UP, else the last passed check); after
 /// `remove-bootstrap`, as it was just before.
-fn lb_stage(stage: &str, h: &Value, ctx: &Value, svc: okd_lb::Service) -> Value {
-    if !ctx["loadBalancer"]["frontends"].is_array() {
-        return json!({"stage": stage, "done": false, "time": null, "detail": LB_NOT_RUN});
-    }
-    let (b, removed) = match backend_in(&ctx["loadBalancer"]["frontends"], h, svc) {
+fn lb_stage(stage: &str, h: &HostStatus, doc: &StatusDocument, svc: Service) -> Stage {
+    let Some(fes) = frontends(doc) else {
+        return Stage::new(stage, false, None, LB_NOT_RUN);
+    };
+    let (b, removed) = match backend_in(fes, h, svc) {
         Some(b) => (Some(b), false),
         None => (
-            backend_in(&ctx["bootstrapRemoved"]["frontends"], h, svc),
+            doc.bootstrap_removed
+                .as_ref()
+                .and_then(|r| backend_in(&r.frontends, h, svc)),
             true,
         ),
     };
     let Some(b) = b else {
-        return json!({"stage": stage, "done": false, "time": null,
-            "detail": format!("not a backend of the {} frontend", svc.name())});
+        return Stage::new(
+            stage,
+            false,
+            None,
+            format!("not a backend of the {} frontend", svc.name()),
+        );
     };
     // A stage once reached stays done: a backend that passed a check and
     // is DOWN now came up and went down again (the warnings say so).
     // Before its first check nothing is claimed.
-    let checked = b["checked"] != false;
-    let up = checked && b["up"] == true;
-    let came_up = up || b["last_ok_unix_ms"].is_u64();
-    let check = b["last_check"]["detail"].as_str().unwrap_or("no check yet");
-    let mut detail = if !checked {
-        okd_lb::NOT_CHECKED.to_string()
+    let up = b.checked && b.up;
+    let came_up = came_up(b);
+    let check = b
+        .last_check
+        .as_ref()
+        .map_or("no check yet", |c| c.detail.as_str());
+    let mut detail = if !b.checked {
+        okd_serve_api::lb::NOT_CHECKED.to_string()
     } else if came_up && !up {
         format!("DOWN now: {check}")
     } else if let (false, Some(step)) = (came_up, next_step(h)) {
@@ -135,30 +132,23 @@ fn lb_stage(stage: &str, h: &Value, ctx: &Value, svc: okd_lb::Service) -> Value 
     if removed {
         detail += " (before its removal from the load balancer)";
     }
-    json!({
-        "stage": stage,
-        "done": came_up,
-        "time": match (up, came_up) {
-            (true, _) => rfc3339(from_unix_ms(&b["since_unix_ms"])),
-            (false, true) => rfc3339(from_unix_ms(&b["last_ok_unix_ms"])),
-            _ => Value::Null,
-        },
-        "detail": detail,
-    })
+    let time = match (up, came_up) {
+        (true, _) => rfc3339(from_unix_ms(b.since_unix_ms)),
+        (false, true) => rfc3339(b.last_ok_unix_ms.and_then(from_unix_ms)),
+        _ => None,
+    };
+    Stage::new(stage, came_up, time, detail)
 }
 
 /// What to do about a bootstrap host whose API or machine-config server
 /// never passed a check and which has not fetched bootstrap.ign: boot it.
 /// `None` once it fetched it (the warnings say what to follow then).
-fn next_step(h: &Value) -> Option<String> {
-    let fetched = events(h, "http").iter().any(|e| {
-        e["status"] == 200
-            && e["path"]
-                .as_str()
-                .is_some_and(|p| p.ends_with("bootstrap.ign"))
-    });
-    let name = h["hostname"].as_str().unwrap_or("the bootstrap host");
-    (!fetched).then(|| format!("boot {name}: it has not fetched bootstrap.ign yet"))
+fn next_step(h: &HostStatus) -> Option<String> {
+    let fetched = h
+        .http
+        .iter()
+        .any(|e| e.status == 200 && e.path.ends_with("bootstrap.ign"));
+    (!fetched).then(|| format!("boot {}: it has not fetched bootstrap.ign yet", h.hostname))
 }
 
 /// The stages only the bootstrap host has, after "Ignition fetched": its
@@ -166,124 +156,114 @@ fn next_step(h: &Value) -> Option<String> {
 /// `kube-system/bootstrap` ConfigMap its report-progress.sh creates
 /// (openshift/installer data/data/bootstrap/files/usr/local/bin/report-progress.sh),
 /// and its removal from the load balancer by `remove-bootstrap`.
-fn bootstrap_stages(h: &Value, ctx: &Value) -> Vec<Value> {
+fn bootstrap_stages(h: &HostStatus, doc: &StatusDocument) -> Vec<Stage> {
     let mut out = vec![
-        lb_stage("API up on bootstrap", h, ctx, okd_lb::Service::Api),
+        lb_stage("API up on bootstrap", h, doc, Service::Api),
         lb_stage(
             "Machine-config server up on bootstrap",
             h,
-            ctx,
-            okd_lb::Service::MachineConfig,
+            doc,
+            Service::MachineConfig,
         ),
     ];
-    let cd = &ctx["clusterData"];
-    let cm = &cd["bootstrap"];
-    let complete = cm["status"] == "complete";
-    out.push(json!({
-        "stage": "Bootstrap complete",
-        "done": complete,
-        "time": if complete { cm["time"].clone() } else { Value::Null },
-        "detail": match cm["status"].as_str() {
+    let cd = &doc.cluster_data;
+    let cm = cd.view.as_ref().and_then(|v| v.bootstrap.as_ref());
+    let status = cm.and_then(|c| c.status.as_deref());
+    let complete = status == Some("complete");
+    out.push(Stage::new(
+        "Bootstrap complete",
+        complete,
+        cm.filter(|_| complete).and_then(|c| c.time.clone()),
+        match status {
             Some(_) if complete => "ConfigMap kube-system/bootstrap".to_string(),
             Some(s) => format!("ConfigMap kube-system/bootstrap says {s:?}"),
-            None if cm.is_object() => "ConfigMap kube-system/bootstrap has no status".to_string(),
-            None if cd["available"] == true => "no ConfigMap kube-system/bootstrap yet".to_string(),
+            None if cm.is_some() => "ConfigMap kube-system/bootstrap has no status".to_string(),
+            None if cd.available => "no ConfigMap kube-system/bootstrap yet".to_string(),
             None => "cluster data unavailable".to_string(),
         },
-    }));
-    let removal = match ctx["loadBalancer"]["frontends"].as_array() {
-        None => json!({"done": false, "time": null, "detail": LB_NOT_RUN}),
+    ));
+    const REMOVED: &str = "Removed from load balancer";
+    out.push(match frontends(doc) {
+        None => Stage::new(REMOVED, false, None, LB_NOT_RUN),
         Some(fes) => {
             let still: Vec<&str> = fes
                 .iter()
-                .filter(|fe| {
-                    fe["backends"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .any(|b| is_backend_of(b, h))
-                })
-                .map(|fe| fe["name"].as_str().unwrap_or(""))
+                .filter(|fe| fe.backends.iter().any(|b| is_backend_of(b, h)))
+                .map(|fe| fe.name.as_str())
                 .collect();
-            let time = &ctx["bootstrapRemoved"]["time"];
+            let time = doc.bootstrap_removed.as_ref().map(|r| r.time.clone());
             if !still.is_empty() {
-                json!({"done": false, "time": null,
-                    "detail": format!("still a backend of {}", still.join(", "))})
-            } else if time.is_string() {
-                json!({"done": true, "time": time, "detail": "by `serve remove-bootstrap`"})
+                Stage::new(
+                    REMOVED,
+                    false,
+                    None,
+                    format!("still a backend of {}", still.join(", ")),
+                )
+            } else if time.is_some() {
+                Stage::new(REMOVED, true, time, "by `serve remove-bootstrap`")
             } else {
-                json!({"done": true, "time": null, "detail": "not a backend of any frontend"})
+                Stage::new(REMOVED, true, None, "not a backend of any frontend")
             }
         }
-    };
-    out.push(json!({
-        "stage": "Removed from load balancer",
-        "done": removal["done"],
-        "time": removal["time"],
-        "detail": removal["detail"],
-    }));
+    });
     out
 }
 
-/// The stage named `name` of a stage line.
-pub(super) fn stage<'a>(st: &'a [Value], name: &str) -> Option<&'a Value> {
-    st.iter().find(|s| s["stage"] == name)
-}
-
-/// The stage line of one host from its events; `ctx` holds the document's
+/// The stage line of one host from its events and the document's
 /// `clusterData`, `loadBalancer` and `bootstrapRemoved`.
-pub(super) fn stages(h: &Value, ctx: &Value) -> Vec<Value> {
-    let cluster = &ctx["clusterData"];
-    let dns = events(h, "dns");
-    let first_dns = dns.first();
-    let bootstrap = h["role"] == "bootstrap";
+pub(super) fn stages(h: &HostStatus, doc: &StatusDocument) -> Vec<Stage> {
+    let first_dns = h.dns.first();
+    let bootstrap = h.role == Role::Bootstrap;
     // A bootstrap.ign fetch counts once its whole body went out.
-    let fetches: Vec<Value> = if bootstrap {
-        events(h, "http")
-            .into_iter()
-            .filter(|e| is_bootstrap_ign(e) && (e["status"] == 200 || e["status"] == 206))
+    let fetches: Vec<&HttpEvent> = if bootstrap {
+        h.http
+            .iter()
+            .filter(|e| is_bootstrap_ign(e) && (e.status == 200 || e.status == 206))
             .collect()
     } else {
         Vec::new()
     };
-    let ign = if bootstrap {
+    // (time, detail) of the fetch that counts.
+    let ign: Option<(String, String)> = if bootstrap {
         fetches
             .iter()
-            .find(|e| e["status"] == 200 && e["complete"] == true)
-            .cloned()
+            .find(|e| e.status == 200 && e.complete)
+            .map(|e| (e.time.clone(), "bootstrap.ign over HTTP".to_string()))
     } else {
-        events(h, "ignition")
-            .into_iter()
-            .find(|e| e["status"] == 200)
+        h.ignition
+            .iter()
+            .find(|e| e.status == 200)
+            .map(|e| (e.time.clone(), format!("pool {}, spec {}", e.pool, e.spec)))
     };
-    let mut out = vec![json!({
-        "stage": "DNS answered",
-        "done": first_dns.is_some(),
-        "time": first_dns.map(|e| e["time"].clone()).unwrap_or(Value::Null),
-        "detail": first_dns.map(|e| format!("{} {}", e["name"].as_str().unwrap_or(""), e["type"].as_str().unwrap_or(""))).unwrap_or_default(),
-    })];
-    out.push(json!({
-        "stage": "Ignition fetched",
-        "done": ign.is_some(),
-        "time": ign.as_ref().map(|e| e["time"].clone()).unwrap_or(Value::Null),
-        "detail": match &ign {
-            Some(_) if bootstrap => "bootstrap.ign over HTTP".to_string(),
-            Some(e) => format!("pool {}, spec {}", e["pool"].as_str().unwrap_or(""), e["spec"].as_str().unwrap_or("")),
-            None => match fetches.last() {
+    let mut out = vec![Stage::new(
+        "DNS answered",
+        first_dns.is_some(),
+        first_dns.map(|e| e.time.clone()),
+        first_dns
+            .map(|e| format!("{} {}", e.name, e.qtype))
+            .unwrap_or_default(),
+    )];
+    let (done, time, detail) = match ign {
+        Some((t, d)) => (true, Some(t), d),
+        None => (
+            false,
+            None,
+            match fetches.last() {
                 Some(e) => format!(
-                    "{} fetch(es) of bootstrap.ign, none complete; the last sent {} of {}",
+                    "{} fetch(es) of bootstrap.ign, none complete; the last sent {} of {} bytes",
                     fetches.len(),
-                    e["bytes"].as_u64().unwrap_or(0),
-                    e["size"].as_u64().map_or("?".to_string(), |n| n.to_string()),
-                ) + " bytes",
+                    e.bytes,
+                    e.size.map_or("?".to_string(), |n| n.to_string()),
+                ),
                 None => String::new(),
             },
-        },
-    }));
+        ),
+    };
+    out.push(Stage::new("Ignition fetched", done, time, detail));
     if bootstrap {
-        out.extend(bootstrap_stages(h, ctx));
+        out.extend(bootstrap_stages(h, doc));
     } else {
-        out.extend(cluster_stages(h, cluster));
+        out.extend(cluster_stages(h, &doc.cluster_data));
     }
     out
 }

@@ -1,61 +1,224 @@
 use super::*;
+use okd_hosts::Role;
+use okd_serve_api::lb::{BackendStats, CheckResult, FrontendStats, HealthCheck, Stats};
+use okd_serve_api::status::{
+    BootstrapConfigMap, BootstrapRemoved, Certificates, ClientStatus, ClusterData, ClusterView,
+    CsrKind, CsrView, DnsEvent, HostStatus, HttpEvent, IgnitionEvent, NodeView, OperatorsView,
+    Stage, StatusDocument,
+};
 use time::macros::datetime;
 
-fn doc() -> Value {
-    json!({
-        "cluster": "okd.example", "started": "2026-11-24T10:00:00Z",
-        "hosts": [
-            {"hostname": "bootstrap", "role": "bootstrap", "address": "192.168.120.102",
-             "dns": [{"time": "2026-11-24T10:01:00Z", "name": "api-int.okd.example", "type": "A"}],
-             "ignition": [], "http": [{"time": "2026-11-24T10:01:05Z", "path": "/ignition/bootstrap.ign", "status": 200, "bytes": 300_000, "size": 300_000, "complete": true}]},
-            {"hostname": "master", "role": "master", "address": "192.168.120.103",
-             "dns": [{"time": "2026-11-24T10:02:00Z", "name": "api-int.okd.example", "type": "A"}],
-             "ignition": [], "http": [{"time": "2026-11-24T10:02:01Z", "path": "/ignition/bootstrap.ign", "status": 403}]},
-            {"hostname": "worker1", "role": "worker", "address": "192.168.120.104",
-             "dns": [], "ignition": [{"time": "2026-11-24T10:03:00Z", "pool": "worker", "spec": "3.2.0", "status": 500}], "http": []},
-        ],
-        "unknownClients": [{"address": "192.168.120.66", "http": [{"path": "/ignition/bootstrap.ign", "status": 403}]}],
-        "loadBalancer": {"frontends": [{"name": "api", "bind": "192.168.120.101:6443", "backends": [
-            // UP since 2026-11-24T10:05:00Z.
-            {"name": "bootstrap", "addr": "192.168.120.102:6443", "up": true, "since_unix_ms": 1795514700000u64,
-             "last_check": {"detail": "HTTP 200"}, "active_connections": 2, "connections_total": 40, "bytes_in": 2048, "bytes_out": 3_000_000},
-            {"name": "master", "addr": "192.168.120.103:6443", "up": false, "since_unix_ms": 1795999200000u64,
-             "last_ok_unix_ms": 1795999100000u64, "last_check": {"detail": "connection refused"}, "active_connections": 0, "connections_total": 0, "bytes_in": 0, "bytes_out": 0},
-        ]}, {"name": "machine-config", "bind": "192.168.120.101:22623", "backends": [
-            {"name": "bootstrap", "addr": "192.168.120.102:22623", "up": false, "since_unix_ms": 1795514400000u64,
-             "last_check": {"detail": "HTTP 503"}, "active_connections": 0, "connections_total": 0, "bytes_in": 0, "bytes_out": 0},
-        ]}]},
-        "bootstrapRemoved": null,
+fn dns(time: &str, name: &str) -> DnsEvent {
+    DnsEvent {
+        time: time.into(),
+        name: name.into(),
+        qtype: "A".into(),
+        answers: Vec::new(),
+    }
+}
+
+fn http(time: &str, path: &str, status: u16, bytes: u64, size: Option<u64>) -> HttpEvent {
+    HttpEvent {
+        time: time.into(),
+        path: path.into(),
+        status,
+        bytes,
+        size,
+        complete: size == Some(bytes),
+    }
+}
+
+fn host(name: &str, role: Role, last: u8) -> HostStatus {
+    HostStatus::new(
+        name,
+        format!("{name}.okd.example"),
+        role,
+        std::net::IpAddr::from([192, 168, 120, last]),
+    )
+}
+
+/// A checked backend, UP or DOWN since `since_unix_ms`, with its last check.
+fn backend(name: &str, addr: &str, up: bool, since_unix_ms: u64, check: &str) -> BackendStats {
+    BackendStats {
+        name: name.into(),
+        addr: addr.parse().expect("backend address"),
+        up,
+        checked: true,
+        state: BackendStats::state_text(up, true).into(),
+        since_unix_ms,
+        last_check: Some(CheckResult {
+            ok: up,
+            detail: check.into(),
+            at_unix_ms: since_unix_ms,
+            duration_ms: 1,
+        }),
+        last_ok_unix_ms: None,
+        active_connections: 0,
+        connections_total: 0,
+        connect_failures: 0,
+        bytes_in: 0,
+        bytes_out: 0,
+    }
+}
+
+fn frontend(name: &str, bind: &str, backends: Vec<BackendStats>) -> FrontendStats {
+    FrontendStats {
+        name: name.into(),
+        bind: bind.parse().expect("bind address"),
+        balance: Default::default(),
+        check: HealthCheck::https_get("/readyz"),
+        connections_total: 0,
+        active_connections: 0,
+        rejected_total: 0,
+        backends,
+    }
+}
+
+/// The cluster as watched: CSRs, nodes, operators, the bootstrap ConfigMap.
+fn cluster(
+    csrs: Vec<CsrView>,
+    nodes: Vec<NodeView>,
+    operators: OperatorsView,
+    bootstrap: Option<BootstrapConfigMap>,
+) -> ClusterData {
+    ClusterData {
+        available: true,
+        error: None,
+        view: Some(ClusterView {
+            server: "https://api.okd.example:6443".into(),
+            csrs,
+            nodes,
+            operators,
+            bootstrap,
+        }),
+    }
+}
+
+/// The bootstrap ConfigMap with `status`, created at 10:30.
+fn bootstrap_cm(status: &str, time: &str) -> Option<BootstrapConfigMap> {
+    Some(BootstrapConfigMap {
+        status: Some(status.into()),
+        time: Some(time.into()),
     })
 }
 
+fn csr(name: &str, kind: CsrKind, node: &str, approved: Option<&str>) -> CsrView {
+    CsrView {
+        name: Some(name.into()),
+        kind,
+        node: Some(node.into()),
+        approved: approved.is_some(),
+        denied: false,
+        time: approved.map(str::to_string),
+        created: None,
+    }
+}
+
+fn doc() -> StatusDocument {
+    let mut bootstrap = host("bootstrap", Role::Bootstrap, 102);
+    bootstrap
+        .dns
+        .push(dns("2026-11-24T10:01:00Z", "api-int.okd.example"));
+    bootstrap.http.push(http(
+        "2026-11-24T10:01:05Z",
+        "/ignition/bootstrap.ign",
+        200,
+        300_000,
+        Some(300_000),
+    ));
+    let mut master = host("master", Role::Master, 103);
+    master
+        .dns
+        .push(dns("2026-11-24T10:02:00Z", "api-int.okd.example"));
+    master.http.push(http(
+        "2026-11-24T10:02:01Z",
+        "/ignition/bootstrap.ign",
+        403,
+        0,
+        None,
+    ));
+    let mut worker1 = host("worker1", Role::Worker, 104);
+    worker1.ignition.push(IgnitionEvent {
+        time: "2026-11-24T10:03:00Z".into(),
+        pool: "worker".into(),
+        spec: "3.2.0".into(),
+        status: 500,
+    });
+    // UP since 2026-11-24T10:05:00Z.
+    let mut api_boot = backend(
+        "bootstrap",
+        "192.168.120.102:6443",
+        true,
+        1795514700000,
+        "HTTP 200",
+    );
+    api_boot.active_connections = 2;
+    api_boot.connections_total = 40;
+    api_boot.bytes_in = 2048;
+    api_boot.bytes_out = 3_000_000;
+    let mut api_master = backend(
+        "master",
+        "192.168.120.103:6443",
+        false,
+        1795999200000,
+        "connection refused",
+    );
+    api_master.last_ok_unix_ms = Some(1795999100000);
+    let mcs_boot = backend(
+        "bootstrap",
+        "192.168.120.102:22623",
+        false,
+        1795514400000,
+        "HTTP 503",
+    );
+    StatusDocument {
+        cluster: "okd.example".into(),
+        started: "2026-11-24T10:00:00Z".into(),
+        hosts: vec![bootstrap, master, worker1],
+        unknown_clients: vec![ClientStatus {
+            address: std::net::IpAddr::from([192, 168, 120, 66]),
+            dns: Vec::new(),
+            ignition: Vec::new(),
+            http: vec![http(
+                "2026-11-24T10:04:00Z",
+                "/ignition/bootstrap.ign",
+                403,
+                0,
+                None,
+            )],
+        }],
+        load_balancer: Some(Stats {
+            frontends: vec![
+                frontend("api", "192.168.120.101:6443", vec![api_boot, api_master]),
+                frontend("machine-config", "192.168.120.101:22623", vec![mcs_boot]),
+            ],
+        }),
+        cluster_data: ClusterData::unavailable("not read yet"),
+        certificates: None,
+        bootstrap_removed: None,
+        warnings: Vec::new(),
+    }
+}
+
+/// The load balancer's frontends of `d`.
+fn fes(d: &mut StatusDocument) -> &mut Vec<FrontendStats> {
+    &mut d.load_balancer.as_mut().expect("load balancer").frontends
+}
+
 /// The names of a host's stages.
-fn names(h: &Value) -> Vec<&str> {
-    h["stages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["stage"].as_str().unwrap())
-        .collect()
+fn names(h: &HostStatus) -> Vec<&str> {
+    h.stages.iter().map(|s| s.stage.as_str()).collect()
 }
 
 /// The stage `name` of the first host (the bootstrap of [`doc`]).
-fn boot_stage<'a>(d: &'a Value, name: &str) -> &'a Value {
-    d["hosts"][0]["stages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["stage"] == name)
-        .unwrap_or_else(|| panic!("no stage {name}: {}", d["hosts"][0]["stages"]))
+fn boot_stage<'a>(d: &'a StatusDocument, name: &str) -> &'a Stage {
+    d.hosts[0]
+        .stage(name)
+        .unwrap_or_else(|| panic!("no stage {name}: {:?}", d.hosts[0].stages))
 }
 
-fn warns(d: &Value) -> Vec<String> {
-    d["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect()
+fn warns(d: &StatusDocument) -> Vec<String> {
+    d.warnings.clone()
 }
 
 const JOURNAL: &str = "`journalctl -b -f -u release-image.service -u bootkube.service`";
@@ -66,10 +229,10 @@ const REMOVE: &str =
 fn bootstrap_stage_line() {
     let now = datetime!(2026-11-24 10:10 UTC);
     let mut d = doc();
-    d["clusterData"] = json!({"available": true, "csrs": [], "nodes": [], "bootstrap": null});
+    d.cluster_data = cluster(Vec::new(), Vec::new(), OperatorsView::default(), None);
     annotate(&mut d, now);
     assert_eq!(
-        names(&d["hosts"][0]),
+        names(&d.hosts[0]),
         [
             "DNS answered",
             "Ignition fetched",
@@ -80,22 +243,22 @@ fn bootstrap_stage_line() {
         ]
     );
     let api = boot_stage(&d, "API up on bootstrap");
-    assert_eq!(api["done"], true);
-    assert_eq!(api["time"], "2026-11-24T10:05:00Z");
-    assert_eq!(api["detail"], "HTTP 200");
+    assert!(api.done);
+    assert_eq!(api.time.as_deref(), Some("2026-11-24T10:05:00Z"));
+    assert_eq!(api.detail, "HTTP 200");
     let mcs = boot_stage(&d, "Machine-config server up on bootstrap");
-    assert_eq!(mcs["done"], false);
-    assert_eq!(mcs["time"], Value::Null);
-    assert_eq!(mcs["detail"], "HTTP 503");
+    assert!(!mcs.done);
+    assert_eq!(mcs.time, None);
+    assert_eq!(mcs.detail, "HTTP 503");
     let complete = boot_stage(&d, "Bootstrap complete");
-    assert_eq!(complete["done"], false);
-    assert_eq!(complete["detail"], "no ConfigMap kube-system/bootstrap yet");
+    assert!(!complete.done);
+    assert_eq!(complete.detail, "no ConfigMap kube-system/bootstrap yet");
     let removed = boot_stage(&d, "Removed from load balancer");
-    assert_eq!(removed["done"], false);
-    assert_eq!(removed["detail"], "still a backend of api, machine-config");
+    assert!(!removed.done);
+    assert_eq!(removed.detail, "still a backend of api, machine-config");
     // Other hosts keep their line.
     assert_eq!(
-        names(&d["hosts"][1]),
+        names(&d.hosts[1]),
         [
             "DNS answered",
             "Ignition fetched",
@@ -134,14 +297,14 @@ fn bootstrap_stage_line() {
 fn bootstrap_not_checked_claims_nothing() {
     let now = datetime!(2026-11-24 10:10 UTC);
     let mut d = doc();
-    d["hosts"][0]["http"] = json!([]);
-    for fe in 0..2 {
-        let b = &mut d["loadBalancer"]["frontends"][fe]["backends"][0];
-        b["up"] = json!(false);
-        b["checked"] = json!(false);
-        b["state"] = json!("not checked yet");
-        b["last_check"] = Value::Null;
-        b.as_object_mut().unwrap().remove("last_ok_unix_ms");
+    d.hosts[0].http.clear();
+    for fe in fes(&mut d).iter_mut() {
+        let b = &mut fe.backends[0];
+        b.up = false;
+        b.checked = false;
+        b.state = "not checked yet".into();
+        b.last_check = None;
+        b.last_ok_unix_ms = None;
     }
     let mut fresh = d.clone();
     annotate(&mut fresh, now);
@@ -150,8 +313,8 @@ fn bootstrap_not_checked_claims_nothing() {
         "Machine-config server up on bootstrap",
     ] {
         let st = boot_stage(&fresh, stage);
-        assert_eq!(st["done"], false, "{st}");
-        assert_eq!(st["detail"], "not checked yet", "{st}");
+        assert!(!st.done, "{st:?}");
+        assert_eq!(st.detail, "not checked yet", "{st:?}");
     }
     let html = page(&fresh, now);
     assert!(
@@ -164,30 +327,37 @@ fn bootstrap_not_checked_claims_nothing() {
     );
     assert!(!html.contains(">UP"), "{html}");
     // Checked, refused, never fetched bootstrap.ign: boot it.
-    let b = &mut d["loadBalancer"]["frontends"][0]["backends"][0];
-    b["checked"] = json!(true);
-    b["state"] = json!("DOWN");
-    b["last_check"] = json!({"detail": "connection refused"});
+    let b = &mut fes(&mut d)[0].backends[0];
+    b.checked = true;
+    b.state = "DOWN".into();
+    b.last_check = backend("b", "127.0.0.1:1", false, 0, "connection refused").last_check;
     annotate(&mut d, now);
     assert_eq!(
-        boot_stage(&d, "API up on bootstrap")["detail"],
+        boot_stage(&d, "API up on bootstrap").detail,
         "connection refused; boot bootstrap: it has not fetched bootstrap.ign yet"
     );
+}
+
+/// Sets the last check's text of backend `b`.
+fn set_check(b: &mut BackendStats, detail: &str) {
+    if let Some(c) = b.last_check.as_mut() {
+        c.detail = detail.into();
+    }
 }
 
 #[test]
 fn bootstrap_api_not_up_warning() {
     let mut d = doc();
-    d["loadBalancer"]["frontends"][0]["backends"][0]["up"] = json!(false);
-    d["loadBalancer"]["frontends"][0]["backends"][0]["last_check"]["detail"] =
-        json!("connection refused");
+    let b = &mut fes(&mut d)[0].backends[0];
+    b.up = false;
+    set_check(b, "connection refused");
     let want = format!(
         "bootstrap fetched bootstrap.ign 10 min ago but its API is not up (last check: connection refused): log in to bootstrap and follow {JOURNAL}"
     );
     // bootstrap.ign was fetched at 10:01:05.
     let mut early = d.clone();
     annotate(&mut early, datetime!(2026-11-24 10:11 UTC));
-    assert_eq!(boot_stage(&early, "API up on bootstrap")["done"], false);
+    assert!(!boot_stage(&early, "API up on bootstrap").done);
     assert!(
         !warns(&early).iter().any(|w| w.contains("journalctl")),
         "{:?}",
@@ -198,7 +368,12 @@ fn bootstrap_api_not_up_warning() {
     assert!(warns(&late).contains(&want), "{:?}", warns(&late));
     // Once the bootstrap reports completion, its API no longer matters.
     let mut done = d.clone();
-    done["clusterData"] = json!({"available": true, "bootstrap": {"status": "complete", "time": "2026-11-24T10:09:00Z"}});
+    done.cluster_data = cluster(
+        Vec::new(),
+        Vec::new(),
+        OperatorsView::default(),
+        bootstrap_cm("complete", "2026-11-24T10:09:00Z"),
+    );
     annotate(&mut done, datetime!(2026-11-24 10:30 UTC));
     assert!(
         !warns(&done).iter().any(|w| w.contains("journalctl")),
@@ -211,78 +386,80 @@ fn bootstrap_api_not_up_warning() {
 fn bootstrap_api_that_went_down_stays_reached() {
     let now = datetime!(2026-11-24 10:40 UTC);
     let mut d = doc();
-    let b = &mut d["loadBalancer"]["frontends"][0]["backends"][0];
-    b["up"] = json!(false);
-    b["last_ok_unix_ms"] = json!(1795516800000u64); // 10:40:00Z
-    b["last_check"]["detail"] = json!("connection refused");
+    let b = &mut fes(&mut d)[0].backends[0];
+    b.up = false;
+    b.last_ok_unix_ms = Some(1795516800000); // 10:40:00Z
+    set_check(b, "connection refused");
     annotate(&mut d, now);
     let api = boot_stage(&d, "API up on bootstrap");
-    assert_eq!(api["done"], true, "{api}");
-    assert_eq!(api["time"], "2026-11-24T10:40:00Z");
-    assert_eq!(api["detail"], "DOWN now: connection refused");
+    assert!(api.done, "{api:?}");
+    assert_eq!(api.time.as_deref(), Some("2026-11-24T10:40:00Z"));
+    assert_eq!(api.detail, "DOWN now: connection refused");
     // Never passed a check: not reached.
     let mcs = boot_stage(&d, "Machine-config server up on bootstrap");
-    assert_eq!(mcs["done"], false, "{mcs}");
-    assert_eq!(mcs["detail"], "HTTP 503");
+    assert!(!mcs.done, "{mcs:?}");
+    assert_eq!(mcs.detail, "HTTP 503");
 }
 
 #[test]
 fn bootstrap_complete_then_removed() {
     let now = datetime!(2026-11-24 10:40 UTC);
     let mut d = doc();
-    d["clusterData"] = json!({"available": true, "bootstrap": {"status": "progressing", "time": "2026-11-24T10:30:00Z"}});
+    let with_cm = |status: &str| {
+        cluster(
+            Vec::new(),
+            Vec::new(),
+            OperatorsView::default(),
+            bootstrap_cm(status, "2026-11-24T10:30:00Z"),
+        )
+    };
+    d.cluster_data = with_cm("progressing");
     let mut progressing = d.clone();
     annotate(&mut progressing, now);
     let c = boot_stage(&progressing, "Bootstrap complete");
-    assert_eq!(c["done"], false);
+    assert!(!c.done);
     assert_eq!(
-        c["detail"],
+        c.detail,
         "ConfigMap kube-system/bootstrap says \"progressing\""
     );
 
-    d["clusterData"]["bootstrap"]["status"] = json!("complete");
+    d.cluster_data = with_cm("complete");
     let mut complete = d.clone();
     annotate(&mut complete, now);
     let c = boot_stage(&complete, "Bootstrap complete");
-    assert_eq!(c["done"], true);
-    assert_eq!(c["time"], "2026-11-24T10:30:00Z");
-    assert_eq!(c["detail"], "ConfigMap kube-system/bootstrap");
+    assert!(c.done);
+    assert_eq!(c.time.as_deref(), Some("2026-11-24T10:30:00Z"));
+    assert_eq!(c.detail, "ConfigMap kube-system/bootstrap");
     let want = format!(
         "bootstrap complete 10 min ago but bootstrap is still a load balancer backend: {REMOVE}"
     );
     assert!(warns(&complete).contains(&want), "{:?}", warns(&complete));
 
     // remove-bootstrap: no bootstrap backend left, its backends as they were kept.
-    let api_before = d["loadBalancer"]["frontends"][0].clone();
-    for fe in d["loadBalancer"]["frontends"].as_array_mut().unwrap() {
-        fe["backends"]
-            .as_array_mut()
-            .unwrap()
-            .retain(|b| b["name"] != "bootstrap");
+    let mut kept = fes(&mut d)[0].clone();
+    for fe in fes(&mut d).iter_mut() {
+        fe.backends.retain(|b| b.name != "bootstrap");
     }
-    let mut kept = api_before;
-    kept["backends"]
-        .as_array_mut()
-        .unwrap()
-        .retain(|b| b["name"] == "bootstrap");
-    d["bootstrapRemoved"] = json!({"time": "2026-11-24T10:39:00Z", "frontends": [kept]});
+    kept.backends.retain(|b| b.name == "bootstrap");
+    d.bootstrap_removed = Some(BootstrapRemoved {
+        time: "2026-11-24T10:39:00Z".into(),
+        frontends: vec![kept],
+        earlier: false,
+    });
     annotate(&mut d, now);
     let r = boot_stage(&d, "Removed from load balancer");
-    assert_eq!(r["done"], true);
-    assert_eq!(r["time"], "2026-11-24T10:39:00Z");
-    assert_eq!(r["detail"], "by `serve remove-bootstrap`");
+    assert!(r.done);
+    assert_eq!(r.time.as_deref(), Some("2026-11-24T10:39:00Z"));
+    assert_eq!(r.detail, "by `serve remove-bootstrap`");
     let api = boot_stage(&d, "API up on bootstrap");
-    assert_eq!(api["done"], true);
+    assert!(api.done);
     assert_eq!(
-        api["detail"],
+        api.detail,
         "HTTP 200 (before its removal from the load balancer)"
     );
     let mcs = boot_stage(&d, "Machine-config server up on bootstrap");
-    assert_eq!(mcs["done"], false);
-    assert_eq!(
-        mcs["detail"],
-        "not a backend of the machine-config frontend"
-    );
+    assert!(!mcs.done);
+    assert_eq!(mcs.detail, "not a backend of the machine-config frontend");
     assert!(
         !warns(&d).iter().any(|w| w.contains("remove it with")),
         "{:?}",
@@ -297,8 +474,13 @@ fn bootstrap_complete_then_removed() {
 fn bootstrap_without_our_load_balancer() {
     let now = datetime!(2026-11-24 11:00 UTC);
     let mut d = doc();
-    d["loadBalancer"] = Value::Null;
-    d["clusterData"] = json!({"available": true, "bootstrap": {"status": "complete", "time": "2026-11-24T10:30:00Z"}});
+    d.load_balancer = None;
+    d.cluster_data = cluster(
+        Vec::new(),
+        Vec::new(),
+        OperatorsView::default(),
+        bootstrap_cm("complete", "2026-11-24T10:30:00Z"),
+    );
     annotate(&mut d, now);
     for name in [
         "API up on bootstrap",
@@ -306,10 +488,10 @@ fn bootstrap_without_our_load_balancer() {
         "Removed from load balancer",
     ] {
         let s = boot_stage(&d, name);
-        assert_eq!(s["done"], false, "{name}");
-        assert_eq!(s["detail"], "load balancer not run by this serve", "{name}");
+        assert!(!s.done, "{name}");
+        assert_eq!(s.detail, "load balancer not run by this serve", "{name}");
     }
-    assert_eq!(boot_stage(&d, "Bootstrap complete")["done"], true);
+    assert!(boot_stage(&d, "Bootstrap complete").done);
     let w = warns(&d);
     assert!(
         !w.iter()
@@ -323,28 +505,28 @@ fn bootstrap_frontends_by_name_or_port() {
     let now = datetime!(2026-11-24 10:10 UTC);
     let mut d = doc();
     // serve's names on other ports (bastion-config `ports`) …
-    d["loadBalancer"]["frontends"][0]["bind"] = json!("127.0.0.1:16443");
-    d["loadBalancer"]["frontends"][1]["bind"] = json!("127.0.0.1:32623");
+    fes(&mut d)[0].bind = "127.0.0.1:16443".parse().unwrap();
+    fes(&mut d)[1].bind = "127.0.0.1:32623".parse().unwrap();
     // … or other names on the guides' ports; the backend by address.
     let mut other = doc();
-    other["loadBalancer"]["frontends"][0]["name"] = json!("kube-api");
-    other["loadBalancer"]["frontends"][1]["name"] = json!("mcs");
-    other["loadBalancer"]["frontends"][1]["backends"][0]["name"] = json!("boot0");
+    fes(&mut other)[0].name = "kube-api".into();
+    fes(&mut other)[1].name = "mcs".into();
+    fes(&mut other)[1].backends[0].name = "boot0".into();
     for mut d in [d, other] {
         annotate(&mut d, now);
-        assert_eq!(boot_stage(&d, "API up on bootstrap")["detail"], "HTTP 200");
+        assert_eq!(boot_stage(&d, "API up on bootstrap").detail, "HTTP 200");
         assert_eq!(
-            boot_stage(&d, "Machine-config server up on bootstrap")["detail"],
+            boot_stage(&d, "Machine-config server up on bootstrap").detail,
             "HTTP 503"
         );
     }
     // A frontend that is neither is not taken for the API.
     let mut none = doc();
-    none["loadBalancer"]["frontends"][0]["name"] = json!("ingress-https");
-    none["loadBalancer"]["frontends"][0]["bind"] = json!("192.168.120.101:443");
+    fes(&mut none)[0].name = "ingress-https".into();
+    fes(&mut none)[0].bind = "192.168.120.101:443".parse().unwrap();
     annotate(&mut none, now);
     assert_eq!(
-        boot_stage(&none, "API up on bootstrap")["detail"],
+        boot_stage(&none, "API up on bootstrap").detail,
         "not a backend of the api frontend"
     );
 }
@@ -353,35 +535,47 @@ fn bootstrap_frontends_by_name_or_port() {
 fn stages_warnings_and_page() {
     let now = datetime!(2026-11-24 10:10 UTC);
     let mut d = doc();
-    d["clusterData"] = json!({"available": true, "server": "https://api.okd.example:6443",
-        "csrs": [
-            {"name": "csr-a", "kind": "client", "node": "master", "approved": true, "denied": false, "time": "2026-11-24T10:05:00Z"},
-            {"name": "csr-b", "kind": "serving", "node": "master", "approved": false, "denied": false},
-            {"name": "csr-x", "kind": "client", "node": "evil", "approved": false, "denied": false},
+    d.cluster_data = cluster(
+        vec![
+            csr(
+                "csr-a",
+                CsrKind::Client,
+                "master",
+                Some("2026-11-24T10:05:00Z"),
+            ),
+            csr("csr-b", CsrKind::Serving, "master", None),
+            csr("csr-x", CsrKind::Client, "evil", None),
         ],
-        "nodes": [{"name": "master", "ready": false}],
-        "operators": {"available": 3, "total": 5, "degraded": ["ingress"]}});
+        vec![NodeView {
+            name: Some("master".into()),
+            ready: false,
+            since: None,
+        }],
+        OperatorsView {
+            available: 3,
+            total: 5,
+            degraded: vec!["ingress".into()],
+        },
+        None,
+    );
     let down_since = (now - time::Duration::minutes(5)).unix_timestamp() * 1000;
-    d["loadBalancer"]["frontends"][0]["backends"][1]["since_unix_ms"] = json!(down_since);
-    d["certificates"] =
-        json!({"file": "kube-apiserver-lb-server.crt", "notAfter": "2026-11-24T11:30:00Z"});
+    fes(&mut d)[0].backends[1].since_unix_ms = u64::try_from(down_since).unwrap();
+    d.certificates = Some(Certificates {
+        file: "kube-apiserver-lb-server.crt".into(),
+        not_after: "2026-11-24T11:30:00Z".into(),
+    });
     annotate(&mut d, now);
-    let h = &d["hosts"];
-    assert_eq!(h[0]["stages"][1]["done"], true, "bootstrap.ign fetched");
-    assert_eq!(h[1]["stages"][0]["done"], true);
-    assert_eq!(h[1]["stages"][1]["done"], false);
-    assert_eq!(h[1]["stages"].as_array().unwrap().len(), 5);
-    assert_eq!(h[1]["stages"][2]["done"], true, "client CSR approved");
-    assert_eq!(h[1]["stages"][2]["time"], "2026-11-24T10:05:00Z");
-    assert_eq!(h[1]["stages"][3]["detail"], "csr-b pending");
-    assert_eq!(h[1]["stages"][4]["detail"], "registered, not Ready");
-    assert_eq!(h[2]["stages"][2]["done"], false);
-    let w: Vec<&str> = d["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|v| v.as_str())
-        .collect();
+    let h = &d.hosts;
+    assert!(h[0].stages[1].done, "bootstrap.ign fetched");
+    assert!(h[1].stages[0].done);
+    assert!(!h[1].stages[1].done);
+    assert_eq!(h[1].stages.len(), 5);
+    assert!(h[1].stages[2].done, "client CSR approved");
+    assert_eq!(h[1].stages[2].time.as_deref(), Some("2026-11-24T10:05:00Z"));
+    assert_eq!(h[1].stages[3].detail, "csr-b pending");
+    assert_eq!(h[1].stages[4].detail, "registered, not Ready");
+    assert!(!h[2].stages[2].done);
+    let w: Vec<&str> = d.warnings.iter().map(String::as_str).collect();
     assert!(w.contains(&"master resolved api-int.okd.example 8 min ago but never fetched Ignition: check the kernel arguments / boot order"), "{w:?}");
     assert!(
         w.contains(&"bootstrap.ign was requested by master (192.168.120.103), refused"),
@@ -439,15 +633,20 @@ fn stages_warnings_and_page() {
 #[test]
 fn bootstrap_ign_fetches() {
     let now = datetime!(2026-11-24 10:10 UTC);
+    let broke_off = http(
+        "2026-11-24T10:01:00Z",
+        "/ignition/bootstrap.ign",
+        200,
+        180,
+        Some(300_000),
+    );
     let mut d = doc();
-    d["hosts"][0]["http"] = json!([
-        {"time": "2026-11-24T10:01:00Z", "path": "/ignition/bootstrap.ign", "status": 200, "bytes": 180, "size": 300_000, "complete": false},
-    ]);
+    d.hosts[0].http = vec![broke_off.clone()];
     annotate(&mut d, now);
     let ign = boot_stage(&d, "Ignition fetched");
-    assert_eq!(ign["done"], false, "{ign}");
+    assert!(!ign.done, "{ign:?}");
     assert_eq!(
-        ign["detail"],
+        ign.detail,
         "1 fetch(es) of bootstrap.ign, none complete; the last sent 180 of 300000 bytes"
     );
     let html = page(&d, now);
@@ -465,18 +664,30 @@ fn bootstrap_ign_fetches() {
     );
 
     let mut d = doc();
-    d["hosts"][0]["http"]
-        .as_array_mut()
-        .unwrap()
-        .insert(0, json!({"time": "2026-11-24T10:01:00Z", "path": "/ignition/bootstrap.ign", "status": 200, "bytes": 180, "size": 300_000, "complete": false}));
+    d.hosts[0].http.insert(0, broke_off);
     annotate(&mut d, now);
     let ign = boot_stage(&d, "Ignition fetched");
-    assert_eq!(ign["done"], true, "{ign}");
+    assert!(ign.done, "{ign:?}");
     assert_eq!(
-        ign["time"], "2026-11-24T10:01:05Z",
+        ign.time.as_deref(),
+        Some("2026-11-24T10:01:05Z"),
         "the complete fetch counts"
     );
     assert!(page(&d, now).contains("293.0 KiB of 293.0 KiB, complete"));
+}
+
+/// Strings from the network (a request path, a host name) are escaped on
+/// the page.
+#[test]
+fn page_escapes_what_it_shows() {
+    let now = datetime!(2026-11-24 10:10 UTC);
+    let mut d = doc();
+    d.unknown_clients[0].http[0].path = "/ignition/<script>&\"x\"/bootstrap.ign".into();
+    d.hosts[2].hostname = "w<1>".into();
+    annotate(&mut d, now);
+    let html = page(&d, now);
+    assert!(html.contains("<th scope=\"row\">w&lt;1&gt;</th>"), "{html}");
+    assert!(!html.contains("w<1>"), "{html}");
 }
 
 #[test]

@@ -9,7 +9,6 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
@@ -17,16 +16,74 @@ use time::format_description::well_known::Rfc3339;
 pub const REMOVED_FILE: &str = ".okd-serve-bootstrap-removed";
 
 /// The record's path for `dir`.
-pub(crate) fn path(dir: &Path) -> PathBuf {
+pub fn path(dir: &Path) -> PathBuf {
     dir.join(REMOVED_FILE)
+}
+
+/// Why the record could not be read, written or deleted; each message names
+/// the file (or the running serve's socket).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RemovalError {
+    /// The record could not be written.
+    #[error("recording the removal of the bootstrap in {}: {source}", path.display())]
+    Write {
+        /// The record.
+        path: PathBuf,
+        /// The reason.
+        #[source]
+        source: okd_fs::FsError,
+    },
+    /// The record exists but cannot be read.
+    #[error("reading {}: {source}", path.display())]
+    Read {
+        /// The record.
+        path: PathBuf,
+        /// The reason.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The record's line is no RFC 3339 time.
+    #[error(
+        "{}: {text:?} is not an RFC 3339 time (the time of `serve remove-bootstrap`); \
+         delete the file with `okd-install serve restore-bootstrap` to serve the bootstrap again",
+        path.display()
+    )]
+    NotATime {
+        /// The record.
+        path: PathBuf,
+        /// Its (trimmed) content.
+        text: String,
+    },
+    /// `restore-bootstrap` while a serve runs for the directory.
+    #[error(
+        "`okd-install serve` is running for {} ({}): stop it first, then run `okd-install serve restore-bootstrap` and start serve again",
+        dir.display(),
+        socket.display()
+    )]
+    Running {
+        /// The asset directory.
+        dir: PathBuf,
+        /// The running serve's control socket.
+        socket: PathBuf,
+    },
+    /// The record could not be deleted.
+    #[error("deleting {}: {source}", path.display())]
+    Delete {
+        /// The record.
+        path: PathBuf,
+        /// The reason.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Records that the bootstrap was removed now, unless it already is
 /// recorded (the first time is kept). Returns the recorded time (RFC 3339).
 ///
 /// # Errors
-/// The file cannot be written (the error names it).
-pub fn record(dir: &Path) -> anyhow::Result<String> {
+/// [`RemovalError::Write`], or an unreadable existing record.
+pub fn record(dir: &Path) -> Result<String, RemovalError> {
     if let Some(t) = recorded(dir)? {
         return Ok(t);
     }
@@ -35,7 +92,7 @@ pub fn record(dir: &Path) -> anyhow::Result<String> {
         .unwrap_or_default();
     let p = path(dir);
     okd_fs::write_atomic(&p, format!("{t}\n").as_bytes(), 0o640)
-        .with_context(|| format!("recording the removal of the bootstrap in {}", p.display()))?;
+        .map_err(|source| RemovalError::Write { path: p, source })?;
     Ok(t)
 }
 
@@ -43,23 +100,22 @@ pub fn record(dir: &Path) -> anyhow::Result<String> {
 /// recorded removed.
 ///
 /// # Errors
-/// The file exists but cannot be read, or its line is no RFC 3339 time
-/// (the error names the file).
-pub fn recorded(dir: &Path) -> anyhow::Result<Option<String>> {
+/// [`RemovalError::Read`] when the file exists but cannot be read,
+/// [`RemovalError::NotATime`] when its line is no RFC 3339 time.
+pub fn recorded(dir: &Path) -> Result<Option<String>, RemovalError> {
     let p = path(dir);
     let text = match std::fs::read_to_string(&p) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", p.display())),
+        Err(source) => return Err(RemovalError::Read { path: p, source }),
     };
     let t = text.trim();
-    OffsetDateTime::parse(t, &Rfc3339).with_context(|| {
-        format!(
-            "{}: {t:?} is not an RFC 3339 time (the time of `serve remove-bootstrap`); \
-             delete the file with `okd-install serve restore-bootstrap` to serve the bootstrap again",
-            p.display()
-        )
-    })?;
+    if OffsetDateTime::parse(t, &Rfc3339).is_err() {
+        return Err(RemovalError::NotATime {
+            path: p,
+            text: t.to_string(),
+        });
+    }
     Ok(Some(t.to_string()))
 }
 
@@ -69,15 +125,15 @@ pub fn recorded(dir: &Path) -> anyhow::Result<Option<String>> {
 /// stops). Returns the text to print.
 ///
 /// # Errors
-/// A serve runs for `dir`, or the record cannot be deleted.
-pub fn restore(dir: &Path) -> anyhow::Result<String> {
+/// [`RemovalError::Running`] while a serve answers on the control socket,
+/// [`RemovalError::Delete`] when the record cannot be deleted.
+pub fn restore(dir: &Path) -> Result<String, RemovalError> {
     let sock = crate::control::socket_path(dir);
     if std::os::unix::net::UnixStream::connect(&sock).is_ok() {
-        anyhow::bail!(
-            "`okd-install serve` is running for {} ({}): stop it first, then run `okd-install serve restore-bootstrap` and start serve again",
-            dir.display(),
-            sock.display()
-        );
+        return Err(RemovalError::Running {
+            dir: dir.to_path_buf(),
+            socket: sock,
+        });
     }
     let p = path(dir);
     match std::fs::remove_file(&p) {
@@ -88,7 +144,7 @@ pub fn restore(dir: &Path) -> anyhow::Result<String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             Ok("the bootstrap was not recorded removed: nothing to undo\n".to_string())
         }
-        Err(e) => Err(e).with_context(|| format!("deleting {}", p.display())),
+        Err(source) => Err(RemovalError::Delete { path: p, source }),
     }
 }
 
@@ -113,7 +169,7 @@ mod tests {
         assert_eq!(recorded(d.path()).unwrap(), None);
         assert!(restore(d.path()).unwrap().contains("nothing to undo"));
         std::fs::write(path(d.path()), "yesterday\n").unwrap();
-        let e = format!("{:#}", recorded(d.path()).unwrap_err());
+        let e = recorded(d.path()).unwrap_err().to_string();
         assert!(e.contains(REMOVED_FILE) && e.contains("RFC 3339"), "{e}");
     }
 }

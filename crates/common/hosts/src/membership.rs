@@ -1,13 +1,13 @@
 //! Which inventory hosts sit behind which frontend: the one rule the
-//! embedded load balancer ([`crate::frontends_for`]) and the generated
-//! `haproxy.cfg` (`okd_bastion::configs::haproxy_cfg`) both follow
-//! (the install guides' HAProxy, as in RedHatOfficial/ocp4-helpernode
-//! `templates/haproxy.cfg.j2`).
+//! embedded load balancer (`okd_lb::frontends_for`), the generated
+//! `haproxy.cfg` (`okd_bastion::configs::haproxy_cfg`) and `destroy
+//! bootstrap` all follow (the install guides' HAProxy, as in
+//! RedHatOfficial/ocp4-helpernode `templates/haproxy.cfg.j2`). Pure: no
+//! sockets, so workstation crates use it without the balancer.
 
-use std::time::Duration;
-
-use okd_hosts::{Inventory, Node, Ports, Role};
 use serde::Serialize;
+
+use crate::{Inventory, Node, Ports, Role};
 
 /// A service the install's load balancer carries, one frontend each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -110,22 +110,5 @@ impl Service {
     /// `machine-config-server`) is a backend too: only for machine-config.
     pub fn includes_local_mcs(self) -> bool {
         self == Service::MachineConfig
-    }
-
-    /// The embedded balancer's connection limits for the frontend. The API
-    /// and ingress carry long-lived watches and streams: 4 h idle (the
-    /// generated `haproxy.cfg`'s `timeout client`), 8192 connections, 512
-    /// per client address. The machine-config server only answers short
-    /// Ignition fetches: 60 s idle, 1024 connections, 64 per address.
-    pub fn limits(self) -> okd_listen::Limits {
-        match self {
-            Service::MachineConfig => okd_listen::Limits::default(),
-            _ => okd_listen::Limits {
-                max_connections: 8192,
-                max_per_client: 512,
-                idle: Duration::from_secs(4 * 3600),
-                ..okd_listen::Limits::default()
-            },
-        }
     }
 }
