@@ -73,4 +73,3 @@ pub(crate) fn wait_for(dir: &Path, w: &WaitForCmd) -> Result<(), Failure> {
         (anyhow::Error::new(e), code)
     })
 }
-

@@ -92,7 +92,10 @@ pub fn create_bastion_configs(dir: &Path) -> Result<(), crate::ServeError> {
 
 /// [`create_bastion_configs`] with the zones' SOA serial given, as
 /// [`okd_bastion::bastion_configs_with_serial`] (tests pin the clock this way).
-pub fn create_bastion_configs_with_serial(dir: &Path, serial: u32) -> Result<(), crate::ServeError> {
+pub fn create_bastion_configs_with_serial(
+    dir: &Path,
+    serial: u32,
+) -> Result<(), crate::ServeError> {
     create_bastion_configs_with(dir, |inv, etcd| {
         okd_bastion::bastion_configs_with_serial(inv, etcd, serial)
     })
