@@ -18,8 +18,10 @@ fn example_files() -> Vec<PathBuf> {
             }
         }
     }
-    let refdir = Path::new("/work/shared/reference/openshift-install-4.13/inputs");
-    if let Ok(rd) = std::fs::read_dir(refdir) {
+    // The inputs of the measured openshift-install 4.13 runs, kept in the
+    // repository.
+    let refdir = root.join("tests-data/reference");
+    if let Ok(rd) = std::fs::read_dir(&refdir) {
         for e in rd.flatten() {
             let p = e.path();
             if p.file_name()

@@ -31,7 +31,8 @@ pub enum Only {
 pub enum Topology {
     /// A bootstrap machine and one or more masters.
     WithBootstrap,
-    /// Single node: the bootstrap becomes the master (installer.md §9).
+    /// Single node: the bootstrap becomes the master (bootstrap-in-place,
+    /// openshift/installer `data/data/bootstrap/bootstrap-in-place/`).
     SingleNode,
 }
 
