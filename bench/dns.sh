@@ -1,9 +1,11 @@
 #!/bin/sh
 # Benchmark of serve's DNS beside dnsmasq with the configuration of
 # `create bastion-configs`, both loaded with dnsperf from hosts in network
-# namespaces (release build; not a test; about 2 minutes). Needs root
+# namespaces, in alternating turns (release build; not a test; about 5
+# minutes). Needs root
 # (network namespaces), dnsmasq and dnsperf (installed here when missing).
-# Usage: bench/dns.sh      (OKD_BENCH_SECS=10 seconds per case)
+# Usage: bench/dns.sh      (OKD_BENCH_SECS=8 seconds per case,
+#                           OKD_BENCH_ROUNDS=3 turns of each server)
 set -eu
 cd "$(dirname "$0")/.."
 : "${CARGO_TARGET_DIR:=/var/tmp/okd-bench-target}"
