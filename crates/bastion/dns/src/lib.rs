@@ -54,6 +54,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 
 mod forward;
+mod hash;
 mod limit;
 mod report;
 mod table;
@@ -162,7 +163,7 @@ struct Shared {
     forwarder: Option<Forwarder>,
     reporter: Option<Reporter>,
     /// Client networks whose other questions are forwarded.
-    allow_recursion: Vec<ipnet::IpNet>,
+    allow_recursion: hash::Nets,
     limiter: Limiter,
 }
 
@@ -353,7 +354,7 @@ impl Shared {
     /// Whether `client` is inside the recursion networks.
     fn may_recurse(&self, client: SocketAddr) -> bool {
         let ip = client.ip().to_canonical();
-        self.allow_recursion.iter().any(|n| n.contains(&ip))
+        self.allow_recursion.contains(ip)
     }
 
     /// Relays `msg` upstream (over the client's transport) and returns the
@@ -517,7 +518,7 @@ impl DnsServer {
             table: Table::new(&zones)?,
             forwarder: (!upstreams.is_empty()).then(|| Forwarder::new(upstreams.clone())),
             reporter,
-            allow_recursion: inv.allow_recursion.clone(),
+            allow_recursion: hash::Nets::new(&inv.allow_recursion),
             limiter: Limiter::new(&options.rate, &allowed_networks(inv)),
         });
         tracing::info!(
@@ -711,7 +712,7 @@ mod tests {
             table: Table::new(&zone_records(&inv, true).unwrap()).unwrap(),
             forwarder: upstreams.then(|| Forwarder::new(vec!["127.0.0.1:9".parse().unwrap()])),
             reporter: None,
-            allow_recursion: inv.allow_recursion.clone(),
+            allow_recursion: hash::Nets::new(&inv.allow_recursion),
             limiter: Limiter::new(&RateLimit::default(), &allowed_networks(&inv)),
         }
     }
