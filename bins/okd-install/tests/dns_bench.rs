@@ -183,6 +183,64 @@ fn report(name: &str, f: &Figures) {
     );
 }
 
+/// The served directory (single-master example, `create bastion-configs`
+/// run), the lab (bastion, the master with the 64 more addresses, the
+/// outsider), dnsperf's input and dnsmasq; `None` without root, dnsperf or
+/// dnsmasq. `tag` starts the namespaces' names.
+fn bench_lab(
+    tag: &str,
+) -> Option<(
+    tempfile::TempDir,
+    Lab,
+    std::path::PathBuf,
+    std::path::PathBuf,
+)> {
+    if !common::netns::available() {
+        return None;
+    }
+    let (Some(_), Some(dnsmasq)) = (
+        tool("dnsperf", &["/usr/bin/dnsperf"]),
+        tool("dnsmasq", &["/usr/sbin/dnsmasq"]),
+    ) else {
+        return None;
+    };
+    let d = served_dir();
+    okd_ok(d.path(), &["create", "bastion-configs"]);
+    let queries = d.path().join("dnsperf-queries.txt");
+    std::fs::write(&queries, QUERIES).unwrap();
+
+    let prefix = format!("{tag}{}", std::process::id() % 100000);
+    let mut lab = Lab::new(&prefix, BASTION, &[("master", NODE)], "okd.example");
+    let node = lab.nodes[0].ns.clone();
+    for i in 0..MANY {
+        ip(&[
+            "-n",
+            &node,
+            "addr",
+            "add",
+            &format!("192.168.120.{}/24", 150 + i),
+            "dev",
+            "eth0",
+        ]);
+    }
+    let bastion = lab.bastion.ns.clone();
+    ip(&["-n", &bastion, "addr", "add", "10.77.0.1/24", "dev", "br0"]);
+    let outsider = format!("{bastion}-out");
+    lab.nodes.push(common::netns::Host {
+        ns: outsider.clone(),
+        addr: OUTSIDER.into(),
+    });
+    attach(
+        &bastion,
+        &outsider,
+        &format!("v{prefix}o"),
+        OUTSIDER,
+        "10.77.0.1",
+    );
+
+    Some((d, lab, queries, dnsmasq))
+}
+
 /// serve (all services, the single-master example's configs) and dnsmasq
 /// (the `dnsmasq.conf` of `create bastion-configs`) on the bastion
 /// 192.168.120.101, in turns within the same run: `OKD_BENCH_ROUNDS`
@@ -222,49 +280,10 @@ fn bench_dns_against_dnsmasq() {
     };
     let secs = env("OKD_BENCH_SECS", 8);
     let rounds = env("OKD_BENCH_ROUNDS", 3).max(1);
-    if !common::netns::available() {
-        return;
-    }
-    let (Some(_), Some(dnsmasq)) = (
-        tool("dnsperf", &["/usr/bin/dnsperf"]),
-        tool("dnsmasq", &["/usr/sbin/dnsmasq"]),
-    ) else {
+    let Some((d, mut lab, queries, dnsmasq)) = bench_lab("db") else {
         return;
     };
-    let d = served_dir();
-    okd_ok(d.path(), &["create", "bastion-configs"]);
-    let queries = d.path().join("dnsperf-queries.txt");
-    std::fs::write(&queries, QUERIES).unwrap();
-
-    let prefix = format!("db{}", std::process::id() % 100000);
-    let mut lab = Lab::new(&prefix, BASTION, &[("master", NODE)], "okd.example");
-    let node = lab.nodes[0].ns.clone();
-    for i in 0..MANY {
-        ip(&[
-            "-n",
-            &node,
-            "addr",
-            "add",
-            &format!("192.168.120.{}/24", 150 + i),
-            "dev",
-            "eth0",
-        ]);
-    }
     let bastion = lab.bastion.ns.clone();
-    ip(&["-n", &bastion, "addr", "add", "10.77.0.1/24", "dev", "br0"]);
-    let outsider = format!("{bastion}-out");
-    lab.nodes.push(common::netns::Host {
-        ns: outsider.clone(),
-        addr: OUTSIDER.into(),
-    });
-    attach(
-        &bastion,
-        &outsider,
-        &format!("v{prefix}o"),
-        OUTSIDER,
-        "10.77.0.1",
-    );
-
     let dir = d.path().to_string_lossy().into_owned();
     let conf = d.path().join("bastion/dnsmasq/dnsmasq.conf");
     let pid_file = d.path().join("dnsmasq.pid");
@@ -352,4 +371,123 @@ fn bench_dns_against_dnsmasq() {
             f.flood_out
         );
     }
+}
+
+/// Instructions one server executes (all its threads, user space only, as
+/// counted by callgrind) while it answers `runs` × 6 queries at 2 000 q/s
+/// from the master: counters zeroed before dnsperf starts and dumped
+/// after it ends (`callgrind_control`). Returns (instructions, queries
+/// completed).
+fn instructions(lab: &Lab, pid: u32, out: &Path, queries: &Path, runs: u32) -> (u64, u64) {
+    let control = |what: &str| {
+        let st = Command::new("callgrind_control")
+            .args([what, &pid.to_string()])
+            .output()
+            .unwrap();
+        assert!(st.status.success(), "callgrind_control {what}: {st:?}");
+    };
+    control("-z");
+    let node = lab.nodes[0].ns.clone();
+    let perf = parse(
+        &dnsperf(
+            lab,
+            &node,
+            NODE,
+            queries,
+            60,
+            &["-n", &runs.to_string(), "-Q", "2000"],
+        )
+        .output()
+        .unwrap(),
+    );
+    control("-d");
+    // The dump is the newest file named after `out` with a suffix.
+    let dir = out.parent().unwrap();
+    let base = out.file_name().unwrap().to_string_lossy().into_owned();
+    let dump = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with(&base) && n != base
+        })
+        .max_by_key(|e| e.metadata().unwrap().modified().unwrap())
+        .expect("a callgrind dump");
+    let text = std::fs::read_to_string(dump.path()).unwrap();
+    let ir = text
+        .lines()
+        .find_map(|l| l.strip_prefix("summary:").or(l.strip_prefix("totals:")))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no totals in {}", dump.path().display()));
+    (ir, perf.completed)
+}
+
+/// Instructions per answered query, serve against dnsmasq, each run under
+/// callgrind on the bastion (`bash bench/dns.sh` runs it after the
+/// throughput bench when valgrind is installed): a figure the machine's
+/// load does not change. User space only: the system calls' cost in the
+/// kernel is not counted (serve receives a batch of queued queries before
+/// replying to them with one `sendmmsg`; dnsmasq polls, receives and sends
+/// per query).
+#[test]
+#[ignore]
+fn instructions_per_query_against_dnsmasq() {
+    let Some(valgrind) = tool("valgrind", &["/usr/bin/valgrind"]) else {
+        return;
+    };
+    let Some((d, mut lab, queries, dnsmasq)) = bench_lab("dc") else {
+        return;
+    };
+    let bastion = lab.bastion.ns.clone();
+    let valgrind = valgrind.to_string_lossy().into_owned();
+    let runs = 2000;
+    let dir = d.path().to_string_lossy().into_owned();
+    let out = d.path().join("callgrind.serve");
+    let log = d.path().join("serve-callgrind.log");
+    let serve = lab.spawn(
+        &bastion,
+        &valgrind,
+        &[
+            "--tool=callgrind",
+            &format!("--callgrind-out-file={}", out.display()),
+            env!("CARGO_BIN_EXE_okd-install"),
+            "serve",
+            "--dir",
+            &dir,
+        ],
+        &log,
+    );
+    wait_ready(&log);
+    let (ours, ours_n) = instructions(&lab, serve, &out, &queries, runs);
+    lab.kill(serve);
+
+    let conf = d.path().join("bastion/dnsmasq/dnsmasq.conf");
+    let out = d.path().join("callgrind.dnsmasq");
+    let dm = lab.spawn(
+        &bastion,
+        &valgrind,
+        &[
+            "--tool=callgrind",
+            &format!("--callgrind-out-file={}", out.display()),
+            &dnsmasq.to_string_lossy(),
+            "-k",
+            "-C",
+            &conf.to_string_lossy(),
+            &format!("--pid-file={}", d.path().join("dnsmasq.pid").display()),
+            "--log-facility=-",
+        ],
+        &d.path().join("dnsmasq-callgrind.log"),
+    );
+    std::thread::sleep(Duration::from_secs(5));
+    let (theirs, theirs_n) = instructions(&lab, dm, &out, &queries, runs);
+    lab.kill(dm);
+
+    let per = |ir: u64, n: u64| ir as f64 / n.max(1) as f64;
+    eprintln!(
+        "instructions per query (callgrind, user space): serve {:.0} ({ours} for {ours_n} queries), dnsmasq {:.0} ({theirs} for {theirs_n}): {:.2}x",
+        per(ours, ours_n),
+        per(theirs, theirs_n),
+        per(ours, ours_n) / per(theirs, theirs_n),
+    );
 }
