@@ -373,14 +373,13 @@ fn bench_dns_against_dnsmasq() {
     }
 }
 
-/// Instructions a server under callgrind executes (user space only)
-/// while it answers `runs` × 6 queries at 2 000 q/s from the master:
-/// counters zeroed before dnsperf starts and dumped after it ends
-/// (`callgrind_control`). Returns (instructions, queries completed).
+/// Instructions serve under callgrind executes (user space only) while
+/// it answers `runs` × 6 queries at 2 000 q/s from the master: counters
+/// zeroed before dnsperf starts and dumped after it ends
+/// (`callgrind_control`; serve's UDP threads wake every second, so it
+/// takes the request). Returns (instructions, queries completed).
 ///
-/// A process blocked in a system call only takes the control request when
-/// it runs again (dnsmasq waits in `poll` without a timeout): while
-/// `callgrind_control` waits, a query is sent now and then to wake it; the
+/// While `callgrind_control` waits, a query is sent now and then too; the
 /// ones sent while dumping are counted with the run's (a few dozen against
 /// 12 000).
 fn instructions(lab: &Lab, pid: u32, out: &Path, queries: &Path, runs: u32) -> (u64, u64) {
@@ -484,26 +483,71 @@ fn instructions_per_query_against_dnsmasq() {
     let (ours, ours_n) = instructions(&lab, serve, &out, &queries, runs);
     lab.kill(serve);
 
+    // dnsmasq blocks in poll without a timeout and does not take
+    // callgrind_control's requests: it is run twice, answering the
+    // queries or none, and stopped with SIGTERM (callgrind writes its
+    // counts at exit); the difference is the queries' cost.
     let conf = d.path().join("bastion/dnsmasq/dnsmasq.conf");
-    let out = d.path().join("callgrind.dnsmasq");
-    let dm = lab.spawn(
-        &bastion,
-        &valgrind,
-        &[
-            "--tool=callgrind",
-            &format!("--callgrind-out-file={}", out.display()),
-            &dnsmasq.to_string_lossy(),
-            "-k",
-            "-C",
-            &conf.to_string_lossy(),
-            &format!("--pid-file={}", d.path().join("dnsmasq.pid").display()),
-            "--log-facility=-",
-        ],
-        &d.path().join("dnsmasq-callgrind.log"),
-    );
-    std::thread::sleep(Duration::from_secs(5));
-    let (theirs, theirs_n) = instructions(&lab, dm, &out, &queries, runs);
-    lab.kill(dm);
+    let mut dnsmasq_run = |runs: u32| -> (u64, u64) {
+        let out = d.path().join(format!("callgrind.dnsmasq.{runs}"));
+        let dm = lab.spawn(
+            &bastion,
+            &valgrind,
+            &[
+                "--tool=callgrind",
+                &format!("--callgrind-out-file={}", out.display()),
+                &dnsmasq.to_string_lossy(),
+                "-k",
+                "-C",
+                &conf.to_string_lossy(),
+                &format!("--pid-file={}", d.path().join("dnsmasq.pid").display()),
+                "--log-facility=-",
+            ],
+            &d.path().join(format!("dnsmasq-callgrind-{runs}.log")),
+        );
+        std::thread::sleep(Duration::from_secs(5));
+        let completed = if runs > 0 {
+            let node = lab.nodes[0].ns.clone();
+            let out = dnsperf(
+                &lab,
+                &node,
+                NODE,
+                &queries,
+                60,
+                &["-n", &runs.to_string(), "-Q", "2000"],
+            )
+            .output()
+            .unwrap();
+            parse(&out).completed
+        } else {
+            0
+        };
+        let _ = Command::new("kill")
+            .args(["-TERM", &dm.to_string()])
+            .status();
+        let start = Instant::now();
+        let ir = loop {
+            let text = std::fs::read_to_string(&out).unwrap_or_default();
+            if let Some(ir) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("summary:").or(l.strip_prefix("totals:")))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|v| v.parse::<u64>().ok())
+            {
+                break ir;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "dnsmasq under callgrind wrote no counts"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        lab.kill(dm);
+        (ir, completed)
+    };
+    let (idle, _) = dnsmasq_run(0);
+    let (busy, theirs_n) = dnsmasq_run(runs);
+    let theirs = busy.saturating_sub(idle);
 
     let per = |ir: u64, n: u64| ir as f64 / n.max(1) as f64;
     eprintln!(
