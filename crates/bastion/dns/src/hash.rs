@@ -22,7 +22,7 @@ impl Fast {
     /// A hasher builder with a fresh random seed.
     pub(crate) fn new() -> Fast {
         Fast {
-            seed: RandomState::new().hash_one(0x6f6b_645f_646e_73u64),
+            seed: RandomState::new().hash_one(0x006f_6b64_5f64_6e73_u64),
         }
     }
 }
