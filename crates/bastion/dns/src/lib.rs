@@ -34,13 +34,16 @@
 //! record (RFC 6891) get one back (payload 1232, DO copied); a UDP answer
 //! larger than the client takes is truncated (TC) so it retries over TCP.
 //!
-//! Answers from our zones are encoded once at start; answering one is a hash
-//! lookup and a copy, done inline by the UDP receive threads (one per
-//! runtime worker, at most 4, blocking on the one socket), while forwarded
+//! Answers from our zones are encoded once at start; answering one is reading
+//! the question in place, a hash lookup and a copy, done inline by the UDP
+//! receive threads (one per runtime worker, at most 4, each blocking on a
+//! socket of its own bound with `SO_REUSEPORT`, so the kernel spreads the
+//! clients over them by address and port), while forwarded
 //! queries run as tokio tasks so a slow upstream never delays them.
-//! Every answered query is logged at debug level and reported to an
-//! optional [`DnsObserver`] through a queue to a thread of its own (a
-//! repeated question within a second once).
+//! Answered queries are logged at debug level and reported to an optional
+//! [`DnsObserver`] through a queue to a thread of its own; with an
+//! observer, a client's repeated question within a second is logged and
+//! reported once (without one, every query is logged).
 
 use std::borrow::Cow;
 use std::net::SocketAddr;
@@ -48,10 +51,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 
 mod forward;
+mod hash;
 mod limit;
 mod report;
 mod table;
@@ -160,7 +164,7 @@ struct Shared {
     forwarder: Option<Forwarder>,
     reporter: Option<Reporter>,
     /// Client networks whose other questions are forwarded.
-    allow_recursion: Vec<ipnet::IpNet>,
+    allow_recursion: hash::Nets,
     limiter: Limiter,
 }
 
@@ -191,15 +195,15 @@ impl Transport {
 }
 
 impl Shared {
-    /// Whether `q` from `client` is worth describing: debug logging is on,
-    /// or the observer has not heard of this question from this client
-    /// within a second.
+    /// Whether `q` from `client` is worth describing (a debug log line,
+    /// a report): with an observer, when this client has not asked this
+    /// question within a second (the debug log follows the same rule: it
+    /// is `okd-install serve`'s log file, and formatting and writing a
+    /// line per query took most of the serving threads' time under a
+    /// resolver storm); without one, whenever debug logging is on.
     fn reporting(&self, client: SocketAddr, q: &Query<'_>) -> bool {
-        if tracing::enabled!(tracing::Level::DEBUG) {
-            return true;
-        }
         let Some(r) = &self.reporter else {
-            return false;
+            return tracing::enabled!(tracing::Level::DEBUG);
         };
         let mut lower = [0u8; 255];
         let name = &mut lower[..q.qname.len().min(255)];
@@ -218,7 +222,7 @@ impl Shared {
         rcode: u16,
         answers: &[String],
     ) {
-        let name = wire::name_to_string(&q.name);
+        let name = wire::name_to_string(q.qname);
         let qtype = wire::type_name(q.qtype);
         tracing::debug!(
             %client,
@@ -351,7 +355,7 @@ impl Shared {
     /// Whether `client` is inside the recursion networks.
     fn may_recurse(&self, client: SocketAddr) -> bool {
         let ip = client.ip().to_canonical();
-        self.allow_recursion.iter().any(|n| n.contains(&ip))
+        self.allow_recursion.contains(ip)
     }
 
     /// Relays `msg` upstream (over the client's transport) and returns the
@@ -452,7 +456,9 @@ impl DnsServer {
     /// clients inside `inv.allow_recursion`, or refused when there are no
     /// upstreams or the client is outside. Uses [`DnsOptions::default`]
     /// ([`DnsServer::start_with`] takes others). UDP is served by threads
-    /// of its own, one per worker of the current tokio runtime (at most 4);
+    /// of its own, one per worker of the current tokio runtime (at most 4),
+    /// each with a socket of its own (`SO_REUSEPORT`; a socket already on
+    /// the address is still "address already in use");
     /// the TCP accept loop and forwarded queries run on the runtime.
     ///
     /// # Errors
@@ -513,7 +519,7 @@ impl DnsServer {
             table: Table::new(&zones)?,
             forwarder: (!upstreams.is_empty()).then(|| Forwarder::new(upstreams.clone())),
             reporter,
-            allow_recursion: inv.allow_recursion.clone(),
+            allow_recursion: hash::Nets::new(&inv.allow_recursion),
             limiter: Limiter::new(&options.rate, &allowed_networks(inv)),
         });
         tracing::info!(
@@ -591,9 +597,15 @@ fn allowed_networks(inv: &okd_hosts::Inventory) -> Vec<ipnet::IpNet> {
     nets
 }
 
-/// Binds UDP on `bind`, then TCP on the same address and port; with port
-/// 0, retries a few times when the UDP port is taken for TCP.
-async fn bind_both(bind: SocketAddr) -> Result<(UdpSocket, TcpListener), DnsError> {
+/// Binds UDP on `bind` (with `SO_REUSEPORT`, so the UDP threads can each
+/// have a socket of their own), then TCP on the same address and port; with
+/// port 0, retries a few times when the UDP port is taken for TCP.
+///
+/// The address is first bound by a plain socket, released at once: a
+/// socket already bound there, even one with `SO_REUSEPORT` (e.g. another
+/// serve), makes that fail with "address already in use" instead of
+/// silently sharing the clients.
+async fn bind_both(bind: SocketAddr) -> Result<(std::net::UdpSocket, TcpListener), DnsError> {
     let err = |addr, protocol, error| DnsError::Bind {
         addr,
         protocol,
@@ -602,15 +614,22 @@ async fn bind_both(bind: SocketAddr) -> Result<(UdpSocket, TcpListener), DnsErro
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let udp = UdpSocket::bind(bind)
-            .await
-            .map_err(|e| err(bind, "udp", e))?;
-        // Room for a burst of queries from many nodes at once (best effort:
-        // beyond net.core.rmem_max only with CAP_NET_ADMIN).
-        if rustix::net::sockopt::set_socket_recv_buffer_size_force(&udp, UDP_RCVBUF).is_err() {
-            let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&udp, UDP_RCVBUF);
-        }
-        let at = udp.local_addr().map_err(|e| err(bind, "udp", e))?;
+        let at = {
+            let probe = std::net::UdpSocket::bind(bind).map_err(|e| err(bind, "udp", e))?;
+            probe.local_addr().map_err(|e| err(bind, "udp", e))?
+        };
+        let udp = match udp::bind_reuseport(at) {
+            Ok(u) => u,
+            // The port picked for 0 was taken in between: pick again.
+            Err(e)
+                if bind.port() == 0
+                    && e.kind() == std::io::ErrorKind::AddrInUse
+                    && attempt < 16 =>
+            {
+                continue;
+            }
+            Err(e) => return Err(err(bind, "udp", e)),
+        };
         match TcpListener::bind(at).await {
             Ok(tcp) => return Ok((udp, tcp)),
             Err(e)
@@ -694,7 +713,7 @@ mod tests {
             table: Table::new(&zone_records(&inv, true).unwrap()).unwrap(),
             forwarder: upstreams.then(|| Forwarder::new(vec!["127.0.0.1:9".parse().unwrap()])),
             reporter: None,
-            allow_recursion: inv.allow_recursion.clone(),
+            allow_recursion: hash::Nets::new(&inv.allow_recursion),
             limiter: Limiter::new(&RateLimit::default(), &allowed_networks(&inv)),
         }
     }

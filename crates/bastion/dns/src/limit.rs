@@ -107,7 +107,7 @@ pub(crate) struct Limiter {
     slip: u32,
     v4_mask: u32,
     v6_mask: u128,
-    exempt: Vec<ipnet::IpNet>,
+    exempt: crate::hash::Nets,
     hasher: RandomState,
     slots: Box<[Mutex<Option<Account>>]>,
 }
@@ -131,7 +131,7 @@ impl Limiter {
             slip: r.slip,
             v4_mask: u32::MAX.checked_shl(32 - v4).unwrap_or(0),
             v6_mask: u128::MAX.checked_shl(128 - v6).unwrap_or(0),
-            exempt,
+            exempt: crate::hash::Nets::new(&exempt),
             hasher: RandomState::new(),
             slots: (0..SLOTS).map(|_| Mutex::new(None)).collect(),
         }
@@ -139,7 +139,7 @@ impl Limiter {
 
     /// Whether `client` is never limited.
     pub(crate) fn exempt(&self, client: IpAddr) -> bool {
-        self.rate == 0.0 || self.exempt.iter().any(|n| n.contains(&client))
+        self.rate == 0.0 || self.exempt.contains(client)
     }
 
     /// Accounts one response to `client` (canonical form) and says what to

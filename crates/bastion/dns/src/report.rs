@@ -9,7 +9,7 @@
 //! query.
 
 use std::borrow::Cow;
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,6 +17,7 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::time::{Duration, Instant};
 
 use crate::DnsObserver;
+use crate::hash::Fast;
 
 /// Reports waiting for the observer at most.
 pub(crate) const QUEUE: usize = 4096;
@@ -42,7 +43,7 @@ pub(crate) struct Reporter {
     /// Per entry: the question's hash tag (high 32 bits) and the tick it
     /// was last reported (low 32 bits, odd; 0: empty).
     recent: Box<[AtomicU64]>,
-    hasher: RandomState,
+    hasher: Fast,
     epoch: Instant,
 }
 
@@ -57,7 +58,7 @@ impl Reporter {
         Ok(Reporter {
             tx,
             recent: (0..RECENT).map(|_| AtomicU64::new(0)).collect(),
-            hasher: RandomState::new(),
+            hasher: Fast::new(),
             epoch: Instant::now(),
         })
     }

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use hickory_proto::ProtoError;
 
 use crate::DnsError;
+use crate::hash::Fast;
 use crate::wire::{put_record, type_any, wire_name};
 use crate::zone::{RecordData, Zone, ZoneRecord};
 
@@ -66,7 +67,7 @@ pub(crate) enum Lookup<'a> {
 /// The lookup table of a set of zones.
 #[derive(Debug)]
 pub(crate) struct Table {
-    nodes: HashMap<Box<[u8]>, Node>,
+    nodes: HashMap<Box<[u8]>, Node, Fast>,
     zones: Vec<ZoneInfo>,
 }
 
@@ -76,7 +77,7 @@ impl Table {
     /// # Errors
     /// [`DnsError::InvalidName`] for a name hickory-proto does not take.
     pub fn new(zones: &[Zone]) -> Result<Table, DnsError> {
-        let mut nodes: HashMap<Box<[u8]>, Node> = HashMap::new();
+        let mut nodes: HashMap<Box<[u8]>, Node, Fast> = HashMap::with_hasher(Fast::new());
         let mut infos = Vec::with_capacity(zones.len());
         let mut records_at: HashMap<Box<[u8]>, Vec<&ZoneRecord>> = HashMap::new();
         for (zi, z) in zones.iter().enumerate() {

@@ -71,16 +71,17 @@ pub(crate) struct Edns {
 }
 
 /// A query as far as the server reads it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Query<'a> {
-    /// The header's ID, opcode and flags.
-    pub meta: Metadata,
+    /// The header's ID.
+    pub id: u16,
+    /// The header's third and fourth octets as received (QR, opcode, AA,
+    /// TC, RD; RA, Z, AD, CD, RCODE): RD and CD are echoed.
+    pub flags: [u8; 2],
     /// The question section as received: QNAME, QTYPE, QCLASS.
     pub question: &'a [u8],
     /// QNAME in wire form, as received (original case).
     pub qname: &'a [u8],
-    /// QNAME, decoded.
-    pub name: Name,
     /// QTYPE.
     pub qtype: u16,
     /// QCLASS.
@@ -115,7 +116,83 @@ fn wire_len(name: &Name) -> usize {
 /// Reads a query: the header, one question with an uncompressed QNAME,
 /// then every record, taking the OPT record (RFC 6891 §6.1.1) from the
 /// additional section.
+///
+/// The common query (header, question, at most an option-less OPT record
+/// and nothing else) is read in place without allocating
+/// ([`parse_plain`]); anything else by hickory-proto's decoder
+/// ([`parse_with_hickory`]), with the same result for the same octets.
 pub(crate) fn parse_query(b: &[u8]) -> Result<Query<'_>, Reject> {
+    match parse_plain(b) {
+        Some(q) => Ok(q),
+        None => parse_with_hickory(b),
+    }
+}
+
+/// The common query read in place: header (a query, opcode QUERY, one
+/// question, no answer or authority records, at most one additional
+/// record), a QNAME of labels (no pointer, at most 255 octets), QTYPE,
+/// QCLASS, then nothing or an OPT record owned by the root without
+/// options. `None` for anything else (which [`parse_with_hickory`] reads,
+/// or rejects).
+pub(crate) fn parse_plain(b: &[u8]) -> Option<Query<'_>> {
+    let header: &[u8; HEADER_LEN] = b.get(..HEADER_LEN)?.try_into().ok()?;
+    // QR clear, opcode 0; QDCOUNT 1, ANCOUNT 0, NSCOUNT 0, ARCOUNT ≤ 1.
+    if header[2] & 0xf8 != 0 || header[4..10] != [0, 1, 0, 0, 0, 0] || header[10] != 0 {
+        return None;
+    }
+    let arcount = header[11];
+    if arcount > 1 {
+        return None;
+    }
+    let mut at = HEADER_LEN;
+    loop {
+        let len = usize::from(*b.get(at)?);
+        if len == 0 {
+            at += 1;
+            break;
+        }
+        // A pointer or a reserved label type, or too long a label.
+        if len > 63 {
+            return None;
+        }
+        at += 1 + len;
+        // The name, root octet included, must fit 255 octets.
+        if at + 1 - HEADER_LEN > 255 {
+            return None;
+        }
+    }
+    let name_end = at;
+    let fixed = b.get(at..at + 4)?;
+    let qtype = u16::from_be_bytes([fixed[0], fixed[1]]);
+    let qclass = u16::from_be_bytes([fixed[2], fixed[3]]);
+    let qend = at + 4;
+    let edns = if arcount == 1 {
+        // Root owner, TYPE OPT, CLASS (payload), TTL, RDLENGTH 0.
+        let opt = b.get(qend..qend + 11)?;
+        if opt[..3] != [0, 0, 41] || opt[9..11] != [0, 0] {
+            return None;
+        }
+        Some(Edns {
+            payload: u16::from_be_bytes([opt[3], opt[4]]).max(PLAIN_UDP_MAX as u16),
+            version: opt[6],
+            dnssec_ok: opt[7] & 0x80 != 0,
+        })
+    } else {
+        None
+    };
+    Some(Query {
+        id: u16::from_be_bytes([header[0], header[1]]),
+        flags: [header[2], header[3]],
+        question: &b[HEADER_LEN..qend],
+        qname: &b[HEADER_LEN..name_end],
+        qtype,
+        qclass,
+        edns,
+    })
+}
+
+/// [`parse_query`] by hickory-proto's decoder, for every message.
+pub(crate) fn parse_with_hickory(b: &[u8]) -> Result<Query<'_>, Reject> {
     let mut d = BinDecoder::new(b);
     let header = Header::read(&mut d).map_err(|_| Reject::Drop)?;
     let meta = header.metadata;
@@ -163,12 +240,12 @@ pub(crate) fn parse_query(b: &[u8]) -> Result<Query<'_>, Reject> {
         }
     }
     Ok(Query {
-        meta,
+        id: meta.id,
+        flags: [b[2], b[3]],
         question: &b[HEADER_LEN..qend],
         qname: &b[HEADER_LEN..HEADER_LEN + name_len],
         qtype: question.query_type().into(),
         qclass: question.query_class().into(),
-        name: question.name().clone(),
         edns,
     })
 }
@@ -180,16 +257,19 @@ pub(crate) fn lower_name_into(name: &[u8], out: &mut Vec<u8>) {
     out.extend(name.iter().map(u8::to_ascii_lowercase));
 }
 
-/// Presentation form of a name (RFC 1035 §5.1): lower case, trailing dot,
-/// `.` and `\` inside labels escaped with `\`, other non-printable octets
-/// as `\DDD` in decimal (hickory-proto's own `to_ascii` writes them in
-/// octal); the root is `.`.
-pub(crate) fn name_to_string(name: &Name) -> String {
-    if name.is_root() {
-        return ".".into();
-    }
+/// Presentation form of a wire-form name (RFC 1035 §5.1; uncompressed,
+/// as [`Query::qname`]): lower case, trailing dot, `.` and `\` inside
+/// labels escaped with `\`, other non-printable octets as `\DDD` in
+/// decimal (hickory-proto's own `to_ascii` writes them in octal); the root
+/// is `.`.
+pub(crate) fn name_to_string(name: &[u8]) -> String {
     let mut s = String::with_capacity(name.len() + 1);
-    for label in name.iter() {
+    let mut at = 0;
+    while let Some(&len) = name.get(at) {
+        if len == 0 {
+            break;
+        }
+        let label = name.get(at + 1..at + 1 + usize::from(len)).unwrap_or(&[]);
         for &c in label {
             match c.to_ascii_lowercase() {
                 c @ (b'.' | b'\\') => {
@@ -202,6 +282,10 @@ pub(crate) fn name_to_string(name: &Name) -> String {
                 }
             }
         }
+        s.push('.');
+        at += 1 + usize::from(len);
+    }
+    if s.is_empty() {
         s.push('.');
     }
     s
@@ -374,32 +458,30 @@ pub(crate) fn write_response(
     s: &Sections<'_>,
     limit: usize,
 ) {
-    let rc = <ResponseCode as From<u16>>::from(f.rcode);
+    let rcode_high = (f.rcode >> 4) as u8;
     let opt: Cow<'_, [u8]> = match q.edns {
         None => Cow::Borrowed(&[]),
-        Some(e) if rc.high() == 0 => Cow::Borrowed(&OPT[usize::from(e.dnssec_ok)]),
-        Some(e) => Cow::Owned(opt_record(rc.high(), e.dnssec_ok)),
+        Some(e) if rcode_high == 0 => Cow::Borrowed(&OPT[usize::from(e.dnssec_ok)]),
+        Some(e) => Cow::Owned(opt_record(rcode_high, e.dnssec_ok)),
     };
     let needed = HEADER_LEN + q.question.len() + s.answer.len() + s.authority.len() + opt.len();
     let tc = needed > limit;
     let with_additional = !tc && needed + s.additional.len() <= limit;
-    let mut metadata = Metadata::response_from_request(&q.meta);
-    metadata.authoritative = f.aa;
-    metadata.truncation = tc;
-    metadata.recursion_available = f.ra;
-    metadata.response_code = rc;
     let (an, ns) = if tc { (0, 0) } else { (s.ancount, s.nscount) };
-    let ar = if with_additional { s.arcount } else { 0 };
-    let header = Header {
-        metadata,
-        counts: HeaderCounts {
-            queries: 1,
-            answers: an,
-            authorities: ns,
-            additionals: ar + u16::from(q.edns.is_some()),
-        },
-    };
-    put_header(out, &header);
+    let ar = if with_additional { s.arcount } else { 0 } + u16::from(q.edns.is_some());
+    // QR, opcode QUERY (the only one answered), AA, TC, RD echoed; RA, CD
+    // echoed, RCODE's low bits (RFC 1035 §4.1.1, RFC 6840 §5.9).
+    let flags = [
+        0x80 | (u8::from(f.aa) << 2) | (u8::from(tc) << 1) | (q.flags[0] & 0x01),
+        (u8::from(f.ra) << 7) | (q.flags[1] & 0x10) | (f.rcode & 0x0f) as u8,
+    ];
+    out.clear();
+    out.extend_from_slice(&q.id.to_be_bytes());
+    out.extend_from_slice(&flags);
+    out.extend_from_slice(&[0, 1]);
+    out.extend_from_slice(&an.to_be_bytes());
+    out.extend_from_slice(&ns.to_be_bytes());
+    out.extend_from_slice(&ar.to_be_bytes());
     out.extend_from_slice(q.question);
     if !tc {
         out.extend_from_slice(s.answer);
@@ -496,10 +578,10 @@ mod tests {
         let b = query("Api.OKD.example.", RecordType::A, Some(4096));
         let q = parse_query(&b).unwrap();
         assert_eq!(
-            (q.meta.id, q.meta.recursion_desired, q.qtype, q.qclass),
+            (q.id, q.flags[0] & 1 == 1, q.qtype, q.qclass),
             (0x1234, true, 1, 1)
         );
-        assert_eq!(name_to_string(&q.name), "api.okd.example.");
+        assert_eq!(name_to_string(q.qname), "api.okd.example.");
         assert_eq!(
             q.qname.to_ascii_lowercase(),
             wire_name("api.okd.example.").unwrap()
@@ -553,8 +635,8 @@ mod tests {
         let mut b = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
         b.extend_from_slice(&[3, b'a', b'.', 0xff, 0, 0, 1, 0, 1]);
         let q = parse_query(&b).unwrap();
-        assert_eq!(name_to_string(&q.name), "a\\.\\255.");
-        assert_eq!(name_to_string(&Name::root()), ".");
+        assert_eq!(name_to_string(q.qname), "a\\.\\255.");
+        assert_eq!(name_to_string(&[0]), ".");
         assert_eq!(type_name(33), "SRV");
         assert_eq!(type_name(65280), "TYPE65280");
     }
@@ -645,5 +727,146 @@ mod tests {
         write_response(&mut out, &q, f, &Sections::default(), 512);
         let m = Message::from_vec(&out).unwrap();
         assert_eq!(u16::from(m.metadata.response_code), rcode::BADVERS);
+    }
+
+    /// The header as hickory-proto wrote it before [`write_response`]
+    /// wrote its own.
+    fn hickory_header(q: &Query<'_>, f: Flags, tc: bool, counts: [u16; 3]) -> Vec<u8> {
+        let req = [q.id.to_be_bytes(), q.flags, [0, 1], [0, 0], [0, 0], [0, 0]].concat();
+        let mut d = BinDecoder::new(&req);
+        let req = Header::read(&mut d).unwrap().metadata;
+        let mut metadata = Metadata::response_from_request(&req);
+        metadata.authoritative = f.aa;
+        metadata.truncation = tc;
+        metadata.recursion_available = f.ra;
+        metadata.response_code = <ResponseCode as From<u16>>::from(f.rcode);
+        let header = Header {
+            metadata,
+            counts: HeaderCounts {
+                queries: 1,
+                answers: counts[0],
+                authorities: counts[1],
+                additionals: counts[2],
+            },
+        };
+        let mut out = Vec::new();
+        put_header(&mut out, &header);
+        out
+    }
+
+    /// A query built from parts that often make the common form, and
+    /// often do not.
+    fn message() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        let label = prop_oneof![
+            4 => proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'Z'), Just(b'.'), any::<u8>()], 0..8)
+                .prop_map(|l| [vec![l.len() as u8], l].concat()),
+            1 => proptest::collection::vec(any::<u8>(), 60..66)
+                .prop_map(|l| [vec![l.len() as u8], l].concat()),
+            1 => any::<u8>().prop_map(|b| vec![b]),
+        ];
+        let name =
+            proptest::collection::vec(label, 0..6).prop_map(|ls| [ls.concat(), vec![0]].concat());
+        let opt = prop_oneof![
+            2 => Just(Vec::new()),
+            3 => (any::<u16>(), any::<u32>()).prop_map(|(c, t)| {
+                [vec![0, 0, 41], c.to_be_bytes().to_vec(), t.to_be_bytes().to_vec(), vec![0, 0]].concat()
+            }),
+            1 => proptest::collection::vec(any::<u8>(), 0..16),
+        ];
+        (
+            any::<[u8; 4]>(),
+            prop_oneof![
+                Just([0u8, 1, 0, 0, 0, 0, 0, 0]),
+                Just([0, 1, 0, 0, 0, 0, 0, 1]),
+                any::<[u8; 8]>()
+            ],
+            name,
+            any::<[u8; 4]>(),
+            opt,
+            proptest::collection::vec((any::<usize>(), any::<u8>()), 0..2),
+            proptest::collection::vec(any::<u8>(), 0..3),
+            0usize..4,
+        )
+            .prop_map(|(idf, counts, name, tc, opt, edits, tail, flagmode)| {
+                let mut idf = idf;
+                if flagmode > 0 {
+                    // Mostly plain queries: QR clear, opcode 0.
+                    idf[2] &= 0x07;
+                }
+                let mut m = [idf.to_vec(), counts.to_vec(), name, tc.to_vec(), opt, tail].concat();
+                for (at, b) in edits {
+                    let n = m.len();
+                    m[at % n] = b;
+                }
+                m
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(20_000))]
+
+        /// The in-place reader agrees with hickory-proto's whenever it
+        /// reads a message, and the response header it writes is the one
+        /// hickory-proto wrote.
+        #[test]
+        fn plain_reading_agrees_with_hickory(m in message(), aa: bool, ra: bool, limit in 0usize..600) {
+            let hickory = parse_with_hickory(&m);
+            if let Some(q) = parse_plain(&m) {
+                proptest::prop_assert_eq!(Ok(q.clone()), hickory.clone());
+                for rcode in [rcode::NOERROR, rcode::NXDOMAIN, rcode::REFUSED, rcode::BADVERS] {
+                    let f = Flags { aa, ra, rcode };
+                    let mut out = Vec::new();
+                    let (mut answer, mut additional) = (Vec::new(), Vec::new());
+                    put_record(&mut answer, None, 60, &RecordData::A([10, 0, 0, 1].into())).unwrap();
+                    for _ in 0..2 {
+                        put_record(&mut additional, Some("x.test."), 60, &RecordData::A([10, 0, 0, 2].into())).unwrap();
+                    }
+                    let s = Sections { answer: &answer, ancount: 1, additional: &additional, arcount: 2, ..Sections::default() };
+                    write_response(&mut out, &q, f, &s, limit);
+                    let tc = out[2] & 0x02 != 0;
+                    let counts = [0, 1, 2].map(|i| u16::from_be_bytes([out[6 + 2 * i], out[7 + 2 * i]]));
+                    proptest::prop_assert_eq!(&out[..HEADER_LEN], &hickory_header(&q, f, tc, counts)[..]);
+                    proptest::prop_assert!(Message::from_vec(&out).is_ok());
+                }
+            }
+            if let Ok(q) = hickory {
+                let name = Name::read(&mut BinDecoder::new(q.qname)).unwrap();
+                proptest::prop_assert_eq!(name_to_string(q.qname), hickory_name_to_string(&name));
+            }
+        }
+    }
+
+    /// The presentation form as it was written from a hickory [`Name`].
+    fn hickory_name_to_string(name: &Name) -> String {
+        if name.is_root() {
+            return ".".into();
+        }
+        let mut s = String::new();
+        for label in name.iter() {
+            for &c in label {
+                match c.to_ascii_lowercase() {
+                    c @ (b'.' | b'\\') => {
+                        s.push('\\');
+                        s.push(char::from(c));
+                    }
+                    c @ 0x21..=0x7e => s.push(char::from(c)),
+                    c => {
+                        let _ = write!(s, "\\{c:03}");
+                    }
+                }
+            }
+            s.push('.');
+        }
+        s
+    }
+
+    #[test]
+    fn plain_reading_takes_common_queries() {
+        for edns in [None, Some(1232), Some(100)] {
+            let b = query("Api.OKD.example.", RecordType::A, edns);
+            let q = parse_plain(&b).expect("read in place");
+            assert_eq!(Ok(q), parse_with_hickory(&b));
+        }
     }
 }
