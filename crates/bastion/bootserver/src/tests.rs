@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::files::civil_from_days;
 use std::time::UNIX_EPOCH;

@@ -1,4 +1,3 @@
-
 use super::*;
 use hickory_proto::op::Message;
 
