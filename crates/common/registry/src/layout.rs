@@ -45,7 +45,7 @@ pub(crate) fn write_atomic(path: &Path, data: &[u8]) -> Result<(), OciError> {
 
 /// Creates `path` and its missing parents with mode 0750 (as `create`
 /// makes the asset directory); existing folders are left as they are.
-pub(crate) fn mkdir(path: &Path) -> std::io::Result<()> {
+pub fn mkdir(path: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt as _;
     std::fs::DirBuilder::new()
         .recursive(true)
