@@ -10,6 +10,7 @@ mod gather;
 mod interactive;
 mod logging;
 mod mirror;
+mod node;
 mod release;
 mod serve;
 
@@ -83,6 +84,10 @@ enum Cmd {
     /// Wait for install-time events.
     #[command(subcommand)]
     WaitFor(cluster::WaitForCmd),
+    /// The bootstrap node's programs, run by bootstrap.ign's units
+    /// (release-image.service, bootkube.service).
+    #[command(subcommand)]
+    Bootstrap(node::BootstrapCmd),
     /// Print the asset graph of a target in Graphviz DOT.
     Graph {
         /// Target: install-config, manifests, ignition-configs, single-node-ignition-config.
@@ -121,6 +126,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         Cmd::WaitFor(w) => cluster::wait_for(dir, w),
         Cmd::Mirror(m) => mirror::command(dir, m),
         Cmd::Create(c) => create::run(dir, c),
+        Cmd::Bootstrap(b) => node::command(b),
     }
 }
 

@@ -317,24 +317,7 @@ impl McsState {
         let mut mcs = Vec::new();
         let disk_dirs = [dir.join("openshift"), dir.join("manifests")];
         if disk_dirs.iter().any(|d| d.is_dir()) {
-            for d in disk_dirs.iter().filter(|d| d.is_dir()) {
-                let rd = std::fs::read_dir(d).map_err(|source| McsError::Read {
-                    path: d.clone(),
-                    source,
-                })?;
-                let mut paths: Vec<_> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-                paths.sort();
-                for p in paths {
-                    if !is_manifest_name(&p.to_string_lossy()) {
-                        continue;
-                    }
-                    let data = std::fs::read(&p).map_err(|source| McsError::Read {
-                        path: p.clone(),
-                        source,
-                    })?;
-                    mcs.extend(parse_manifests(&p, &data)?);
-                }
-            }
+            mcs = read_manifest_dirs(&disk_dirs)?;
         } else {
             for (p, data) in &files {
                 if BOOTSTRAP_MANIFEST_DIRS.iter().any(|d| p.starts_with(d)) && is_manifest_name(p) {
@@ -343,6 +326,34 @@ impl McsState {
             }
         }
         McsState::from_parts(mcs, inputs)
+    }
+
+    /// Reads the bootstrap node's asset directory `work` (`/opt/openshift`,
+    /// as `bootstrap.ign` laid it down): MachineConfigs from
+    /// `openshift/` and `manifests/`, and the four inputs from the files
+    /// [`KUBE_APISERVER_CA_PATH`], [`KUBECONFIG_KUBELET_PATH`],
+    /// [`MCS_CERT_PATH`] and [`MCS_KEY_PATH`] name, under `work`. This is
+    /// what the bootstrap's own machine-config server serves
+    /// (openshift/machine-config-operator `cmd/machine-config-server`
+    /// `bootstrap`, started by bootkube's `mco-bootstrap` stage).
+    ///
+    /// # Errors
+    /// [`McsError::Read`] for a missing or unreadable file,
+    /// [`McsError::Parse`] for a malformed manifest,
+    /// [`McsError::MachineConfig`] from rendering.
+    pub fn from_bootstrap_node(work: &Path) -> Result<McsState, McsError> {
+        let read = |abs: &str| {
+            let p = work.join(abs.trim_start_matches("/opt/openshift/"));
+            std::fs::read(&p).map_err(|source| McsError::Read { path: p, source })
+        };
+        let inputs = BootstrapInputs {
+            kubelet_ca: read(KUBE_APISERVER_CA_PATH)?,
+            kubeconfig: read(KUBECONFIG_KUBELET_PATH)?,
+            tls_cert_pem: read(MCS_CERT_PATH)?,
+            tls_key_pem: read(MCS_KEY_PATH)?,
+        };
+        let dirs = [work.join("openshift"), work.join("manifests")];
+        McsState::from_parts(read_manifest_dirs(&dirs)?, inputs)
     }
 
     /// Pool names, sorted.
@@ -408,4 +419,30 @@ fn parse_manifests(path: &Path, data: &[u8]) -> Result<Vec<Value>, McsError> {
         }
     }
     Ok(out)
+}
+
+/// The MachineConfigs of the manifest files (`.yaml`, `.yml`, `.json`,
+/// multi-document YAML allowed) in each existing directory of `dirs`, in
+/// name order.
+fn read_manifest_dirs(dirs: &[std::path::PathBuf]) -> Result<Vec<Value>, McsError> {
+    let mut mcs = Vec::new();
+    for d in dirs.iter().filter(|d| d.is_dir()) {
+        let rd = std::fs::read_dir(d).map_err(|source| McsError::Read {
+            path: d.clone(),
+            source,
+        })?;
+        let mut paths: Vec<_> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for p in paths {
+            if !is_manifest_name(&p.to_string_lossy()) {
+                continue;
+            }
+            let data = std::fs::read(&p).map_err(|source| McsError::Read {
+                path: p.clone(),
+                source,
+            })?;
+            mcs.extend(parse_manifests(&p, &data)?);
+        }
+    }
+    Ok(mcs)
 }

@@ -37,11 +37,7 @@ pub enum Endpoint {
 
 impl Endpoint {
     /// A manifest by digest or tag (checked against a digest reference).
-    pub(crate) async fn manifest(
-        &self,
-        repo: &Repo,
-        reference: &str,
-    ) -> Result<Manifest, OciError> {
+    pub async fn manifest(&self, repo: &Repo, reference: &str) -> Result<Manifest, OciError> {
         match self {
             Endpoint::Registry(r) => r.get_manifest(repo, reference).await,
             Endpoint::Layout(l) => l.get_manifest(reference).await,
@@ -49,7 +45,7 @@ impl Endpoint {
     }
 
     /// A blob's bytes, unverified (consumers hash as they go).
-    pub(crate) async fn blob(
+    pub async fn blob(
         &self,
         repo: &Repo,
         digest: &Digest,

@@ -61,13 +61,28 @@ impl Dirs {
 pub struct StageFailure {
     /// What went wrong, in words a user can act on.
     pub message: String,
+    /// Whether bootkube stops here (the unit fails and systemd starts it
+    /// again) or records the failure and goes on, as bootkube.sh does for
+    /// its DNS and readyz checks.
+    pub stops: bool,
 }
 
 impl StageFailure {
-    /// A failure with `message`.
+    /// A failure with `message` that stops bootkube.
     pub fn new(message: impl Into<String>) -> Self {
         StageFailure {
             message: message.into(),
+            stops: true,
+        }
+    }
+
+    /// A failure that is recorded (`stage end` / `failure` in the service
+    /// record, a warning in the log) while bootkube goes on with the next
+    /// stage (bootkube.sh's `resolve-api-url`, `check-api-url`, …).
+    pub fn recorded(message: impl Into<String>) -> Self {
+        StageFailure {
+            message: message.into(),
+            stops: false,
         }
     }
 }
@@ -151,6 +166,13 @@ pub async fn run<S: Stages>(
                 record(rec.stage_success());
                 clear_console(&dirs.issue);
                 info!("stage {}: done", stage.name);
+            }
+            Err(f) if !f.stops => {
+                record(rec.stage_failure("", &f.message));
+                warn!(
+                    "stage {}: failed, recorded, going on: {}",
+                    stage.name, f.message
+                );
             }
             Err(f) => {
                 record(rec.service_end(Some((stage.name, &f.message))));

@@ -173,40 +173,69 @@ fn pod(name: &str, namespace: &str, image: &str, command: Vec<String>) -> serde_
     })
 }
 
-/// Writes the three static pods into `<assets>/bootstrap-manifests/`.
+/// Stage `kube-apiserver-bootstrap`: writes
+/// `<assets>/bootstrap-manifests/kube-apiserver-pod.yaml`.
 ///
 /// # Errors
 /// [`RenderError::Read`] / [`RenderError::Manifest`] when the Network
-/// manifest is missing or incomplete; [`RenderError::Fs`] when a pod cannot
+/// manifest is missing or incomplete; [`RenderError::Fs`] when the pod cannot
 /// be written.
-pub fn render(input: &Input) -> Result<(), RenderError> {
+pub fn render_apiserver(input: &Input) -> Result<(), RenderError> {
     let net = Networks::read(&input.assets)?;
-    let image = &input.hyperkube_image;
     write_pod(
         &input.assets.join(APISERVER_POD),
         &pod(
             "bootstrap-kube-apiserver",
             "kube-system",
-            image,
+            &input.hyperkube_image,
             apiserver_args(input, &net),
         ),
-    )?;
+    )
+}
+
+/// Stage `kube-controller-manager-bootstrap`: writes
+/// `<assets>/bootstrap-manifests/kube-controller-manager-pod.yaml`.
+///
+/// # Errors
+/// As [`render_apiserver`].
+pub fn render_controller_manager(input: &Input) -> Result<(), RenderError> {
+    let net = Networks::read(&input.assets)?;
     write_pod(
         &input.assets.join(CONTROLLER_MANAGER_POD),
         &pod(
             "bootstrap-kube-controller-manager",
             "kube-system",
-            image,
+            &input.hyperkube_image,
             controller_manager_args(&net),
         ),
-    )?;
+    )
+}
+
+/// Stage `kube-scheduler-bootstrap`: writes
+/// `<assets>/bootstrap-manifests/kube-scheduler-pod.yaml`.
+///
+/// # Errors
+/// [`RenderError::Fs`] when the pod cannot be written.
+pub fn render_scheduler(input: &Input) -> Result<(), RenderError> {
     write_pod(
         &input.assets.join(SCHEDULER_POD),
         &pod(
             "bootstrap-kube-scheduler",
             "kube-system",
-            image,
+            &input.hyperkube_image,
             scheduler_args(),
         ),
     )
+}
+
+/// Writes the three static pods into `<assets>/bootstrap-manifests/`
+/// ([`render_apiserver`], [`render_controller_manager`],
+/// [`render_scheduler`]).
+///
+/// # Errors
+/// As each of them.
+pub fn render(input: &Input) -> Result<(), RenderError> {
+    render_apiserver(input)?;
+    render_controller_manager(input)?;
+    render_scheduler(input)
 }

@@ -1,0 +1,119 @@
+//! `okd-install bootstrap …`: the commands `bootstrap.ign`'s units run on
+//! the bootstrap node (crate okd-bootstrap).
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::anyhow;
+use clap::Subcommand;
+
+use crate::{Failure, fail, runtime};
+
+/// The bootstrap node's commands.
+#[derive(Subcommand, Debug)]
+pub enum BootstrapCmd {
+    /// release-image.service: pull the release by digest through the
+    /// mirrors of /etc/containers/registries.conf, check its architecture and
+    /// write /opt/openshift/okd-release.json; retried until it works.
+    ReleaseImage {
+        /// The install's release image.
+        #[arg(long)]
+        release_image: String,
+        /// Give up after this long (e.g. `10m`; default: never, as the unit).
+        #[arg(long, value_parser = parse_duration)]
+        give_up_after: Option<Duration>,
+        /// Registries reached over plain HTTP (`host:port`; tests only).
+        #[arg(long = "plain-http", hide = true)]
+        plain_http: Vec<String>,
+    },
+    /// bootkube.service: bootkube's stages, resumed at the first not done.
+    Bootkube {
+        /// The bootstrap's address [default: $OPENSHIFT_INSTALL_BOOTSTRAP_NODE_IP,
+        /// else the source address of the route to api-int].
+        #[arg(long)]
+        node_ip: Option<IpAddr>,
+        /// Single node (bootstrap-in-place): the bootstrap becomes the master.
+        #[arg(long)]
+        single_node: bool,
+        /// cluster-bootstrap's --required-pods (`<ns>/<prefix>`, comma-separated)
+        /// [default: by payload and topology].
+        #[arg(long, value_delimiter = ',')]
+        required_pods: Option<Vec<String>>,
+        /// cluster-bootstrap's API and pod waits [default: 20m].
+        #[arg(long, value_parser = parse_duration)]
+        cluster_bootstrap_timeout: Option<Duration>,
+        /// The asset directory on the node.
+        #[arg(long, default_value = "/opt/openshift")]
+        work: PathBuf,
+    },
+}
+
+/// `90s`, `10m`, `1h`, or seconds.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (n, unit) = s
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((s, "s"), |i| (&s[..i], &s[i..]));
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{s:?}: expected a duration such as 90s, 10m or 1h"))?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => return Err(format!("{s:?}: the unit must be s, m or h")),
+    };
+    Ok(Duration::from_secs(secs))
+}
+
+/// Runs a bootstrap node command.
+pub fn command(cmd: &BootstrapCmd) -> Result<(), Failure> {
+    let rt = runtime().map_err(fail)?;
+    match cmd {
+        BootstrapCmd::ReleaseImage {
+            release_image,
+            give_up_after,
+            plain_http,
+        } => {
+            let mut opts = okd_bootstrap::PullOptions::node(release_image);
+            opts.plain_http = plain_http.clone();
+            rt.block_on(okd_bootstrap::release_image(
+                &opts,
+                &okd_bootkube::Dirs::node(),
+                *give_up_after,
+            ))
+            .map_err(fail)?;
+            Ok(())
+        }
+        BootstrapCmd::Bootkube {
+            node_ip,
+            single_node,
+            required_pods,
+            cluster_bootstrap_timeout,
+            work,
+        } => {
+            let topology = if *single_node {
+                okd_bootkube::Topology::SingleNode
+            } else {
+                okd_bootkube::Topology::WithBootstrap
+            };
+            let mut opts = okd_bootstrap::NodeOptions::node(topology);
+            opts.dirs.work = work.clone();
+            opts.node_ip = match node_ip {
+                Some(ip) => Some(*ip),
+                None => match std::env::var("OPENSHIFT_INSTALL_BOOTSTRAP_NODE_IP") {
+                    Ok(v) if !v.is_empty() => Some(v.parse().map_err(|_| {
+                        fail(anyhow!(
+                            "OPENSHIFT_INSTALL_BOOTSTRAP_NODE_IP={v:?} is not an IP address"
+                        ))
+                    })?),
+                    _ => None,
+                },
+            };
+            opts.required_pods = required_pods.clone();
+            opts.cluster_bootstrap_timeout = *cluster_bootstrap_timeout;
+            rt.block_on(okd_bootstrap::bootkube(opts)).map_err(fail)?;
+            Ok(())
+        }
+    }
+}

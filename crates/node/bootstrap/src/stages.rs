@@ -1,0 +1,474 @@
+//! What each of bootkube's stages does on the node ([`NodeStages`], the
+//! real implementation of [`okd_bootkube::Stages`]).
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use okd_bootkube::{Stage, StageFailure, Topology};
+use okd_bootstrap_render::{Input, control_plane, etcd};
+use okd_cluster_bootstrap::RequiredPod;
+use tracing::{info, warn};
+
+use crate::checks::{self, kubeconfig_server, poll, url_host};
+use crate::release::{PayloadKind, PulledRelease};
+
+/// The pods cluster-bootstrap waits for with an upstream payload: the
+/// production control plane's static pods on the masters, as the kubelets
+/// mirror them (`kube-system/kube-apiserver-<master>` …; [CB]'s default
+/// list without the pod-checkpointer).
+pub const UPSTREAM_REQUIRED_PODS: &[&str] = &[
+    "kube-system/kube-apiserver",
+    "kube-system/kube-scheduler",
+    "kube-system/kube-controller-manager",
+];
+
+/// How long a resolve or readyz check tries before it records a failure
+/// and lets bootkube go on (bootkube.sh records these and never stops).
+pub const CHECK_LIMIT: Duration = Duration::from_secs(60);
+
+/// How long `wait-for-etcd` waits before the stage fails (and the unit
+/// starts again).
+pub const ETCD_LIMIT: Duration = Duration::from_secs(20 * 60);
+
+/// Where the node program works and what it may change.
+#[derive(Debug, Clone)]
+pub struct NodeOptions {
+    /// bootkube's directories (`/opt/openshift`, `/var/log/openshift`,
+    /// `/etc/issue.d`).
+    pub dirs: okd_bootkube::Dirs,
+    /// The kubelet's configuration root (`/etc/kubernetes`).
+    pub etc_kubernetes: PathBuf,
+    /// The bootstrap's address (`OPENSHIFT_INSTALL_BOOTSTRAP_NODE_IP`);
+    /// `None`: the source address of the route to api-int.
+    pub node_ip: Option<IpAddr>,
+    /// With or without a separate bootstrap machine.
+    pub topology: Topology,
+    /// Where the bootstrap machine-config server listens (`0.0.0.0:22623`).
+    pub mcs_listen: SocketAddr,
+    /// cluster-bootstrap's `--required-pods`; `None`: by payload and
+    /// topology.
+    pub required_pods: Option<Vec<String>>,
+    /// cluster-bootstrap's waits (API, pods); `None`: its defaults (20 min).
+    pub cluster_bootstrap_timeout: Option<Duration>,
+}
+
+impl NodeOptions {
+    /// The bootstrap node's paths.
+    pub fn node(topology: Topology) -> NodeOptions {
+        NodeOptions {
+            dirs: okd_bootkube::Dirs::node(),
+            etc_kubernetes: PathBuf::from("/etc/kubernetes"),
+            node_ip: None,
+            topology,
+            mcs_listen: SocketAddr::from(([0, 0, 0, 0], 22623)),
+            required_pods: None,
+            cluster_bootstrap_timeout: None,
+        }
+    }
+}
+
+/// bootkube's stages on the bootstrap node.
+pub struct NodeStages {
+    opts: NodeOptions,
+    release: Option<PulledRelease>,
+    node_ip: Option<IpAddr>,
+    mcs: Option<(
+        tokio::task::JoinHandle<()>,
+        tokio::sync::oneshot::Sender<()>,
+    )>,
+}
+
+fn fail(e: impl std::fmt::Display) -> StageFailure {
+    StageFailure::new(e.to_string())
+}
+
+impl NodeStages {
+    /// Stages working in `opts`' directories. When `mco-bootstrap` is
+    /// already done (a restarted unit), the bootstrap machine-config
+    /// server starts again at once.
+    ///
+    /// # Errors
+    /// The machine-config server cannot start (its inputs, its port).
+    pub async fn new(opts: NodeOptions) -> Result<NodeStages, StageFailure> {
+        let mut s = NodeStages {
+            opts,
+            release: None,
+            node_ip: None,
+            mcs: None,
+        };
+        let w = &s.opts.dirs.work;
+        if w.join("mco-bootstrap.done").exists() && !w.join(okd_bootkube::BOOTKUBE_DONE).exists() {
+            s.start_mcs()?;
+        }
+        Ok(s)
+    }
+
+    fn work(&self) -> &Path {
+        &self.opts.dirs.work
+    }
+
+    fn release(&mut self) -> Result<&PulledRelease, StageFailure> {
+        if self.release.is_none() {
+            self.release = Some(PulledRelease::load(&self.opts.dirs.work).map_err(fail)?);
+        }
+        Ok(self.release.as_ref().expect("loaded"))
+    }
+
+    fn kind(&mut self) -> Result<PayloadKind, StageFailure> {
+        Ok(self.release()?.kind)
+    }
+
+    /// The api-int kubeconfig's server (`auth/kubeconfig`).
+    fn api_int(&self) -> Result<checks::KubeconfigServer, StageFailure> {
+        kubeconfig_server(&self.work().join("auth/kubeconfig")).map_err(fail)
+    }
+
+    async fn node_ip(&mut self) -> Result<IpAddr, StageFailure> {
+        if let Some(ip) = self.opts.node_ip.or(self.node_ip) {
+            return Ok(ip);
+        }
+        let server = self.api_int()?;
+        let host = url_host(&server.server)
+            .ok_or_else(|| {
+                fail(format!(
+                    "auth/kubeconfig: server {} is not https://host:port",
+                    server.server
+                ))
+            })?
+            .to_string();
+        let addrs = checks::resolve(&host).await.map_err(|e| {
+            fail(format!(
+                "cannot find this host's address: {e}; set OPENSHIFT_INSTALL_BOOTSTRAP_NODE_IP (or --node-ip)"
+            ))
+        })?;
+        // The source address the kernel picks for the route to api-int
+        // (a UDP connect sends nothing).
+        let target = addrs[0];
+        let bind: SocketAddr = if target.is_ipv4() {
+            ([0, 0, 0, 0], 0).into()
+        } else {
+            (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        let sock = std::net::UdpSocket::bind(bind).map_err(fail)?;
+        sock.connect(target).map_err(|e| {
+            fail(format!(
+                "no route to api-int ({target}): {e}; set OPENSHIFT_INSTALL_BOOTSTRAP_NODE_IP"
+            ))
+        })?;
+        let ip = sock.local_addr().map_err(fail)?.ip();
+        info!("the bootstrap's address is {ip} (the route to api-int {target})");
+        self.node_ip = Some(ip);
+        Ok(ip)
+    }
+
+    async fn render_input(&mut self) -> Result<Input, StageFailure> {
+        let node_ip = self.node_ip().await?;
+        let assets = self.opts.dirs.work.clone();
+        let etc_kubernetes = self.opts.etc_kubernetes.clone();
+        let r = self.release()?;
+        Ok(Input {
+            assets,
+            etc_kubernetes,
+            node_ip,
+            etcd_image: r.image_for("etcd").map_err(fail)?.to_string(),
+            hyperkube_image: r.image_for("hyperkube").map_err(fail)?.to_string(),
+        })
+    }
+
+    fn start_mcs(&mut self) -> Result<(), StageFailure> {
+        let state = okd_mcs::McsState::from_bootstrap_node(self.work()).map_err(fail)?;
+        let listener = okd_mcs::bind(self.opts.mcs_listen).map_err(fail)?;
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let addr = self.opts.mcs_listen;
+        let task = tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = rx.await;
+            };
+            if let Err(e) = okd_mcs::serve_tls(listener, Arc::new(state), None, shutdown).await {
+                warn!("the bootstrap machine-config server on {addr} stopped: {e}");
+            }
+        });
+        info!("the bootstrap machine-config server listens on {addr}");
+        self.mcs = Some((task, tx));
+        Ok(())
+    }
+
+    async fn stop_mcs(&mut self) {
+        if let Some((task, tx)) = self.mcs.take() {
+            let _ = tx.send(());
+            let _ = task.await;
+            info!("stopped the bootstrap machine-config server");
+        }
+    }
+
+    /// Whether the bootstrap machine-config server runs (tests).
+    pub fn mcs_running(&self) -> bool {
+        self.mcs.is_some()
+    }
+
+    async fn operator_render(&mut self, stage: &str, operator: &str) -> Result<(), StageFailure> {
+        match self.kind()? {
+            PayloadKind::Upstream => {
+                info!("stage {stage}: the upstream payload has no {operator}: nothing to render");
+                Ok(())
+            }
+            PayloadKind::Openshift => Err(fail(format!(
+                "this okd-install cannot run {operator}'s render from an OpenShift payload yet; use a payload of upstream components"
+            ))),
+        }
+    }
+
+    async fn resolve_stage(&mut self, public: bool) -> Result<(), StageFailure> {
+        let server = self.api_int()?;
+        let host = api_host(&server.server, public)?;
+        match poll(&format!("{host} to resolve"), CHECK_LIMIT, || {
+            checks::resolve(&host)
+        })
+        .await
+        {
+            Ok(addrs) => {
+                let list: Vec<String> = addrs.iter().map(|a| a.ip().to_string()).collect();
+                info!("{host} resolves to {}", list.join(", "));
+                Ok(())
+            }
+            Err(e) => Err(StageFailure::recorded(e)),
+        }
+    }
+
+    async fn check_stage(&mut self, public: bool) -> Result<(), StageFailure> {
+        let server = self.api_int()?;
+        let host = api_host(&server.server, public)?;
+        let ca = self
+            .work()
+            .join("tls/kube-apiserver-complete-server-ca-bundle.crt");
+        let ca = if ca.exists() {
+            ca
+        } else {
+            let p = self.work().join(".api-ca.crt");
+            okd_fs::write_atomic(&p, &server.ca_pem, 0o644).map_err(fail)?;
+            p
+        };
+        let client = checks::client(&ca, None).map_err(fail)?;
+        let url = format!("https://{host}:6443/readyz");
+        match poll(&format!("{url} to answer ok"), CHECK_LIMIT, || {
+            checks::get(&client, &url)
+        })
+        .await
+        {
+            Ok(_) => {
+                info!("{url}: ok");
+                Ok(())
+            }
+            Err(e) => Err(StageFailure::recorded(e)),
+        }
+    }
+
+    async fn wait_for_etcd(&mut self) -> Result<(), StageFailure> {
+        let tls = self.work().join("tls");
+        let client = checks::client(
+            &tls.join("etcd-ca-bundle.crt"),
+            Some((&tls.join("etcd-client.crt"), &tls.join("etcd-client.key"))),
+        )
+        .map_err(fail)?;
+        let url = "https://localhost:2379/health";
+        poll(
+            "etcd (https://localhost:2379/health)",
+            ETCD_LIMIT,
+            || async {
+                let body = checks::get(&client, url).await?;
+                if body.contains("\"health\":\"true\"") {
+                    Ok(())
+                } else {
+                    Err(format!("{url}: {body}"))
+                }
+            },
+        )
+        .await
+        .map_err(fail)?;
+        info!("etcd is healthy");
+        Ok(())
+    }
+
+    async fn cluster_bootstrap(&mut self) -> Result<(), StageFailure> {
+        let kind = self.kind()?;
+        let mut o = okd_cluster_bootstrap::Options::new(self.work());
+        o.pod_manifest_dir = self.opts.etc_kubernetes.join("manifests");
+        o.bootstrap_secrets_dir = self.opts.etc_kubernetes.join("bootstrap-secrets");
+        let pods: Vec<String> = match (&self.opts.required_pods, self.opts.topology, kind) {
+            (Some(p), _, _) => p.clone(),
+            (None, Topology::SingleNode, _) => Vec::new(),
+            (None, _, PayloadKind::Upstream) => UPSTREAM_REQUIRED_PODS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            (None, _, PayloadKind::Openshift) => okd_cluster_bootstrap::BOOTKUBE_REQUIRED_PODS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        };
+        let clauses: Vec<&str> = pods.iter().map(String::as_str).collect();
+        o.required_pods = RequiredPod::parse(&clauses).map_err(fail)?;
+        if let Some(t) = self.opts.cluster_bootstrap_timeout {
+            o.api_timeout = t;
+            o.pods_timeout = t;
+        }
+        let report = okd_cluster_bootstrap::start(&o).await.map_err(fail)?;
+        info!(
+            "cluster-bootstrap done: {} steps, events {:?}",
+            report.steps.len(),
+            report.events.iter().map(|(e, _)| *e).collect::<Vec<_>>()
+        );
+        Ok(())
+    }
+}
+
+fn api_host(api_int_server: &str, public: bool) -> Result<String, StageFailure> {
+    let host = url_host(api_int_server).ok_or_else(|| {
+        fail(format!(
+            "auth/kubeconfig: server {api_int_server} is not https://host:port"
+        ))
+    })?;
+    Ok(if public {
+        host.strip_prefix("api-int.")
+            .map_or(host.to_string(), |d| format!("api.{d}"))
+    } else {
+        host.to_string()
+    })
+}
+
+fn copy_files(from: &Path, to: &Path) -> Result<usize, StageFailure> {
+    okd_fs::create_dir_all(to, 0o755).map_err(fail)?;
+    let mut n = 0;
+    let rd = match std::fs::read_dir(from) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(fail(format!("cannot read {}: {e}", from.display()))),
+    };
+    for e in rd.flatten() {
+        if e.file_type().map(|t| t.is_file()).unwrap_or(false) {
+            let data = std::fs::read(e.path())
+                .map_err(|err| fail(format!("{}: {err}", e.path().display())))?;
+            let mode = {
+                use std::os::unix::fs::PermissionsExt as _;
+                e.metadata()
+                    .map(|m| m.permissions().mode() & 0o777)
+                    .unwrap_or(0o644)
+            };
+            okd_fs::write_atomic(&to.join(e.file_name()), &data, mode).map_err(fail)?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+impl okd_bootkube::Stages for NodeStages {
+    async fn run(&mut self, stage: &'static Stage) -> Result<(), StageFailure> {
+        match stage.name {
+            "openshift-manifests" => {
+                let n = copy_files(
+                    &self.work().join("openshift"),
+                    &self.work().join("manifests"),
+                )?;
+                info!("copied {n} files from openshift/ to manifests/");
+                Ok(())
+            }
+            "api-bootstrap" => self.operator_render(stage.name, "cluster-config-api").await,
+            "auth-api-bootstrap" => {
+                self.operator_render(stage.name, "cluster-authentication-operator")
+                    .await
+            }
+            "config-bootstrap" => {
+                self.operator_render(stage.name, "cluster-config-operator")
+                    .await
+            }
+            "cvo-bootstrap" => {
+                self.operator_render(stage.name, "cluster-version-operator")
+                    .await?;
+                let kc =
+                    std::fs::read(self.work().join("auth/kubeconfig-loopback")).map_err(fail)?;
+                okd_fs::write_atomic(&self.opts.etc_kubernetes.join("kubeconfig"), &kc, 0o600)
+                    .map_err(fail)
+            }
+            "etcd-bootstrap" => match self.kind()? {
+                PayloadKind::Upstream => {
+                    let input = self.render_input().await?;
+                    okd_fs::create_dir_all(&self.opts.etc_kubernetes.join("manifests"), 0o755)
+                        .map_err(fail)?;
+                    etcd::render(&input).map_err(fail)
+                }
+                PayloadKind::Openshift => {
+                    self.operator_render(stage.name, "cluster-etcd-operator")
+                        .await
+                }
+            },
+            "kube-apiserver-bootstrap"
+            | "kube-controller-manager-bootstrap"
+            | "kube-scheduler-bootstrap" => match self.kind()? {
+                PayloadKind::Upstream => {
+                    let input = self.render_input().await?;
+                    match stage.name {
+                        "kube-apiserver-bootstrap" => control_plane::render_apiserver(&input),
+                        "kube-controller-manager-bootstrap" => {
+                            control_plane::render_controller_manager(&input)
+                        }
+                        _ => control_plane::render_scheduler(&input),
+                    }
+                    .map_err(fail)
+                }
+                PayloadKind::Openshift => {
+                    let op = format!(
+                        "cluster-{}-operator",
+                        stage.name.trim_end_matches("-bootstrap")
+                    );
+                    self.operator_render(stage.name, &op).await
+                }
+            },
+            "ingress-operator-bootstrap" => {
+                self.operator_render(stage.name, "cluster-ingress-operator")
+                    .await
+            }
+            "node-tuning-bootstrap" | "cmdbootline-nto-bootstrap" => {
+                self.operator_render(stage.name, "cluster-node-tuning-operator")
+                    .await
+            }
+            "mco-bootstrap" => {
+                if self.kind()? == PayloadKind::Openshift {
+                    return self
+                        .operator_render(stage.name, "machine-config-operator")
+                        .await;
+                }
+                if self.mcs.is_none() {
+                    self.start_mcs()?;
+                }
+                Ok(())
+            }
+            "resolve-api-url" => self.resolve_stage(true).await,
+            "resolve-api-int-url" => self.resolve_stage(false).await,
+            "cco-bootstrap" => {
+                self.operator_render(stage.name, "cloud-credential-operator")
+                    .await
+            }
+            "wait-for-etcd" => self.wait_for_etcd().await,
+            "cb-bootstrap" => self.cluster_bootstrap().await,
+            "cvo-overrides" => {
+                if self.kind()? == PayloadKind::Openshift {
+                    return self
+                        .operator_render(stage.name, "cluster-version-operator")
+                        .await;
+                }
+                // bootkube.sh removes the machine-config server's static
+                // pod right after restoring the CVO overrides.
+                self.stop_mcs().await;
+                Ok(())
+            }
+            "wait-for-ceo" => Err(fail(
+                "moving etcd from the bootstrap to the masters is not built yet for this payload (the second bootstrap issue); the bootstrap keeps etcd",
+            )),
+            "check-api-url" => self.check_stage(true).await,
+            "check-api-int-url" => self.check_stage(false).await,
+            other => Err(fail(format!("no implementation for stage {other}"))),
+        }
+    }
+}
