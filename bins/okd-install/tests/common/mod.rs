@@ -8,6 +8,7 @@ pub mod kube;
 pub mod manifests;
 pub mod netns;
 pub mod node;
+pub mod payload;
 pub mod serve;
 
 use std::collections::BTreeMap;

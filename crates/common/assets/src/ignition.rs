@@ -136,6 +136,7 @@ fn template_data(
             .image_sources()
             .into_iter()
             .map(|s| okd_bootstrap_files::Registry {
+                blocked: s.source_policy.as_deref() == Some("NeverContactSource"),
                 source: s.source,
                 mirrors: s.mirrors,
             })

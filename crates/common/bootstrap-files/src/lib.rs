@@ -49,6 +49,12 @@ pub struct Registry {
     pub source: String,
     /// Mirror repositories, tried in order, e.g. `registry.example:5000/okd`.
     pub mirrors: Vec<String>,
+    /// Whether the source itself is never contacted (`imageDigestSources`
+    /// `sourcePolicy: NeverContactSource`): registries.conf `blocked = true`,
+    /// as the machine-config operator writes it for an
+    /// ImageDigestMirrorSet with that policy (openshift/api
+    /// `config/v1/types_image_digest_mirror_set.go`).
+    pub blocked: bool,
 }
 
 /// Everything the bootstrap files and units are rendered from (the bootstrap
@@ -166,7 +172,7 @@ fn toml_quote(s: &str) -> String {
 
 /// Renders `/etc/containers/registries.conf` (containers-registries.conf v2
 /// TOML): one `[[registry]]` per source with `mirror-by-digest-only = true`
-/// and a `[[registry.mirror]]` per mirror; empty when there are no sources
+/// (and `blocked = true` for a source never to be contacted) and a `[[registry.mirror]]` per mirror; empty when there are no sources
 /// (openshift/installer `pkg/asset/ignition/bootstrap/common.go`; measured 0 bytes
 /// without mirrors). [`files`] writes it with mode 0600, as measured from
 /// openshift-install 4.13 (newer openshift/installer releases write 0644).
@@ -177,6 +183,9 @@ pub fn registries_conf(registries: &[Registry]) -> String {
         let _ = writeln!(out, "  prefix = \"\"");
         let _ = writeln!(out, "  location = {}", toml_quote(&r.source));
         let _ = writeln!(out, "  mirror-by-digest-only = true");
+        if r.blocked {
+            let _ = writeln!(out, "  blocked = true");
+        }
         for m in &r.mirrors {
             let _ = writeln!(out);
             let _ = writeln!(out, "  [[registry.mirror]]");

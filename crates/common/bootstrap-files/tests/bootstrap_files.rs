@@ -26,10 +26,12 @@ fn data(okd: bool, bip: bool, mirrors: bool) -> TemplateData {
         registries: if mirrors {
             vec![
                 Registry {
+                    blocked: false,
                     source: "quay.io/openshift/okd".into(),
                     mirrors: vec!["registry.okd.example:5000/okd".into()],
                 },
                 Registry {
+                    blocked: false,
                     source: "quay.io/openshift/okd-content".into(),
                     mirrors: vec![
                         "registry.okd.example:5000/okd".into(),

@@ -16,6 +16,7 @@ fn consumer_shapes_compile_and_render() {
         ssh_key: String::new(),
         proxy,
         registries: vec![okd_bootstrap_files::Registry {
+            blocked: false,
             source: "quay.io/openshift/okd".to_string(),
             mirrors: vec!["mirror.example/okd".to_string()],
         }],
@@ -77,5 +78,18 @@ fn consumer_shapes_compile_and_render() {
             "progress.service",
             "systemd-journal-gatewayd.socket"
         ]
+    );
+}
+
+#[test]
+fn a_source_never_contacted_is_blocked_in_registries_conf() {
+    let conf = okd_bootstrap_files::registries_conf(&[okd_bootstrap_files::Registry {
+        source: "quay.io/openshift/okd".into(),
+        mirrors: vec!["mirror.example/okd".into()],
+        blocked: true,
+    }]);
+    assert_eq!(
+        conf,
+        "[[registry]]\n  prefix = \"\"\n  location = \"quay.io/openshift/okd\"\n  mirror-by-digest-only = true\n  blocked = true\n\n  [[registry.mirror]]\n    location = \"mirror.example/okd\"\n\n"
     );
 }

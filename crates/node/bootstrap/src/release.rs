@@ -364,7 +364,13 @@ pub async fn pull(opts: &PullOptions) -> Result<PulledRelease, PullError> {
                     images,
                 });
             }
-            Err(e) => {
+            Err(mut e) => {
+                if e.contains("UnknownIssuer") || e.contains("certificate") {
+                    e.push_str(&format!(
+                        " (the mirror's CA belongs in install-config's additionalTrustBundle, which bootstrap.ign writes to {})",
+                        opts.ca_file.display()
+                    ));
+                }
                 warn!("cannot read the release image from {cand}: {e}");
                 failures.push(format!("{cand}: {e}"));
             }
