@@ -87,33 +87,18 @@ fn tiny(name: &str) -> Vec<(&'static str, Vec<u8>, u32)> {
 }
 
 /// Pushes `p` into the mirror with `mirror from-disk`; returns the
-/// imageDigestSources block it wrote.
-fn from_disk(assets: &Path, p: &payload::Payload, port: u16) -> serde_yaml_ng::Value {
+/// folder it wrote the install-config block to.
+fn from_disk(assets: &Path, p: &payload::Payload, port: u16) -> PathBuf {
     let out_dir = assets.join(format!("mirror-out-{}", p.version));
-    let out = okd(
-        assets,
-        &[
-            "mirror",
-            "from-disk",
-            "--archive",
-            p.layout.to_str().unwrap(),
-            "--to",
-            &format!("localhost:{port}/openshift/okd-content"),
-            "--to-release-image",
-            &format!("localhost:{port}/openshift/okd:{}", p.version),
-            "--sources-field",
-            "imageDigestSources",
-            "--output-dir",
-            out_dir.to_str().unwrap(),
-        ],
-    );
+    let args = payload::from_disk_args(p, &format!("localhost:{port}"), &out_dir);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = okd(assets, &args);
     assert!(
         out.status.success(),
         "mirror from-disk: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let block = std::fs::read_to_string(out_dir.join("install-config-mirror.yaml")).unwrap();
-    serde_yaml_ng::from_str(&block).unwrap()
+    out_dir
 }
 
 #[test]
@@ -158,22 +143,8 @@ fn the_release_is_pulled_by_digest_through_the_mirror_and_each_fault_recovers() 
         &tiny("etcd"),
         &tiny("hyperkube"),
     );
-    let block = from_disk(assets, &p, port);
-    let mut sources = block["imageDigestSources"].as_sequence().unwrap().clone();
-    assert_eq!(sources.len(), 2, "{block:?}");
-    for s in &mut sources {
-        s["sourcePolicy"] = "NeverContactSource".into();
-    }
-    let ic_path = assets.join("install-config.yaml");
-    let mut ic: serde_yaml_ng::Value =
-        serde_yaml_ng::from_str(&std::fs::read_to_string(&ic_path).unwrap()).unwrap();
-    let m = ic.as_mapping_mut().unwrap();
-    m.remove("imageContentSources");
-    m.insert(
-        "imageDigestSources".into(),
-        serde_yaml_ng::Value::Sequence(sources),
-    );
-    std::fs::write(&ic_path, serde_yaml_ng::to_string(&ic).unwrap()).unwrap();
+    let out_dir = from_disk(assets, &p, port);
+    payload::use_mirror(assets, &out_dir);
     let out = Command::new(env!("CARGO_BIN_EXE_okd-install"))
         .args([
             "create",

@@ -56,11 +56,15 @@ pub const HOST_DIRS: &[&str] = &[
     "/var/log/openshift",
     "/usr/libexec/kubernetes",
     "/opt/openshift",
+    // What bootstrap.ign writes for the release pull and the node program.
+    "/etc/containers",
+    "/etc/pki/ca-trust/source/anchors",
+    "/root/.docker",
 ];
 
 /// The machine's directories the host sees through a writable overlay of
 /// its own (the lower layer is the machine's, never written).
-const OVERLAY_TOPS: &[&str] = &["/etc", "/var", "/usr", "/opt"];
+const OVERLAY_TOPS: &[&str] = &["/etc", "/var", "/usr", "/opt", "/root"];
 
 /// The sysctls the kubelet sets that are not per network namespace.
 const PRIVATE_SYSCTLS: &[&str] = &[
@@ -525,6 +529,45 @@ fn containerd_config() -> String {
     conf_dir = "/etc/cni/net.d"
 "#
     )
+}
+
+/// Writes the host's containerd configuration for pulls through a mirror:
+/// containerd's CRI reads `certs.d/<registry>/hosts.toml` (containerd
+/// `docs/hosts.md`) where CRI-O on a real node reads bootstrap.ign's
+/// registries.conf. Every image of `source_registry` (e.g. `quay.io`) is
+/// pulled from `mirror` (`host:port`, which holds the same repository
+/// paths, as `mirror from-disk` lays them out), trusting `ca` (a path
+/// inside the host), with the mirror's login; `server` is the mirror
+/// itself, so the source is never contacted.
+pub fn write_mirror_config(
+    root: &Path,
+    source_registry: &str,
+    mirror: &str,
+    ca: &str,
+    login: (&str, &str),
+) {
+    let base = containerd_config();
+    let cfg = format!(
+        r#"{base}  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "/etc/containerd/certs.d"
+    [plugins."io.containerd.grpc.v1.cri".registry.configs."{mirror}".auth]
+      username = "{}"
+      password = "{}"
+"#,
+        login.0, login.1
+    );
+    let p = root.join("etc/containerd/config.toml");
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, cfg).unwrap();
+    let hosts = root.join("etc/containerd/certs.d").join(source_registry);
+    std::fs::create_dir_all(&hosts).unwrap();
+    std::fs::write(
+        hosts.join("hosts.toml"),
+        format!(
+            "server = \"https://{mirror}\"\n\n[host.\"https://{mirror}\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = \"{ca}\"\n"
+        ),
+    )
+    .unwrap();
 }
 
 /// A bridge network with host-local addresses from `pod_cidr`.

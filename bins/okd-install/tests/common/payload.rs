@@ -233,3 +233,53 @@ pub fn build_with(
         components,
     }
 }
+
+/// Makes `assets/install-config.yaml` use the mirror as a disconnected
+/// user does: the imageDigestSources block `mirror from-disk --output-dir`
+/// wrote (`install-config-mirror.yaml` in `out_dir`), each source marked
+/// `sourcePolicy: NeverContactSource` so that no pull ever leaves for the
+/// source registry, in place of the example's imageContentSources.
+pub fn use_mirror(assets: &Path, out_dir: &Path) {
+    let block = std::fs::read_to_string(out_dir.join("install-config-mirror.yaml")).unwrap();
+    let block: serde_yaml_ng::Value = serde_yaml_ng::from_str(&block).unwrap();
+    let mut sources = block["imageDigestSources"]
+        .as_sequence()
+        .unwrap_or_else(|| panic!("no imageDigestSources in {block:?}"))
+        .clone();
+    assert_eq!(sources.len(), 2, "{block:?}");
+    for s in &mut sources {
+        s["sourcePolicy"] = "NeverContactSource".into();
+    }
+    let ic_path = assets.join("install-config.yaml");
+    let mut ic: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(&ic_path).unwrap()).unwrap();
+    let m = ic.as_mapping_mut().unwrap();
+    m.remove("imageContentSources");
+    m.insert(
+        "imageDigestSources".into(),
+        serde_yaml_ng::Value::Sequence(sources),
+    );
+    std::fs::write(&ic_path, serde_yaml_ng::to_string(&ic).unwrap()).unwrap();
+}
+
+/// The arguments of `mirror from-disk` pushing `p` to the mirror at
+/// `mirror` (`host:port`), writing the install-config block to `out_dir`.
+pub fn from_disk_args(p: &Payload, mirror: &str, out_dir: &Path) -> Vec<String> {
+    [
+        "mirror",
+        "from-disk",
+        "--archive",
+        p.layout.to_str().unwrap(),
+        "--to",
+        &format!("{mirror}/openshift/okd-content"),
+        "--to-release-image",
+        &format!("{mirror}/openshift/okd:{}", p.version),
+        "--sources-field",
+        "imageDigestSources",
+        "--output-dir",
+        out_dir.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}

@@ -374,7 +374,20 @@ impl okd_bootkube::Stages for NodeStages {
                 info!("copied {n} files from openshift/ to manifests/");
                 Ok(())
             }
-            "api-bootstrap" => self.operator_render(stage.name, "cluster-config-api").await,
+            "api-bootstrap" => {
+                if self.kind()? == PayloadKind::Openshift {
+                    return self.operator_render(stage.name, "cluster-config-api").await;
+                }
+                let written =
+                    okd_bootstrap_render::api::render_crds(&self.work().join("manifests"))
+                        .map_err(fail)?;
+                info!(
+                    "stage {}: the upstream payload has no cluster-config-api: wrote {} CustomResourceDefinitions for the OpenShift kinds the manifests use",
+                    stage.name,
+                    written.len()
+                );
+                Ok(())
+            }
             "auth-api-bootstrap" => {
                 self.operator_render(stage.name, "cluster-authentication-operator")
                     .await
@@ -384,8 +397,20 @@ impl okd_bootkube::Stages for NodeStages {
                     .await
             }
             "cvo-bootstrap" => {
-                self.operator_render(stage.name, "cluster-version-operator")
-                    .await?;
+                if self.kind()? == PayloadKind::Upstream {
+                    let written = okd_bootstrap_render::api::render_namespaces(
+                        &self.work().join("manifests"),
+                    )
+                    .map_err(fail)?;
+                    info!(
+                        "stage {}: the upstream payload has no cluster-version-operator: wrote {} Namespaces the manifests use",
+                        stage.name,
+                        written.len()
+                    );
+                } else {
+                    self.operator_render(stage.name, "cluster-version-operator")
+                        .await?;
+                }
                 let kc =
                     std::fs::read(self.work().join("auth/kubeconfig-loopback")).map_err(fail)?;
                 okd_fs::write_atomic(&self.opts.etc_kubernetes.join("kubeconfig"), &kc, 0o600)

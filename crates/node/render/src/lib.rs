@@ -32,6 +32,7 @@
 //!   `bindata/bootkube/config/bootstrap-config-overrides.yaml`) with the
 //!   install's certificates from `bootstrap.ign`.
 
+pub mod api;
 pub mod control_plane;
 pub mod etcd;
 
