@@ -96,13 +96,7 @@ fn wait_for_log(log: &Path, what: &str, limit: Duration, host: &mut NodeHost) ->
 fn run_bootkube(host: &NodeHost, log: &Path) -> Proc {
     let f = std::fs::File::create(log).unwrap();
     let child = host
-        .enter(BIN)
-        .args([
-            "bootstrap",
-            "bootkube",
-            "--cluster-bootstrap-timeout",
-            "15m",
-        ])
+        .enter("/usr/local/bin/bootkube.sh")
         .stdin(Stdio::null())
         .stdout(f.try_clone().unwrap())
         .stderr(f)
@@ -224,6 +218,18 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         String::from_utf8_lossy(&out.stderr)
     );
     payload::use_mirror(&assets, &out_dir);
+    // bootstrap.ign carries the node program: this test binary, stripped of
+    // its debug information (a debug build carries none by itself).
+    let node_program = t.join("okd-install-node");
+    let out = Command::new("strip")
+        .args(["-o", node_program.to_str().unwrap(), BIN])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "strip: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = Command::new(BIN)
         .args([
             "create",
@@ -237,6 +243,7 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
             "OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE",
             p.release_image(),
         )
+        .env("OKD_INSTALL_NODE_BINARY", &node_program)
         .output()
         .unwrap();
     assert!(
@@ -290,17 +297,15 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         String::from_utf8_lossy(&out.stderr)
     );
 
-    // release-image.service.
+    // The program bootstrap.ign laid down is the one it carries.
+    assert_eq!(
+        std::fs::read(root.join("usr/local/bin/okd-install")).unwrap(),
+        std::fs::read(&node_program).unwrap()
+    );
+    // release-image.service's script, as the unit runs it.
     let out = host
-        .enter(BIN)
-        .args([
-            "bootstrap",
-            "release-image",
-            "--give-up-after",
-            "60s",
-            "--release-image",
-        ])
-        .arg(p.release_image())
+        .enter("timeout")
+        .args(["120", "/usr/local/bin/release-image-download.sh"])
         .output()
         .unwrap();
     assert!(

@@ -60,6 +60,7 @@ pub const HOST_DIRS: &[&str] = &[
     "/etc/containers",
     "/etc/pki/ca-trust/source/anchors",
     "/root/.docker",
+    "/usr/local/bin",
 ];
 
 /// The machine's directories the host sees through a writable overlay of

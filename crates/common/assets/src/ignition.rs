@@ -91,6 +91,9 @@ fn bootstrap_config(ctx: &GenCtx, p: &Parents<'_>, in_place: bool) -> Result<Con
         files.retain(|x| x.path != f.path);
         files.push(f);
     }
+    if let Some(program) = crate::node_program::read()? {
+        files.push(crate::node_program::file(&program));
+    }
     cfg.storage.files = files;
     cfg.systemd
         .units

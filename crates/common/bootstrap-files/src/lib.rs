@@ -16,9 +16,11 @@
 //! * [`units`] returns 11 units (12 with bootstrap-in-place, adding
 //!   `install-to-disk.service`).
 //!
-//! `bootkube.sh` is deliberately a loud failure: the bootstrap control plane is
-//! not implemented by okd-install yet, so the script prints an explanation to
-//! stderr and exits 1 instead of pretending to make progress.
+//! `bootkube.sh` and `release-image-download.sh` hand over to okd-install's
+//! own node program (`okd-install bootstrap bootkube | release-image`, crate
+//! okd-bootstrap), which bootstrap.ign carries as `/usr/local/bin/okd-install`
+//! (okd-assets `node_program`); without it they fail loudly, on stderr and
+//! the console.
 
 use std::fmt::Write as _;
 
@@ -263,8 +265,10 @@ Start by watching the bootstrap services:
 
   journalctl -b -f -u release-image.service -u bootkube.service
 
-Note: this okd-install release does not implement bootkube yet, so
-bootkube.service fails on purpose and the cluster cannot bootstrap.
+Each stage is recorded in /var/log/openshift/<service>.json; a stage that
+fails says why on the console (/etc/issue.d) and is retried. Single-master
+and upstream-payload installs keep etcd on this node until the masters take
+it over; `okd-install gather bootstrap` on the workstation collects it all.
 
 ";
 

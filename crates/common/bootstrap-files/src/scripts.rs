@@ -35,13 +35,11 @@ pub(crate) fn bootkube(data: &TemplateData) -> String {
     render(
         include_str!("scripts/bootkube.sh"),
         &[
-            ("RELEASE_IMAGE", data.release_image.clone()),
             ("BOOTSTRAP_INPLACE", flag(data.bootstrap_in_place.is_some())),
             (
-                "CLUSTER_PROFILE",
-                data.cluster_profile.clone().unwrap_or_default(),
+                "BOOTSTRAP_NODE_IP",
+                data.bootstrap_node_ip.clone().unwrap_or_default(),
             ),
-            ("ETCD_ENDPOINTS", data.etcd_endpoints.join(",")),
         ],
     )
 }

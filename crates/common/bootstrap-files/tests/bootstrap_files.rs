@@ -3,7 +3,7 @@
 //! the reference `ignition-index.tsv`).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use okd_bootstrap_files::{BootstrapFile, ProxyStatus, Registry, TemplateData, files, units};
@@ -313,21 +313,70 @@ fn script(d: &TemplateData, path: &str) -> Vec<u8> {
         .contents
 }
 
+/// A stand-in for `/usr/local/bin/okd-install` that prints its arguments.
+fn fake_program(dir: &Path) -> PathBuf {
+    let p = dir.join("okd-install");
+    std::fs::write(&p, "#!/bin/sh\necho \"args: $*\"\n").unwrap();
+    std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    p
+}
+
 #[test]
-fn bootkube_fails_loudly() {
+fn bootkube_hands_over_to_the_node_program_or_fails_loudly() {
     let dir = tmpdir("bootkube");
-    let p = dir.join("bootkube.sh");
-    std::fs::write(
-        &p,
-        script(&data(false, false, true), "/usr/local/bin/bootkube.sh"),
-    )
-    .unwrap();
-    let out = Command::new("bash").arg(&p).output().unwrap();
+    let prog = fake_program(&dir);
+    let run = |d: &TemplateData, program: &Path| {
+        let p = dir.join("bootkube.sh");
+        std::fs::write(&p, script(d, "/usr/local/bin/bootkube.sh")).unwrap();
+        Command::new("bash")
+            .arg(&p)
+            .env("OKD_INSTALL_NODE_PROGRAM", program)
+            .output()
+            .unwrap()
+    };
+    let out = run(&data(false, false, true), &prog);
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "args: bootstrap bootkube\n"
+    );
+    let mut d = data(false, true, true);
+    d.bootstrap_node_ip = Some("192.0.2.7".into());
+    let out = run(&d, &prog);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "args: bootstrap bootkube --single-node --node-ip 192.0.2.7\n"
+    );
+    let out = run(&data(false, false, true), &dir.join("missing"));
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("okd-install: bootkube is not implemented yet (the bootstrap control plane comes in a later okd-install release); this bootstrap node cannot progress"),
+        err.contains("this bootstrap.ign carries no okd-install program")
+            && err.contains("release build"),
         "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn release_image_download_hands_over_to_the_node_program() {
+    let dir = tmpdir("release-image-download");
+    let bin = install_bin(&dir, &data(false, false, true));
+    let prog = fake_program(&dir);
+    let out = Command::new("bash")
+        .arg(bin.join("release-image-download.sh"))
+        .env("BOOTSTRAP_BIN_DIR", &bin)
+        .env("OKD_INSTALL_NODE_PROGRAM", &prog)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "args: bootstrap release-image --release-image quay.io/openshift/okd:4.13.0-0.okd-2023-06-04-080300\n"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -675,25 +724,6 @@ fn report_progress_reports_complete_with_service_records() {
         assert_eq!(ts.len(), 20, "{ts}");
         assert!(ts.ends_with('Z'));
     }
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-#[test]
-fn bootkube_records_a_failed_service() {
-    let dir = tmpdir("bootkube-record");
-    let bin = install_bin(&dir, &data(false, false, true));
-    let records = dir.join("records");
-    let out = Command::new("bash")
-        .arg(bin.join("bootkube.sh"))
-        .env("BOOTSTRAP_BIN_DIR", &bin)
-        .env("SERVICE_RECORDS_DIR", &records)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let text = std::fs::read_to_string(records.join("bootkube.json")).unwrap();
-    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
-    assert_eq!(last["phase"], "service end");
-    assert_eq!(last["result"], "failure");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -1,27 +1,30 @@
 #!/usr/bin/env bash
-# okd-install: bootkube.sh of the bootstrap node (installer.md §8).
+# okd-install: bootkube.service of the bootstrap node (installer.md §8).
 #
-# openshift-install's bootkube.sh renders the bootstrap control plane
-# (etcd, kube-apiserver, controller manager, scheduler, machine-config server)
-# from the release payload and runs cluster-bootstrap. okd-install does not
-# implement that part yet, so this script fails loudly instead of pretending
-# to make progress.
+# bootkube's stages (the renders, etcd and the temporary control plane as
+# static pods, the bootstrap machine-config server, wait-for-etcd,
+# cluster-bootstrap, the api/api-int checks) are okd-install's own program,
+# `okd-install bootstrap bootkube`, which bootstrap.ign carries as
+# /usr/local/bin/okd-install. Its progress: /var/log/openshift/bootkube.json,
+# `journalctl -u bootkube`, and the console (/etc/issue.d).
 
 # @@VARIABLES@@
 
-SERVICE_NAME=bootkube
-# shellcheck source=/dev/null
-. "${BOOTSTRAP_BIN_DIR:-/usr/local/bin}/bootstrap-service-record.sh" 2>/dev/null || true
-
-MESSAGE="okd-install: bootkube is not implemented yet (the bootstrap control plane comes in a later okd-install release); this bootstrap node cannot progress"
-
-{
-    echo "${MESSAGE}"
-    echo "okd-install: release image: ${RELEASE_IMAGE}; bootstrap-in-place: ${BOOTSTRAP_INPLACE}; cluster profile: ${CLUSTER_PROFILE:-<default>}; etcd endpoints: ${ETCD_ENDPOINTS:-<none>}"
-} >&2
-
-if [[ -d /etc/issue.d && -w /etc/issue.d ]]; then
-    printf '%s\n' "${MESSAGE}" >/etc/issue.d/60_okd-install-bootkube.issue 2>/dev/null || true
+NODE_PROGRAM="${OKD_INSTALL_NODE_PROGRAM:-/usr/local/bin/okd-install}"
+if [[ ! -x "${NODE_PROGRAM}" ]]; then
+    MESSAGE="okd-install: this bootstrap.ign carries no okd-install program (${NODE_PROGRAM}); it was made by a debug build of okd-install without OKD_INSTALL_NODE_BINARY: make it again with a release build"
+    echo "${MESSAGE}" >&2
+    if [[ -d /etc/issue.d && -w /etc/issue.d ]]; then
+        printf '%s\n' "${MESSAGE}" >/etc/issue.d/60_okd-install-bootkube.issue 2>/dev/null || true
+    fi
+    exit 1
 fi
 
-exit 1
+args=(bootstrap bootkube)
+if [[ "${BOOTSTRAP_INPLACE}" == "true" ]]; then
+    args+=(--single-node)
+fi
+if [[ -n "${BOOTSTRAP_NODE_IP}" ]]; then
+    args+=(--node-ip "${BOOTSTRAP_NODE_IP}")
+fi
+exec "${NODE_PROGRAM}" "${args[@]}"

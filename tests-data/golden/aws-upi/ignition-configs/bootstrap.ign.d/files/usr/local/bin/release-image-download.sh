@@ -1,43 +1,21 @@
 #!/usr/bin/env bash
-# okd-install: pulls the release image on the bootstrap node (installer.md §8,
-# release-image.service).
+# okd-install: release-image.service of the bootstrap node (installer.md §8).
+#
+# `okd-install bootstrap release-image` pulls the release by digest through
+# the mirrors of /etc/containers/registries.conf (with the pull secret of
+# /root/.docker/config.json and the trust bundle of
+# /etc/pki/ca-trust/source/anchors/ca.crt), checks its architecture
+# (stages pull-release-image and image-metadata-arches-match, recorded in
+# /var/log/openshift/release-image.json) and retries until it works, with
+# the reason on the console (/etc/issue.d/50_release-image.issue).
 set -euo pipefail
 
-SERVICE_NAME=release-image
-# shellcheck source=/dev/null
-. "${BOOTSTRAP_BIN_DIR:-/usr/local/bin}/bootstrap-service-record.sh"
 # shellcheck source=/dev/null
 . "${BOOTSTRAP_BIN_DIR:-/usr/local/bin}/release-image.sh"
 
-ISSUE_FILE=/etc/issue.d/50_release-image.issue
-
-record_service_stage_start "pull-release-image"
-echo "Pulling ${RELEASE_IMAGE}..."
-until podman pull --quiet "${RELEASE_IMAGE}"; do
-    echo "Pull failed. Retrying ${RELEASE_IMAGE}..." >&2
-    if [[ ! -e "${ISSUE_FILE}" ]]; then
-        mkdir -p /etc/issue.d
-        printf '\\e{lightred}Unable to pull OpenShift release image %s\\e{reset}\n' "${RELEASE_IMAGE}" >"${ISSUE_FILE}"
-        agetty --reload 2>/dev/null || true
-    fi
-    sleep 5
-done
-if [[ -e "${ISSUE_FILE}" ]]; then
-    rm -f "${ISSUE_FILE}"
-    agetty --reload 2>/dev/null || true
-fi
-record_service_stage_success
-
-record_service_stage_start "image-metadata-arches-match"
-HOST_ARCH="$(uname -m)"
-case "${HOST_ARCH}" in
-    x86_64) HOST_ARCH=amd64 ;;
-    aarch64) HOST_ARCH=arm64 ;;
-esac
-IMAGE_ARCH="$(podman inspect --format '{{.Architecture}}' "${RELEASE_IMAGE}")"
-if [[ "${IMAGE_ARCH}" != "${HOST_ARCH}" ]]; then
-    echo "The release image architecture (${IMAGE_ARCH}) does not match the host architecture (${HOST_ARCH})" >&2
-    record_service_stage_failure
+NODE_PROGRAM="${OKD_INSTALL_NODE_PROGRAM:-/usr/local/bin/okd-install}"
+if [[ ! -x "${NODE_PROGRAM}" ]]; then
+    echo "okd-install: this bootstrap.ign carries no okd-install program (${NODE_PROGRAM}); make it again with a release build of okd-install" >&2
     exit 1
 fi
-record_service_stage_success
+exec "${NODE_PROGRAM}" bootstrap release-image --release-image "${RELEASE_IMAGE}"
