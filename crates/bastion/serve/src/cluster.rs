@@ -105,6 +105,34 @@ fn bootstrap_view(cms: &[Arc<ConfigMap>]) -> Option<BootstrapConfigMap> {
         })
 }
 
+/// The bootstrap node's progress ConfigMap (okd-bootstrap `progress`):
+/// each `<service>.json` record summarised; a record that does not parse
+/// is left out.
+fn progress_view(
+    cms: &[Arc<ConfigMap>],
+) -> std::collections::BTreeMap<String, okd_service_record::Progress> {
+    let mut out = std::collections::BTreeMap::new();
+    let Some(cm) = cms.iter().find(|c| {
+        c.metadata.namespace.as_deref() == Some(PROGRESS_CM.0)
+            && c.metadata.name.as_deref() == Some(PROGRESS_CM.1)
+    }) else {
+        return out;
+    };
+    for (key, text) in cm.data.iter().flatten() {
+        let Some(service) = key.strip_suffix(".json") else {
+            continue;
+        };
+        if let Ok(entries) = okd_service_record::parse_entries(text.as_bytes()) {
+            out.insert(service.to_string(), okd_service_record::progress(&entries));
+        }
+    }
+    out
+}
+
+/// The ConfigMap the bootstrap node keeps its service records in while it
+/// runs (okd-bootstrap `progress::CONFIGMAP`).
+const PROGRESS_CM: (&str, &str) = ("kube-system", "okd-install-bootstrap-progress");
+
 /// The cluster view of the watches' stores (see the module docs for the shape).
 fn view(
     server: &str,
@@ -112,6 +140,7 @@ fn view(
     nodes: &Store<Node>,
     ops: &Store<DynamicObject>,
     boot: &Store<ConfigMap>,
+    progress: &Store<ConfigMap>,
     error: &Option<String>,
 ) -> ClusterData {
     let mut c: Vec<CsrView> = csrs.state().iter().map(|c| csr_view(c)).collect();
@@ -132,6 +161,7 @@ fn view(
                 degraded: sum.degraded,
             },
             bootstrap: bootstrap_view(&boot.state()),
+            bootstrap_progress: progress_view(&progress.state()),
         }),
     }
 }
@@ -176,12 +206,16 @@ pub(crate) async fn watch(
         Api::<ConfigMap>::namespaced(client.clone(), BOOTSTRAP_CM.0),
         watcher::Config::default().fields(&format!("metadata.name={}", BOOTSTRAP_CM.1)),
     );
+    let (progress, progress_s) = openshift::reflected(
+        Api::<ConfigMap>::namespaced(client.clone(), PROGRESS_CM.0),
+        watcher::Config::default().fields(&format!("metadata.name={}", PROGRESS_CM.1)),
+    );
     let (ops, op_s) = openshift::served_reflector(
         openshift::cluster_operators(client),
         openshift::resource_of("ClusterOperator"),
         watcher::Config::default(),
     );
-    let mut events = futures_util::stream::select_all([csr_s, node_s, op_s, boot_s]);
+    let mut events = futures_util::stream::select_all([csr_s, node_s, op_s, boot_s, progress_s]);
     let mut stop = std::pin::pin!(stop);
     // The view is rebuilt at most every 100 ms, and only after a watch
     // event, so a change reaches the page's next refresh at once.
@@ -204,7 +238,15 @@ pub(crate) async fn watch(
             }
             _ = tick.tick(), if dirty => {
                 dirty = false;
-                status.set_cluster(view(cluster.server(), &csrs, &nodes, &ops, &boot, &error));
+                status.set_cluster(view(
+                    cluster.server(),
+                    &csrs,
+                    &nodes,
+                    &ops,
+                    &boot,
+                    &progress,
+                    &error,
+                ));
             }
         }
     }
@@ -238,11 +280,20 @@ mod tests {
         ))
         .as_reader();
         let (boot, mut w) = reflector::store::<ConfigMap>();
+        let (progress, _) = reflector::store::<ConfigMap>();
         let boot_of = |boot: &Store<ConfigMap>| {
-            view("https://api:6443", &csrs, &nodes, &ops, boot, &None)
-                .view
-                .expect("the watched objects")
-                .bootstrap
+            view(
+                "https://api:6443",
+                &csrs,
+                &nodes,
+                &ops,
+                boot,
+                &progress,
+                &None,
+            )
+            .view
+            .expect("the watched objects")
+            .bootstrap
         };
         assert_eq!(boot_of(&boot), None);
         // Another namespace's ConfigMap of that name is not the bootstrap's.
@@ -272,5 +323,27 @@ mod tests {
                 time: Some("2026-11-24T10:30:00Z".into()),
             })
         );
+    }
+
+    #[test]
+    fn the_bootstrap_progress_configmap_is_summarised() {
+        let mut c = cm("kube-system", "okd-install-bootstrap-progress", None);
+        c.data = Some(
+            [
+                (
+                    "bootkube.json".to_string(),
+                    "{\"timestamp\":\"2026-11-24T10:30:00Z\",\"phase\":\"service start\"}\n\
+                     {\"timestamp\":\"2026-11-24T10:30:01Z\",\"stage\":\"etcd-bootstrap\",\"phase\":\"stage start\"}\n"
+                        .to_string(),
+                ),
+                ("junk.json".to_string(), "not json\n".to_string()),
+            ]
+            .into(),
+        );
+        let p = progress_view(&[Arc::new(c)]);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p["bootkube"].running.as_deref(), Some("etcd-bootstrap"));
+        let other = cm("default", "okd-install-bootstrap-progress", None);
+        assert!(progress_view(&[Arc::new(other)]).is_empty());
     }
 }

@@ -225,6 +225,12 @@ pub struct ClusterView {
     pub operators: OperatorsView,
     /// The ConfigMap `kube-system/bootstrap`, `null` when there is none.
     pub bootstrap: Option<BootstrapConfigMap>,
+    /// The bootstrap node's own progress, per service (`release-image`,
+    /// `bootkube`), from its ConfigMap
+    /// `kube-system/okd-install-bootstrap-progress` (okd-bootstrap
+    /// `progress`); empty until the node published it.
+    #[serde(default, rename = "bootstrapProgress")]
+    pub bootstrap_progress: std::collections::BTreeMap<String, okd_service_record::Progress>,
 }
 
 /// Which signer a CSR asks.
@@ -462,6 +468,7 @@ mod tests {
                 nodes: Vec::new(),
                 operators: OperatorsView::default(),
                 bootstrap: None,
+                bootstrap_progress: Default::default(),
             }),
         };
         let v = serde_json::to_value(&cd).unwrap();

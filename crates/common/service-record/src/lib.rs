@@ -135,6 +135,70 @@ pub fn judge(entries: &[Entry]) -> ServiceVerdict {
     v
 }
 
+/// Where a service stands by its entries, for live displays (serve's
+/// dashboard, `wait-for bootstrap-complete`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress {
+    /// Stages that ended in success, in the order they did (a stage that
+    /// succeeded in an earlier run of the service counts once).
+    pub done: Vec<String>,
+    /// The stage started and not ended yet in the last run.
+    pub running: Option<String>,
+    /// The last failure of the last run: stage (empty outside any stage)
+    /// and message; `None` once a later stage started or the run ended well.
+    pub failure: Option<(String, String)>,
+    /// Whether the last run ended in success (`service end` / `success`).
+    pub complete: bool,
+    /// How many times the service started.
+    pub starts: usize,
+    /// The time of the last entry.
+    pub last_time: String,
+}
+
+/// Summarises `entries` (one service's record, oldest first) into a
+/// [`Progress`].
+pub fn progress(entries: &[Entry]) -> Progress {
+    let mut p = Progress::default();
+    for e in entries {
+        p.last_time = e.timestamp.clone();
+        match (e.phase.as_str(), e.result.as_str()) {
+            (SERVICE_START, _) => {
+                p.starts += 1;
+                p.running = None;
+                p.complete = false;
+            }
+            (STAGE_START, _) => {
+                p.running = Some(e.stage.clone());
+                p.failure = None;
+            }
+            (STAGE_END, SUCCESS) => {
+                p.running = None;
+                if !p.done.contains(&e.stage) {
+                    p.done.push(e.stage.clone());
+                }
+            }
+            (STAGE_END, FAILURE) => {
+                p.running = None;
+                p.failure = Some((e.stage.clone(), e.error_message.clone()));
+            }
+            (SERVICE_END, SUCCESS) => {
+                p.running = None;
+                p.failure = None;
+                p.complete = true;
+            }
+            (SERVICE_END, FAILURE) => {
+                p.running = None;
+                if p.failure.is_none() {
+                    p.failure = Some((String::new(), e.error_message.clone()));
+                }
+            }
+            _ => {}
+        }
+    }
+    p
+}
+
 /// A bootstrap stage in plain words (the stages of openshift/installer
 /// `data/data/bootstrap/files/usr/local/bin/bootkube.sh.template`,
 /// `release-image-download.sh`, `report-progress.sh`,

@@ -133,3 +133,36 @@ fn every_bootkube_stage_has_words() {
     }
     assert_eq!(stage_words("no-such-stage"), None);
 }
+
+#[test]
+fn progress_follows_runs_failures_and_the_end() {
+    let d = tempfile::tempdir().unwrap();
+    let mut r = Recorder::new(d.path(), "bootkube");
+    r.service_start().unwrap();
+    r.stage_start("etcd-bootstrap").unwrap();
+    r.stage_success().unwrap();
+    r.stage_start("wait-for-etcd").unwrap();
+    let (_, e) = read(&r);
+    let p = progress(&e);
+    assert_eq!(p.done, vec!["etcd-bootstrap"]);
+    assert_eq!(p.running.as_deref(), Some("wait-for-etcd"));
+    assert_eq!((p.complete, p.starts, p.failure.clone()), (false, 1, None));
+    r.service_end(Some(("wait-for-etcd", "etcd unhealthy")))
+        .unwrap();
+    let p = progress(&read(&r).1);
+    assert_eq!(p.running, None);
+    assert_eq!(
+        p.failure,
+        Some(("wait-for-etcd".to_string(), "etcd unhealthy".to_string()))
+    );
+    // The restart: the failure stays shown until the next stage starts.
+    r.service_start().unwrap();
+    assert!(progress(&read(&r).1).failure.is_some());
+    r.stage_start("wait-for-etcd").unwrap();
+    r.stage_success().unwrap();
+    r.service_end(None).unwrap();
+    let p = progress(&read(&r).1);
+    assert_eq!(p.done, vec!["etcd-bootstrap", "wait-for-etcd"]);
+    assert_eq!((p.complete, p.starts, p.failure), (true, 2, None));
+    assert!(!p.last_time.is_empty());
+}

@@ -11,8 +11,10 @@ use std::time::{Duration, Instant};
 
 use tracing::info;
 
-/// How often a wait asks again (bootkube.sh sleeps 5 s between tries).
-pub const RETRY: Duration = Duration::from_secs(5);
+/// How often a wait asks again (bootkube.sh sleeps 5 s between tries;
+/// 2 s here: etcd and the API come up within seconds, and each try is
+/// one local request).
+pub const RETRY: Duration = Duration::from_secs(2);
 
 /// How long one HTTP request may take.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);

@@ -19,6 +19,7 @@
 //!   (okd-cluster-bootstrap).
 
 pub mod checks;
+pub mod progress;
 pub mod release;
 mod stages;
 
@@ -183,7 +184,8 @@ pub async fn release_image(
 }
 
 /// `bootkube.service`: runs bootkube's stages ([`okd_bootkube::run`]) with
-/// [`NodeStages`].
+/// [`NodeStages`], publishing the service records to the temporary API as
+/// it goes ([`progress`]).
 ///
 /// # Errors
 /// [`okd_bootkube::BootkubeError`] for the stage that failed (the unit
@@ -193,6 +195,19 @@ pub async fn bootkube(
 ) -> Result<okd_bootkube::Outcome, okd_bootkube::BootkubeError> {
     let dirs = opts.dirs.clone();
     let topology = opts.topology;
+    let kubeconfig = dirs.work.join("auth/kubeconfig-loopback");
+    let publisher = tokio::spawn(progress::publish(dirs.records.clone(), kubeconfig.clone()));
+    let result = bootkube_stages(opts, &dirs, topology).await;
+    publisher.abort();
+    progress::publish_once(&dirs.records, &kubeconfig).await;
+    result
+}
+
+async fn bootkube_stages(
+    opts: NodeOptions,
+    dirs: &okd_bootkube::Dirs,
+    topology: okd_bootkube::Topology,
+) -> Result<okd_bootkube::Outcome, okd_bootkube::BootkubeError> {
     let mut stages = match NodeStages::new(opts).await {
         Ok(s) => s,
         Err(f) => {
@@ -202,5 +217,5 @@ pub async fn bootkube(
             });
         }
     };
-    okd_bootkube::run(&dirs, topology, &mut stages).await
+    okd_bootkube::run(dirs, topology, &mut stages).await
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::{Api, DynamicObject};
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
@@ -69,6 +69,33 @@ struct Stores {
     operators: Store<DynamicObject>,
     versions: Store<DynamicObject>,
     etcds: Store<DynamicObject>,
+    bootstrap_progress: Store<ConfigMap>,
+}
+
+/// The ConfigMap the bootstrap node publishes its service records in
+/// (okd-bootstrap `progress`).
+const PROGRESS_CM: (&str, &str) = ("kube-system", "okd-install-bootstrap-progress");
+
+/// The bootstrap node's own progress from its ConfigMap's `bootkube.json`:
+/// `bootkube: 12 stages done; now creating the manifests (cb-bootstrap)`,
+/// a failure with its stage and message, or `bootkube.service complete`;
+/// `None` without the ConfigMap or a readable record.
+pub fn bootkube_line(cm: &ConfigMap) -> Option<String> {
+    let text = cm.data.as_ref()?.get("bootkube.json")?;
+    let entries = okd_service_record::parse_entries(text.as_bytes()).ok()?;
+    let p = okd_service_record::progress(&entries);
+    let words = |s: &str| {
+        okd_service_record::stage_words(s).map_or(s.to_string(), |w| format!("{w} ({s})"))
+    };
+    Some(if p.complete {
+        format!("bootkube.service complete ({} stages)", p.done.len())
+    } else if let Some((stage, msg)) = &p.failure {
+        format!("bootkube failed {}: {msg}; the node retries", words(stage))
+    } else if let Some(stage) = &p.running {
+        format!("{} stages done; now {}", p.done.len(), words(stage))
+    } else {
+        format!("{} stages done", p.done.len())
+    })
 }
 
 /// How long the progress waits for serve's status reply.
@@ -87,6 +114,15 @@ async fn snapshot(stores: &Stores, dir: &std::path::Path) -> Snapshot {
     let mut s = Snapshot::default();
     if let Some(line) = serve_hosts(dir, SERVE_REPLY).await {
         s.lines.push(("hosts", line));
+    }
+    if let Some(line) = stores
+        .bootstrap_progress
+        .state()
+        .iter()
+        .find(|c| c.metadata.name.as_deref() == Some(PROGRESS_CM.1))
+        .and_then(|c| bootkube_line(c))
+    {
+        s.lines.push(("bootstrap", line));
     }
     for e in stores.etcds.state() {
         let c = conditions(&e);
@@ -180,12 +216,17 @@ pub fn spawn(cluster: Cluster, dir: PathBuf, every: Duration) -> tokio::task::Jo
             resources::resource_of("Etcd"),
             watcher::Config::default().fields("metadata.name=cluster"),
         );
+        let (bootstrap_progress, progress_stream) = resources::reflected(
+            Api::<ConfigMap>::namespaced(client.clone(), PROGRESS_CM.0),
+            watcher::Config::default().fields(&format!("metadata.name={}", PROGRESS_CM.1)),
+        );
         let stores = Stores {
             csrs,
             nodes,
             operators,
             versions,
             etcds,
+            bootstrap_progress,
         };
         let mut events = futures_util::stream::select_all([
             csr_stream,
@@ -193,6 +234,7 @@ pub fn spawn(cluster: Cluster, dir: PathBuf, every: Duration) -> tokio::task::Jo
             op_stream,
             cv_stream,
             etcd_stream,
+            progress_stream,
         ]);
         let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
         let multi = indicatif::MultiProgress::new();
@@ -232,7 +274,35 @@ pub fn spawn(cluster: Cluster, dir: PathBuf, every: Duration) -> tokio::task::Jo
 
 #[cfg(test)]
 mod tests {
-    use super::{hosts_line, serve_hosts};
+    use super::{bootkube_line, hosts_line, serve_hosts};
+
+    #[test]
+    fn the_bootstrap_line_says_where_bootkube_is() {
+        let cm = |record: &str| k8s_openapi::api::core::v1::ConfigMap {
+            data: Some([("bootkube.json".to_string(), record.to_string())].into()),
+            ..Default::default()
+        };
+        let start = "{\"timestamp\":\"2026-11-24T10:30:00Z\",\"phase\":\"service start\"}\n";
+        let etcd = "{\"timestamp\":\"2026-11-24T10:30:01Z\",\"stage\":\"etcd-bootstrap\",\"phase\":\"stage start\"}\n\
+                    {\"timestamp\":\"2026-11-24T10:30:02Z\",\"stage\":\"etcd-bootstrap\",\"phase\":\"stage end\",\"result\":\"success\"}\n";
+        let cb = "{\"timestamp\":\"2026-11-24T10:30:03Z\",\"stage\":\"cb-bootstrap\",\"phase\":\"stage start\"}\n";
+        let line = bootkube_line(&cm(&format!("{start}{etcd}{cb}"))).expect("a line");
+        assert!(line.starts_with("1 stages done; now "), "{line}");
+        assert!(line.ends_with("(cb-bootstrap)"), "{line}");
+        let failed = format!(
+            "{start}{cb}{{\"timestamp\":\"2026-11-24T10:31:00Z\",\"stage\":\"cb-bootstrap\",\"phase\":\"stage end\",\"result\":\"failure\",\"errorMessage\":\"API down\"}}\n"
+        );
+        let line = bootkube_line(&cm(&failed)).expect("a line");
+        assert!(
+            line.contains("(cb-bootstrap): API down; the node retries"),
+            "{line}"
+        );
+        assert_eq!(bootkube_line(&cm("garbage")), None);
+        assert_eq!(
+            bootkube_line(&k8s_openapi::api::core::v1::ConfigMap::default()),
+            None
+        );
+    }
     use std::time::{Duration, Instant};
 
     /// Issue #18 finding 10: asking a serve that does not answer leaves a

@@ -151,6 +151,45 @@ fn next_step(h: &HostStatus) -> Option<String> {
     (!fetched).then(|| format!("boot {}: it has not fetched bootstrap.ign yet", h.hostname))
 }
 
+/// The bootstrap node's own stages, from the progress it publishes into its
+/// API (ConfigMap `kube-system/okd-install-bootstrap-progress`, okd-bootstrap
+/// `progress`): how many of bootkube's stages are done and which one runs,
+/// or where it failed and why.
+fn bootkube_stage(doc: &StatusDocument) -> Stage {
+    const NAME: &str = "bootkube stages";
+    let cd = &doc.cluster_data;
+    let words = |s: &str| okd_service_record::stage_words(s).unwrap_or(s).to_string();
+    let Some(p) = cd
+        .view
+        .as_ref()
+        .and_then(|v| v.bootstrap_progress.get("bootkube"))
+    else {
+        let detail = if cd.available {
+            "no progress from the bootstrap yet (published once its API runs)"
+        } else {
+            "cluster data unavailable"
+        };
+        return Stage::new(NAME, false, None, detail);
+    };
+    if p.complete {
+        return Stage::new(
+            NAME,
+            true,
+            Some(p.last_time.clone()),
+            format!("bootkube.service complete ({} stages)", p.done.len()),
+        );
+    }
+    let detail = match (&p.failure, &p.running) {
+        (Some((stage, msg)), _) if !stage.is_empty() => {
+            format!("failed {} ({stage}): {msg}; retrying", words(stage))
+        }
+        (Some((_, msg)), _) => format!("failed: {msg}; retrying"),
+        (None, Some(stage)) => format!("{} stages done; now {}", p.done.len(), words(stage)),
+        (None, None) => format!("{} stages done", p.done.len()),
+    };
+    Stage::new(NAME, false, None, detail)
+}
+
 /// The stages only the bootstrap host has, after "Ignition fetched": its
 /// API and machine-config server UP behind the load balancer, the
 /// `kube-system/bootstrap` ConfigMap its report-progress.sh creates
@@ -167,6 +206,7 @@ fn bootstrap_stages(h: &HostStatus, doc: &StatusDocument) -> Vec<Stage> {
         ),
     ];
     let cd = &doc.cluster_data;
+    out.push(bootkube_stage(doc));
     let cm = cd.view.as_ref().and_then(|v| v.bootstrap.as_ref());
     let status = cm.and_then(|c| c.status.as_deref());
     let complete = status == Some("complete");

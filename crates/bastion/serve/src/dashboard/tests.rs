@@ -90,6 +90,7 @@ fn cluster(
             nodes,
             operators,
             bootstrap,
+            bootstrap_progress: Default::default(),
         }),
     }
 }
@@ -238,9 +239,16 @@ fn bootstrap_stage_line() {
             "Ignition fetched",
             "API up on bootstrap",
             "Machine-config server up on bootstrap",
+            "bootkube stages",
             "Bootstrap complete",
             "Removed from load balancer"
         ]
+    );
+    let bk = boot_stage(&d, "bootkube stages");
+    assert!(!bk.done);
+    assert_eq!(
+        bk.detail,
+        "no progress from the bootstrap yet (published once its API runs)"
     );
     let api = boot_stage(&d, "API up on bootstrap");
     assert!(api.done);
@@ -698,4 +706,51 @@ fn human_times() {
     assert_eq!(ago(datetime!(2026-11-24 09:58 UTC), now), "2 min ago");
     assert_eq!(ago(datetime!(2026-11-24 07:00 UTC), now), "3 h ago");
     assert_eq!(ago(datetime!(2026-11-22 10:00 UTC), now), "2 days ago");
+}
+
+/// The bootstrap node's published progress on its line: stages done and
+/// the one running, a failure with its stage in words, the end.
+#[test]
+fn bootkube_progress_on_the_bootstrap_line() {
+    let now = datetime!(2026-11-24 10:10 UTC);
+    let with = |p: okd_service_record::Progress| {
+        let mut d = doc();
+        d.cluster_data = cluster(Vec::new(), Vec::new(), OperatorsView::default(), None);
+        if let Some(v) = d.cluster_data.view.as_mut() {
+            v.bootstrap_progress.insert("bootkube".into(), p);
+        }
+        annotate(&mut d, now);
+        boot_stage(&d, "bootkube stages").clone()
+    };
+    let running = with(okd_service_record::Progress {
+        done: vec!["etcd-bootstrap".into(), "mco-bootstrap".into()],
+        running: Some("cb-bootstrap".into()),
+        ..Default::default()
+    });
+    assert!(!running.done);
+    assert!(
+        running.detail.starts_with("2 stages done; now "),
+        "{}",
+        running.detail
+    );
+    let failed = with(okd_service_record::Progress {
+        failure: Some(("wait-for-etcd".into(), "etcd unhealthy".into())),
+        ..Default::default()
+    });
+    assert!(
+        failed
+            .detail
+            .contains("(wait-for-etcd): etcd unhealthy; retrying"),
+        "{}",
+        failed.detail
+    );
+    let complete = with(okd_service_record::Progress {
+        done: vec!["a".into(); 3],
+        complete: true,
+        last_time: "2026-11-24T10:09:00Z".into(),
+        ..Default::default()
+    });
+    assert!(complete.done);
+    assert_eq!(complete.detail, "bootkube.service complete (3 stages)");
+    assert_eq!(complete.time.as_deref(), Some("2026-11-24T10:09:00Z"));
 }
