@@ -205,7 +205,14 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err((e, code)) => {
             let text = okd_assets::chain(e.as_ref());
-            match missing_file_hint(&cli.dir, &text) {
+            // The node commands run on the bootstrap, where the asset
+            // directory's files are not made by `create`.
+            let hint = if matches!(cli.cmd, Cmd::Bootstrap(_)) {
+                None
+            } else {
+                missing_file_hint(&cli.dir, &text)
+            };
+            match hint {
                 Some(hint) => error!("{text}; {hint}"),
                 None => error!("{text}"),
             }

@@ -75,13 +75,11 @@ pub fn command(cmd: &BootstrapCmd) -> Result<(), Failure> {
             give_up_after,
             plain_http,
         } => {
+            let dirs = okd_bootkube::Dirs::node();
+            okd_bootstrap::check_node(&dirs.work).map_err(|e| fail(anyhow!(e)))?;
             let mut opts = okd_bootstrap::PullOptions::node(release_image);
             opts.plain_http = plain_http.clone();
-            rt.block_on(okd_bootstrap::release_image(
-                &opts,
-                &okd_bootkube::Dirs::node(),
-                *give_up_after,
-            ))
+            rt.block_on(okd_bootstrap::release_image(&opts, &dirs, *give_up_after))
             .map_err(fail)?;
             Ok(())
         }
@@ -97,6 +95,7 @@ pub fn command(cmd: &BootstrapCmd) -> Result<(), Failure> {
             } else {
                 okd_bootkube::Topology::WithBootstrap
             };
+            okd_bootstrap::check_node(work).map_err(|e| fail(anyhow!(e)))?;
             let mut opts = okd_bootstrap::NodeOptions::node(topology);
             opts.dirs.work = work.clone();
             opts.node_ip = match node_ip {

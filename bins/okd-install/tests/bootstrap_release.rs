@@ -337,3 +337,29 @@ fn the_release_is_pulled_by_digest_through_the_mirror_and_each_fault_recovers() 
         VERSION
     );
 }
+
+/// Run by mistake on a workstation, the node commands refuse before they
+/// write anything (their records, markers and console files are the
+/// node's paths).
+#[test]
+fn the_node_commands_refuse_to_run_off_a_bootstrap_node() {
+    let d = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_okd-install"))
+        .args(["bootstrap", "bootkube", "--work"])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("auth/kubeconfig-loopback is missing: this is not a bootstrap node"),
+        "{err}"
+    );
+    assert!(!err.contains("is made by"), "no workstation hint: {err}");
+    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0, "nothing written");
+    let out = Command::new(env!("CARGO_BIN_EXE_okd-install"))
+        .args(["bootstrap", "release-image"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "clap's usage error");
+}

@@ -31,6 +31,25 @@ use tracing::{info, warn};
 pub use release::{PullOptions, PulledRelease};
 pub use stages::{CHECK_LIMIT, ETCD_LIMIT, NodeOptions, NodeStages, UPSTREAM_REQUIRED_PODS};
 
+/// Checks that `work` is a bootstrap node's asset directory (bootstrap.ign
+/// laid down `auth/kubeconfig-loopback` there), so that the node commands
+/// never write their records, markers and console messages onto another
+/// machine by mistake.
+///
+/// # Errors
+/// A message naming the missing file and where the commands belong.
+pub fn check_node(work: &std::path::Path) -> Result<(), String> {
+    let marker = work.join("auth/kubeconfig-loopback");
+    if marker.is_file() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} is missing: this is not a bootstrap node (the bootstrap Ignition config lays that file down); `okd-install bootstrap` commands run on the bootstrap node, from its units",
+            marker.display()
+        ))
+    }
+}
+
 /// The release pull's unit in the service records (`release-image.json`).
 pub const RELEASE_SERVICE: &str = "release-image";
 
