@@ -80,7 +80,7 @@ pub fn command(cmd: &BootstrapCmd) -> Result<(), Failure> {
             let mut opts = okd_bootstrap::PullOptions::node(release_image);
             opts.plain_http = plain_http.clone();
             rt.block_on(okd_bootstrap::release_image(&opts, &dirs, *give_up_after))
-            .map_err(fail)?;
+                .map_err(fail)?;
             Ok(())
         }
         BootstrapCmd::Bootkube {

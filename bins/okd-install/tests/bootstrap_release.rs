@@ -356,7 +356,11 @@ fn the_node_commands_refuse_to_run_off_a_bootstrap_node() {
         "{err}"
     );
     assert!(!err.contains("is made by"), "no workstation hint: {err}");
-    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0, "nothing written");
+    assert_eq!(
+        std::fs::read_dir(d.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_okd-install"))
         .args(["bootstrap", "release-image"])
         .output()
