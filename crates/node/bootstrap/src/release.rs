@@ -105,6 +105,9 @@ impl PulledRelease {
 pub struct MirrorRule {
     /// The source it applies to (`location`, or `prefix` when set).
     pub source: String,
+    /// Where the source itself is pulled from (`location`; the same as
+    /// `source` unless `prefix` rewrites it).
+    pub location: String,
     /// Mirrors, in the order they are tried.
     pub mirrors: Vec<String>,
     /// Whether mirrors serve only pulls by digest (`mirror-by-digest-only`).
@@ -167,6 +170,11 @@ pub fn parse_registries_conf(text: &str, path: &Path) -> Result<Vec<MirrorRule>,
                 ));
             }
             Ok(MirrorRule {
+                location: if r.location.is_empty() {
+                    source.clone()
+                } else {
+                    r.location.clone()
+                },
                 source,
                 mirrors: r.mirror.into_iter().map(|m| m.location).collect(),
                 by_digest_only: r.mirror_by_digest_only,
@@ -205,7 +213,7 @@ pub fn candidates(rules: &[MirrorRule], image: &Reference) -> Vec<String> {
             }
         }
         if !r.blocked {
-            out.push(format!("{repo}{suffix}"));
+            out.push(format!("{}{}{suffix}", r.location, &repo[r.source.len()..]));
         }
     } else {
         out.push(format!("{repo}{suffix}"));
@@ -527,6 +535,17 @@ mod tests {
             parse_registries_conf("", Path::new("r.conf"))
                 .unwrap()
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_prefix_is_rewritten_to_its_location() {
+        let conf = "[[registry]]\nprefix = \"example.com/foo\"\nlocation = \"internal.example:5000/bar\"\n";
+        let rules = parse_registries_conf(conf, Path::new("r.conf")).unwrap();
+        let r = Reference::parse(&format!("example.com/foo/baz@{D}")).unwrap();
+        assert_eq!(
+            candidates(&rules, &r),
+            vec![format!("internal.example:5000/bar/baz@{D}")]
         );
     }
 
