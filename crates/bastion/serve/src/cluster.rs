@@ -122,16 +122,16 @@ fn progress_view(
         let Some(service) = key.strip_suffix(".json") else {
             continue;
         };
-        if let Ok(entries) = okd_service_record::parse_entries(text.as_bytes()) {
-            out.insert(service.to_string(), okd_service_record::progress(&entries));
+        if let Some(p) = okd_service_record::progress_of(text) {
+            out.insert(service.to_string(), p);
         }
     }
     out
 }
 
 /// The ConfigMap the bootstrap node keeps its service records in while it
-/// runs (okd-bootstrap `progress::CONFIGMAP`).
-const PROGRESS_CM: (&str, &str) = ("kube-system", "okd-install-bootstrap-progress");
+/// runs.
+const PROGRESS_CM: (&str, &str) = okd_service_record::PROGRESS_CONFIGMAP;
 
 /// The cluster view of the watches' stores (see the module docs for the shape).
 fn view(

@@ -156,6 +156,18 @@ pub struct Progress {
     pub last_time: String,
 }
 
+/// Namespace and name of the ConfigMap in which the bootstrap node
+/// publishes its service records while it runs (data `<service>.json`:
+/// the record's last lines), for serve's dashboard and `wait-for`
+/// (written by okd-bootstrap `progress`).
+pub const PROGRESS_CONFIGMAP: (&str, &str) = ("kube-system", "okd-install-bootstrap-progress");
+
+/// [`progress`] of a record's text (JSON lines); `None` when it does not
+/// parse.
+pub fn progress_of(record: &str) -> Option<Progress> {
+    parse_entries(record.as_bytes()).ok().map(|e| progress(&e))
+}
+
 /// Summarises `entries` (one service's record, oldest first) into a
 /// [`Progress`].
 pub fn progress(entries: &[Entry]) -> Progress {

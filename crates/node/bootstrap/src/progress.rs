@@ -18,7 +18,7 @@ use kube::api::{Api, Patch, PatchParams};
 use tracing::debug;
 
 /// The ConfigMap's namespace and name.
-pub const CONFIGMAP: (&str, &str) = ("kube-system", "okd-install-bootstrap-progress");
+pub const CONFIGMAP: (&str, &str) = okd_service_record::PROGRESS_CONFIGMAP;
 
 /// The services whose records are published, by file name in the records
 /// directory.

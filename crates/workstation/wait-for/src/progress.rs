@@ -72,18 +72,15 @@ struct Stores {
     bootstrap_progress: Store<ConfigMap>,
 }
 
-/// The ConfigMap the bootstrap node publishes its service records in
-/// (okd-bootstrap `progress`).
-const PROGRESS_CM: (&str, &str) = ("kube-system", "okd-install-bootstrap-progress");
+/// The ConfigMap the bootstrap node publishes its service records in.
+const PROGRESS_CM: (&str, &str) = okd_service_record::PROGRESS_CONFIGMAP;
 
 /// The bootstrap node's own progress from its ConfigMap's `bootkube.json`:
 /// `bootkube: 12 stages done; now creating the manifests (cb-bootstrap)`,
 /// a failure with its stage and message, or `bootkube.service complete`;
 /// `None` without the ConfigMap or a readable record.
 pub fn bootkube_line(cm: &ConfigMap) -> Option<String> {
-    let text = cm.data.as_ref()?.get("bootkube.json")?;
-    let entries = okd_service_record::parse_entries(text.as_bytes()).ok()?;
-    let p = okd_service_record::progress(&entries);
+    let p = okd_service_record::progress_of(cm.data.as_ref()?.get("bootkube.json")?)?;
     let words = |s: &str| {
         okd_service_record::stage_words(s).map_or(s.to_string(), |w| format!("{w} ({s})"))
     };
