@@ -21,301 +21,39 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::kube::{apply_ignition, tail};
-use common::netns::Lab;
-use common::node::{NodeHost, write_mirror_config};
-use common::serve::{BASTION, ignite_in, spawn_serve, wait_ready};
-use common::{example_dir, okd_ok, payload, repo};
+use common::bootlab::{BootLab, MIRROR, prerequisites, wait_for_log};
+use common::kube::tail;
+use common::payload;
+use common::serve::{BASTION, ignite_in};
 
-const BOOTSTRAP: &str = "192.168.120.102";
-const MASTER: &str = "192.168.120.103";
-const MIRROR: &str = "registry.okd.example:5000";
 const VERSION: &str = "4.15.0-0.okd-upstream-e2e";
 const BIN: &str = env!("CARGO_BIN_EXE_okd-install");
 
-/// `okd-install bootstrap bootkube` running inside a host: `nsenter`
-/// forks into the host's PID namespace, so the program itself is found
-/// among nsenter's children and killed (SIGKILL, as a crash would end
-/// it) when dropped, before `nsenter` is reaped.
-struct Proc {
-    child: Child,
-}
-
-impl Proc {
-    fn program_pids(&self) -> Vec<u32> {
-        let needle: &[u8] = b"bootstrap\0bootkube";
-        let id = self.child.id();
-        let children =
-            std::fs::read_to_string(format!("/proc/{id}/task/{id}/children")).unwrap_or_default();
-        children
-            .split_whitespace()
-            .filter_map(|p| p.parse::<u32>().ok())
-            .filter(|p| {
-                std::fs::read(format!("/proc/{p}/cmdline"))
-                    .is_ok_and(|c| c.windows(needle.len()).any(|w| w == needle))
-            })
-            .collect()
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        for p in self.program_pids() {
-            let _ = Command::new("kill")
-                .args(["-KILL", &p.to_string()])
-                .output();
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn wait_for_log(log: &Path, what: &str, limit: Duration, host: &mut NodeHost) -> String {
-    let start = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        if text.contains(what) {
-            return text;
-        }
-        host.assert_running();
-        assert!(
-            start.elapsed() < limit,
-            "no {what:?} in {} s\nbootkube:\n{}\nkubelet:\n{}",
-            limit.as_secs(),
-            tail(&text, 40),
-            tail(&host.kubelet_log(), 30)
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
-
-fn run_bootkube(host: &NodeHost, log: &Path) -> Proc {
-    let f = std::fs::File::create(log).unwrap();
-    let child = host
-        .enter("/usr/local/bin/bootkube.sh")
-        .stdin(Stdio::null())
-        .stdout(f.try_clone().unwrap())
-        .stderr(f)
-        .spawn()
-        .unwrap();
-    let p = Proc { child };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while p.program_pids().is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "bootkube did not start in the host"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    p
-}
-
 #[test]
 fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_creation() {
-    if !common::node::available() || !common::netns::available() {
-        return;
-    }
-    let Some(kit) =
-        okd_test_utils::kube_tool("kube-apiserver").map(|k| k.parent().unwrap().to_path_buf())
-    else {
+    let Some(pre) = prerequisites() else {
         return;
     };
-    let Some(registry) = okd_test_utils::tool("docker-registry", &[], Some("docker-registry"))
-    else {
-        return;
-    };
-    if common::tool("ignition", &[common::serve::IGNITION]).is_none() {
-        return;
-    }
-    let scratch = tempfile::tempdir().unwrap();
-    let t = scratch.path();
-    let ex = example_dir("baremetal-single-master");
-    let assets = ex.path().to_path_buf();
-    let exdir = repo().join("examples/baremetal-single-master");
-    std::fs::copy(
-        exdir.join("agent-config.yaml"),
-        assets.join("agent-config.yaml"),
-    )
-    .unwrap();
-    let bastion_cfg = std::fs::read_to_string(exdir.join("bastion-config.yaml"))
-        .unwrap()
-        .replace(
-            "upstreamResolvers:\n  - 8.8.8.8\n",
-            "upstreamResolvers: []\n",
-        );
-    std::fs::write(assets.join("bastion-config.yaml"), bastion_cfg).unwrap();
-
-    let prefix = format!("okb{}", std::process::id() % 100000);
-    let mut lab = Lab::new(
-        &prefix,
-        BASTION,
-        &[("bs", BOOTSTRAP), ("m", MASTER)],
-        "okd.example",
-    );
-    let bastion_etc = PathBuf::from("/etc/netns").join(&lab.bastion.ns);
-    std::fs::create_dir_all(&bastion_etc).unwrap();
-    std::fs::write(
-        bastion_etc.join("hosts"),
-        format!(
-            "127.0.0.1 localhost\n{BASTION} registry.okd.example api.okd.example api-int.okd.example bastion\n"
-        ),
-    )
-    .unwrap();
-
-    // The mirror registry on the bastion, its CA and login in install-config.
-    std::fs::write(t.join("pw"), "s3cret\n").unwrap();
-    okd_ok(
-        &assets,
-        &[
-            "mirror",
-            "registry",
-            "init",
-            "--hostname",
-            "registry.okd.example",
-            "--address",
-            BASTION,
-            "--username",
-            "okd",
-            "--password-file",
-            t.join("pw").to_str().unwrap(),
-        ],
-    );
-    let out = lab
-        .cmd(&lab.bastion.ns, BIN)
-        .args(["mirror", "registry", "start", "--registry-program"])
-        .arg(&registry)
-        .arg("--dir")
-        .arg(&assets)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let reg_pid: u32 = std::fs::read_to_string(assets.join("mirror-registry/registry.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let _registry = scopeguard(reg_pid);
-
-    // The payload, pushed as a disconnected user pushes it.
-    let p = payload::build(t, &kit, VERSION, "amd64");
-    let out_dir = t.join("mirror-out");
-    let out = lab
-        .cmd(&lab.bastion.ns, BIN)
-        .args(payload::from_disk_args(&p, MIRROR, &out_dir))
-        .arg("--dir")
-        .arg(&assets)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "from-disk: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    payload::use_mirror(&assets, &out_dir);
-    // bootstrap.ign carries the node program: this test binary, stripped of
-    // its debug information (a debug build carries none by itself).
-    let node_program = t.join("okd-install-node");
-    let out = Command::new("strip")
-        .args(["-o", node_program.to_str().unwrap(), BIN])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "strip: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = Command::new(BIN)
-        .args([
-            "create",
-            "ignition-configs",
-            "--release-version",
-            "4.15",
-            "--dir",
-        ])
-        .arg(&assets)
-        .env(
-            "OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE",
-            p.release_image(),
-        )
-        .env("OKD_INSTALL_NODE_BINARY", &node_program)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-
-    // serve on the bastion: DNS (api, api-int, registry) and the balancer.
-    // No machine-config server of its own: 22623 goes to the bootstrap.
-    let (_serve_pid, serve_log) = spawn_serve(
-        &mut lab,
-        &assets,
-        &["--services", "dns,lb,status"],
-        "serve.log",
-    );
-    wait_ready(&serve_log);
-
-    // The bootstrap host from bootstrap.ign, its containerd pulling through
-    // the mirror.
-    let root = apply_ignition(&assets.join("bootstrap.ign"), &t.join("bs"));
-    let login = ("okd", "s3cret");
-    write_mirror_config(
-        &root,
-        "quay.io",
-        MIRROR,
-        "/etc/pki/ca-trust/source/anchors/ca.crt",
-        login,
-    );
-    let started = Instant::now();
-    let mut host = NodeHost::start(
-        &lab.nodes[0].ns,
-        "bootstrap",
-        BOOTSTRAP,
-        "10.128.0.0/24",
-        &root,
-        &kit.join("kubelet"),
-        &[],
-    );
-    let out = host
-        .enter("sh")
-        .args([
-            "-c",
-            &format!("rm -f /etc/resolv.conf && printf 'nameserver {BASTION}\\nsearch okd.example\\n' >/etc/resolv.conf"),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let kit = pre.kit.clone();
+    let mut bl = BootLab::start(&pre, "okb", Some(&kit.join("kubelet")), false, |t| {
+        payload::build(t, &kit, VERSION, "amd64")
+    });
+    let t = bl.scratch.path().to_path_buf();
+    let assets = bl.assets.clone();
+    let root = bl.root.clone();
+    let p = &bl.payload;
+    let started = bl.started;
 
     // The program bootstrap.ign laid down is the one it carries.
     assert_eq!(
         std::fs::read(root.join("usr/local/bin/okd-install")).unwrap(),
-        std::fs::read(&node_program).unwrap()
+        std::fs::read(&bl.node_program).unwrap()
     );
     // release-image.service's script, as the unit runs it.
-    let out = host
-        .enter("timeout")
-        .args(["120", "/usr/local/bin/release-image-download.sh"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "release-image: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let release = host.file("opt/openshift/okd-release.json");
+    bl.release_image();
+    let release = bl.host.file("opt/openshift/okd-release.json");
     assert!(release.contains(&p.image("etcd")), "{release}");
     assert!(
         release.contains(&format!("{MIRROR}/openshift/okd@")),
@@ -325,7 +63,7 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
     // bootkube.service, to the end of cluster-bootstrap's manifest creation.
     let log = t.join("bootkube.log");
     let bootkube_start = Instant::now();
-    let mut bootkube = run_bootkube(&host, &log);
+    let mut bootkube = bl.bootkube(&log);
     // Each stage's end as the log shows it (polled every 100 ms): the
     // stage-by-stage figures of the benchmark (bench/bootstrap.sh).
     let mut stage_ends: Vec<(String, f64)> = Vec::new();
@@ -348,12 +86,12 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
             ));
             break text;
         }
-        host.assert_running();
+        bl.host.assert_running();
         assert!(
             bootkube_start.elapsed() < Duration::from_secs(600),
             "manifests not created in 600 s\nbootkube:\n{}\nkubelet:\n{}",
             tail(&text, 40),
-            tail(&host.kubelet_log(), 30)
+            tail(&bl.host.kubelet_log(), 30)
         );
         std::thread::sleep(Duration::from_millis(100));
     };
@@ -393,7 +131,7 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         "{}",
         tail(&text, 60)
     );
-    let record = host.file("var/log/openshift/bootkube.json");
+    let record = bl.host.file("var/log/openshift/bootkube.json");
     let entries = okd_service_record::parse_entries(record.as_bytes()).unwrap();
     let open = entries.last().unwrap();
     assert_eq!(
@@ -409,8 +147,7 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         assert!(root.join("opt/openshift").join(m).exists(), "{m}");
     }
     // The images came through the mirror.
-    let reg_log =
-        std::fs::read_to_string(assets.join("mirror-registry/registry.log")).unwrap_or_default();
+    let reg_log = bl.registry_log();
     assert!(
         reg_log.contains(&format!(
             "/v2/openshift/okd-content/manifests/{}",
@@ -427,7 +164,8 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
     // from the bootstrap host (through serve's DNS).
     let kubeconfig = assets.join("auth/kubeconfig");
     let kubectl = |args: &[&str]| {
-        lab.cmd(&lab.bastion.ns, "kubectl")
+        bl.lab
+            .cmd(&bl.lab.bastion.ns, "kubectl")
             .arg("--kubeconfig")
             .arg(&kubeconfig)
             .arg(format!("--server=https://{BASTION}:6443"))
@@ -444,7 +182,8 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = host
+    let out = bl
+        .host
         .enter("curl")
         .args([
             "-s",
@@ -523,8 +262,9 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         );
         std::thread::sleep(Duration::from_secs(1));
     }
-    let out = lab
-        .cmd(&lab.bastion.ns, BIN)
+    let out = bl
+        .lab
+        .cmd(&bl.lab.bastion.ns, BIN)
         .args(["wait-for", "bootstrap-complete", "--dir"])
         .arg(&assets)
         .args(["--timeouts", "api=60s,bootstrap=8s,progress=1s"])
@@ -540,7 +280,7 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
     // A master's real Ignition fetches its config from the bootstrap's
     // machine-config server through serve's balancer on 22623.
     let (ok, ign_log, master_root) = ignite_in(
-        &lab.nodes[1].ns,
+        &bl.lab.nodes[1].ns,
         &assets.join("master.ign"),
         &t.join("m"),
         60,
@@ -554,12 +294,12 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
     // Killed during cluster-bootstrap and started again: resumes there.
     drop(bootkube);
     let log2 = t.join("bootkube-2.log");
-    bootkube = run_bootkube(&host, &log2);
+    bootkube = bl.bootkube(&log2);
     let text = wait_for_log(
         &log2,
         "all manifests are created",
         Duration::from_secs(300),
-        &mut host,
+        &mut bl.host,
     );
     for stage in [
         "openshift-manifests",
@@ -593,18 +333,5 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         program_peak as f64 / 1024.0
     );
     drop(bootkube);
-    drop(host);
-}
-
-/// Kills the registry daemon (not our child) by PID when dropped.
-fn scopeguard(pid: u32) -> impl Drop {
-    struct K(u32);
-    impl Drop for K {
-        fn drop(&mut self) {
-            let _ = Command::new("kill")
-                .args(["-KILL", &self.0.to_string()])
-                .output();
-        }
-    }
-    K(pid)
+    drop(bl);
 }

@@ -2,7 +2,9 @@
 //! copy of an example, find the real programs, decode Ignition configs.
 #![allow(dead_code)]
 
+pub mod bootlab;
 pub mod browser;
+pub mod contract;
 pub mod dashboard;
 pub mod kube;
 pub mod manifests;

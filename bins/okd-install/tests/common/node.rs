@@ -50,6 +50,7 @@ pub const HOST_DIRS: &[&str] = &[
     "/etc/issue.d",
     "/var/lib/kubelet",
     "/var/lib/containerd",
+    "/var/lib/containers",
     "/var/lib/cni",
     "/var/log/pods",
     "/var/log/containers",
@@ -113,8 +114,13 @@ for image in "$@"; do
     ctr -n k8s.io images import --all-platforms "$image" >>"$root/.images.log" 2>&1
 done
 echo images-imported >"$root/.init-state"
-"$kubelet" --config /etc/kubernetes/kubelet-host.yaml --hostname-override "$name" \
-    --node-ip "$ip" --v=2 >"$root/.kubelet.log" 2>&1 &
+if [ "$kubelet" = none ]; then
+    echo "this host runs no kubelet" >"$root/.kubelet.log"
+    sleep infinity &
+else
+    "$kubelet" --config /etc/kubernetes/kubelet-host.yaml --hostname-override "$name" \
+        --node-ip "$ip" --v=2 >"$root/.kubelet.log" 2>&1 &
+fi
 wait -n
 echo "a daemon of host $name ended" >&2
 exit 1
@@ -246,6 +252,8 @@ impl NodeHost {
     /// `kubelet`, and `images` (Docker archives; the sandbox image is added
     /// here) loaded. Writes containerd's config, a bridge CNI network
     /// `pod_cidr` and the kubelet's config unless `root` already has them.
+    /// `kubelet` `none`: the host runs no kubelet (its static pod
+    /// manifests are only files).
     /// Returns once the images are imported (the kubelet is starting).
     pub fn start(
         ns: &str,
@@ -569,6 +577,42 @@ pub fn write_mirror_config(
         ),
     )
     .unwrap();
+}
+
+/// Writes the host's podman configuration (what the OS image has on a
+/// real node; bootstrap.ign adds registries.conf and the pull secret):
+/// `containers.conf` for this machine (cgroupfs, runc, file events, and
+/// rlimits under the machine's hard limits, without which runc cannot
+/// start a container here), storage under the host's own
+/// `/var/lib/containers`, Debian's default `policy.json`, and the mirror's
+/// CA in `certs.d/<mirror>/ca.crt` (on a real node `update-ca-trust` adds
+/// bootstrap.ign's trust bundle to the system roots).
+pub fn write_podman_config(root: &Path, mirror: &str, ca_pem: &[u8]) {
+    let c = root.join("etc/containers");
+    std::fs::create_dir_all(c.join("certs.d").join(mirror)).unwrap();
+    std::fs::write(
+        c.join("containers.conf"),
+        r#"[containers]
+default_ulimits = ["nofile=1024:20000", "nproc=1024:2048"]
+log_driver = "k8s-file"
+[engine]
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+runtime = "runc"
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        c.join("storage.conf"),
+        "[storage]\ndriver = \"overlay\"\nrunroot = \"/run/containers/storage\"\ngraphroot = \"/var/lib/containers/storage\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        c.join("policy.json"),
+        r#"{"default": [{"type": "insecureAcceptAnything"}]}"#,
+    )
+    .unwrap();
+    std::fs::write(c.join("certs.d").join(mirror).join("ca.crt"), ca_pem).unwrap();
 }
 
 /// A bridge network with host-local addresses from `pod_cidr`.

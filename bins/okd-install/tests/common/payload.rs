@@ -190,6 +190,28 @@ pub fn build_with(
         ("etcd".to_string(), etcd),
         ("hyperkube".to_string(), hyperkube),
     ];
+    release(
+        &layout,
+        version,
+        release_arch,
+        components,
+        &[],
+        &["/bin/false"],
+    )
+}
+
+/// Writes the release image into `layout` (which holds the `components`'
+/// images: name, manifest digest): `release-manifests/image-references`
+/// naming them in [`CONTENT_SOURCE`], plus `files`, running `entrypoint`;
+/// and the layout's `okd-release.json`.
+pub fn release(
+    layout: &Path,
+    version: &str,
+    release_arch: &str,
+    components: Vec<(String, String)>,
+    files: &[(&str, Vec<u8>, u32)],
+    entrypoint: &[&str],
+) -> Payload {
     let tags: Vec<serde_json::Value> = components
         .iter()
         .map(|(n, d)| {
@@ -200,16 +222,18 @@ pub fn build_with(
         "kind": "ImageStream", "apiVersion": "image.openshift.io/v1",
         "metadata": {"name": version}, "spec": {"tags": tags}
     });
+    let mut all = vec![(
+        "/release-manifests/image-references",
+        serde_json::to_vec_pretty(&irefs).unwrap(),
+        0o644,
+    )];
+    all.extend(files.iter().cloned());
     let release_digest = image(
-        &layout,
+        layout,
         "release",
         release_arch,
-        &[(
-            "/release-manifests/image-references",
-            serde_json::to_vec_pretty(&irefs).unwrap(),
-            0o644,
-        )],
-        &["/bin/false"],
+        &all,
+        entrypoint,
         serde_json::json!({"io.openshift.release": version}),
     );
     let release = okd_mirror::release::Release {
@@ -225,9 +249,9 @@ pub fn build_with(
             })
             .collect(),
     };
-    okd_mirror::release::write_archive_metadata(&layout, &[release]).unwrap();
+    okd_mirror::release::write_archive_metadata(layout, &[release]).unwrap();
     Payload {
-        layout,
+        layout: layout.to_path_buf(),
         version: version.into(),
         release_digest,
         components,

@@ -12,13 +12,14 @@
 //! - [`bootkube`] is `bootkube.service` (`bootkube.sh`): okd-bootkube's
 //!   resumable stage machine with [`NodeStages`] doing each stage: the
 //!   render stages (for a payload of upstream components by
-//!   okd-bootstrap-render; the OpenShift operators' renders are not run
-//!   yet), the bootstrap machine-config server (okd-mcs, in this process
+//!   okd-bootstrap-render; for an OKD/OCP payload each operator's image
+//!   by podman, [`operators`]), the bootstrap machine-config server (okd-mcs, in this process
 //!   from `mco-bootstrap` until `cvo-overrides`), the DNS and readyz checks
 //!   and `wait-for-etcd` ([`checks`]), and cluster-bootstrap
 //!   (okd-cluster-bootstrap).
 
 pub mod checks;
+pub mod operators;
 pub mod progress;
 pub mod release;
 mod stages;

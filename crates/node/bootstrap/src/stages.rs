@@ -12,6 +12,7 @@ use okd_cluster_bootstrap::RequiredPod;
 use tracing::{info, warn};
 
 use crate::checks::{self, kubeconfig_server, poll, url_host};
+use crate::operators;
 use crate::release::{PayloadKind, PulledRelease};
 
 /// The pods cluster-bootstrap waits for with an upstream payload: the
@@ -32,6 +33,13 @@ pub const CHECK_LIMIT: Duration = Duration::from_secs(60);
 /// starts again).
 pub const ETCD_LIMIT: Duration = Duration::from_secs(20 * 60);
 
+/// The patch `cvo-overrides` applies (written by the installer into
+/// bootstrap.ign).
+pub const CVO_PATCH: &str = "original_cvo_overrides.patch";
+
+/// How often `cvo-overrides` tries the patch again (bootkube.sh: 10 s).
+pub const CVO_RETRY: Duration = Duration::from_secs(10);
+
 /// Where the node program works and what it may change.
 #[derive(Debug, Clone)]
 pub struct NodeOptions {
@@ -40,6 +48,11 @@ pub struct NodeOptions {
     pub dirs: okd_bootkube::Dirs,
     /// The kubelet's configuration root (`/etc/kubernetes`).
     pub etc_kubernetes: PathBuf,
+    /// `/etc` (mco-bootstrap's copies for an OpenShift payload:
+    /// `mcc/bootstrap`, `mcs/kubeconfig`, `ssl/mcs`).
+    pub etc: PathBuf,
+    /// The program that runs the OpenShift operators' renders (`podman`).
+    pub podman: PathBuf,
     /// The bootstrap's address (`OPENSHIFT_INSTALL_BOOTSTRAP_NODE_IP`);
     /// `None`: the source address of the route to api-int.
     pub node_ip: Option<IpAddr>,
@@ -60,6 +73,8 @@ impl NodeOptions {
         NodeOptions {
             dirs: okd_bootkube::Dirs::node(),
             etc_kubernetes: PathBuf::from("/etc/kubernetes"),
+            etc: PathBuf::from("/etc"),
+            podman: PathBuf::from("podman"),
             node_ip: None,
             topology,
             mcs_listen: SocketAddr::from(([0, 0, 0, 0], 22623)),
@@ -99,7 +114,12 @@ impl NodeStages {
             mcs: None,
         };
         let w = &s.opts.dirs.work;
-        if w.join("mco-bootstrap.done").exists() && !w.join(okd_bootkube::BOOTKUBE_DONE).exists() {
+        // An OpenShift payload's machine-config server is the MCO's static
+        // pod, which the kubelet keeps running by itself.
+        if w.join("mco-bootstrap.done").exists()
+            && !w.join(okd_bootkube::BOOTKUBE_DONE).exists()
+            && PulledRelease::load(w).is_ok_and(|r| r.kind == PayloadKind::Upstream)
+        {
             s.start_mcs()?;
         }
         Ok(s)
@@ -208,15 +228,36 @@ impl NodeStages {
         self.mcs.is_some()
     }
 
+    /// An OpenShift payload: runs the stage's operator image with podman
+    /// as bootkube.sh does ([`operators`]). An upstream payload has no
+    /// operators: nothing to run.
     async fn operator_render(&mut self, stage: &str, operator: &str) -> Result<(), StageFailure> {
         match self.kind()? {
             PayloadKind::Upstream => {
                 info!("stage {stage}: the upstream payload has no {operator}: nothing to render");
                 Ok(())
             }
-            PayloadKind::Openshift => Err(fail(format!(
-                "this okd-install cannot run {operator}'s render from an OpenShift payload yet; use a payload of upstream components"
-            ))),
+            PayloadKind::Openshift => {
+                let roots = operators::Roots {
+                    work: self.work().to_path_buf(),
+                    etc_kubernetes: self.opts.etc_kubernetes.clone(),
+                    etc: self.opts.etc.clone(),
+                };
+                let podman = self.opts.podman.clone();
+                let release = self.release()?.clone();
+                let Some(render) = operators::plan(stage, &release, &roots.work).map_err(fail)?
+                else {
+                    return Err(fail(format!(
+                        "stage {stage}: okd-install does not run {operator} for an OpenShift payload yet"
+                    )));
+                };
+                if stage == "mco-bootstrap" {
+                    operators::write_image_references(&release, &roots.work).map_err(fail)?;
+                }
+                operators::run(&podman, &render, &release, &roots)
+                    .await
+                    .map_err(fail)
+            }
         }
     }
 
@@ -289,6 +330,55 @@ impl NodeStages {
         .map_err(fail)?;
         info!("etcd is healthy");
         Ok(())
+    }
+
+    /// `cvo-overrides`: restores the ClusterVersion's `spec.overrides` the
+    /// installer replaced (openshift/installer `cvoignore.go`): a merge
+    /// patch of `clusterversion/version` with
+    /// `original_cvo_overrides.patch`, through the api-int kubeconfig
+    /// (`auth/kubeconfig`), tried every [`CVO_RETRY`] until it works, as
+    /// bootkube.sh's `oc patch` loop does. No patch file: nothing to do.
+    async fn cvo_overrides(&mut self) -> Result<(), StageFailure> {
+        let patch_file = self.work().join(CVO_PATCH);
+        let text = match std::fs::read(&patch_file) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                info!("no {}: no CVO overrides to restore", patch_file.display());
+                return Ok(());
+            }
+            Err(e) => return Err(fail(format!("cannot read {}: {e}", patch_file.display()))),
+        };
+        let patch: serde_json::Value = serde_json::from_slice(&text)
+            .map_err(|e| fail(format!("{}: not JSON: {e}", patch_file.display())))?;
+        let kubeconfig = self.work().join("auth/kubeconfig");
+        loop {
+            let attempt = async {
+                let c = okd_cluster::Cluster::from_kubeconfig(&kubeconfig)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                okd_cluster::openshift::cluster_versions(c.client())
+                    .patch(
+                        "version",
+                        &kube::api::PatchParams::default(),
+                        &kube::api::Patch::Merge(&patch),
+                    )
+                    .await
+                    .map_err(|e| e.to_string())
+            };
+            match attempt.await {
+                Ok(_) => {
+                    info!("restored the CVO overrides");
+                    return Ok(());
+                }
+                Err(e) => {
+                    warn!(
+                        "Trying again to restore CVO overrides in {} s: {e}",
+                        CVO_RETRY.as_secs()
+                    );
+                    tokio::time::sleep(CVO_RETRY).await;
+                }
+            }
+        }
     }
 
     async fn cluster_bootstrap(&mut self) -> Result<(), StageFailure> {
@@ -478,19 +568,37 @@ impl okd_bootkube::Stages for NodeStages {
             "wait-for-etcd" => self.wait_for_etcd().await,
             "cb-bootstrap" => self.cluster_bootstrap().await,
             "cvo-overrides" => {
-                if self.kind()? == PayloadKind::Openshift {
-                    return self
-                        .operator_render(stage.name, "cluster-version-operator")
-                        .await;
+                self.cvo_overrides().await?;
+                // bootkube.sh stops the bootstrap machine-config server
+                // right after restoring the CVO overrides.
+                match self.kind()? {
+                    PayloadKind::Upstream => self.stop_mcs().await,
+                    PayloadKind::Openshift => {
+                        let pod = self
+                            .opts
+                            .etc_kubernetes
+                            .join("manifests")
+                            .join(operators::MCO_BOOTSTRAP_POD);
+                        match std::fs::remove_file(&pod) {
+                            Ok(()) => info!("removed {}", pod.display()),
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                            Err(e) => {
+                                return Err(fail(format!("cannot remove {}: {e}", pod.display())));
+                            }
+                        }
+                    }
                 }
-                // bootkube.sh removes the machine-config server's static
-                // pod right after restoring the CVO overrides.
-                self.stop_mcs().await;
                 Ok(())
             }
-            "wait-for-ceo" => Err(fail(
-                "moving etcd from the bootstrap to the masters is not built yet for this payload (the second bootstrap issue); the bootstrap keeps etcd",
-            )),
+            "wait-for-ceo" => match self.kind()? {
+                PayloadKind::Openshift => {
+                    self.operator_render(stage.name, "cluster-etcd-operator")
+                        .await
+                }
+                PayloadKind::Upstream => Err(fail(
+                    "moving etcd from the bootstrap to the masters is not built yet for this payload (the second bootstrap issue); the bootstrap keeps etcd",
+                )),
+            },
             "check-api-url" => self.check_stage(true).await,
             "check-api-int-url" => self.check_stage(false).await,
             other => Err(fail(format!("no implementation for stage {other}"))),
