@@ -70,6 +70,12 @@ pub(crate) fn run(dir: &Path, c: &CreateCmd) -> Result<(), Failure> {
     };
     let mut ctx = release_context(dir, release).map_err(fail)?;
     ctx.install_config_source = source;
+    if matches!(
+        target,
+        Target::IgnitionConfigs | Target::SingleNodeIgnitionConfig
+    ) {
+        ctx.node_identities = okd_cluster::install::node_identities(dir);
+    }
     debug!(
         "OpenShift Installer okd-install v{}",
         env!("CARGO_PKG_VERSION")

@@ -27,6 +27,16 @@ pub enum BootstrapCmd {
         #[arg(long = "plain-http", hide = true)]
         plain_http: Vec<String>,
     },
+    /// approve-csr.service: approves the CSRs of the nodes bootstrap.ign names,
+    /// after the identity checks, until bootkube is done.
+    ApproveCsr {
+        /// The kubeconfig [default: <work>/auth/kubeconfig-loopback].
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// The asset directory on the node.
+        #[arg(long, default_value = "/opt/openshift")]
+        work: PathBuf,
+    },
     /// bootkube.service: bootkube's stages, resumed at the first not done.
     Bootkube {
         /// The bootstrap's address [default: $OPENSHIFT_INSTALL_BOOTSTRAP_NODE_IP,
@@ -80,6 +90,18 @@ pub fn command(cmd: &BootstrapCmd) -> Result<(), Failure> {
             let mut opts = okd_bootstrap::PullOptions::node(release_image);
             opts.plain_http = plain_http.clone();
             rt.block_on(okd_bootstrap::release_image(&opts, &dirs, *give_up_after))
+                .map_err(fail)?;
+            Ok(())
+        }
+        BootstrapCmd::ApproveCsr { kubeconfig, work } => {
+            okd_bootstrap::check_node(work).map_err(|e| fail(anyhow!(e)))?;
+            let opts = okd_bootstrap::approve::ApproveOptions {
+                work: work.clone(),
+                kubeconfig: kubeconfig
+                    .clone()
+                    .unwrap_or_else(|| work.join("auth/kubeconfig-loopback")),
+            };
+            rt.block_on(okd_bootstrap::approve::approve_csr(&opts))
                 .map_err(fail)?;
             Ok(())
         }

@@ -23,12 +23,15 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
+
 use common::bootlab::{BootLab, MIRROR, prerequisites, wait_for_log};
 use common::kube::tail;
 use common::payload;
 use common::serve::{BASTION, ignite_in};
 
 const VERSION: &str = "4.15.0-0.okd-upstream-e2e";
+const MASTER_IP: &str = common::bootlab::MASTER;
 const BIN: &str = env!("CARGO_BIN_EXE_okd-install");
 
 #[test]
@@ -175,6 +178,18 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
             .output()
             .unwrap()
     };
+    let kubectl_as = |kc: &std::path::Path, args: &[&str]| {
+        bl.lab
+            .cmd(&bl.lab.bastion.ns, "kubectl")
+            .arg("--kubeconfig")
+            .arg(kc)
+            .arg(format!("--server=https://{BASTION}:6443"))
+            .arg("--tls-server-name=api-int.okd.example")
+            .args(["--request-timeout=20s"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
     let out = kubectl(&["get", "--raw", "/readyz"]);
     assert_eq!(
         out.stdout,
@@ -276,6 +291,77 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         said.contains("Progress: bootstrap: ") && said.contains("stages done; now"),
         "wait-for shows bootkube's stage:\n{said}"
     );
+
+    // approve-csr.service: the inventory's master is approved after the
+    // identity checks; a CSR for a node the inventory does not have stays
+    // pending (openshift-install's script approves every pending CSR).
+    let ids = bl.host.file("opt/openshift/okd-node-identities.json");
+    assert!(
+        ids.contains("\"master\"") && ids.contains(MASTER_IP),
+        "{ids}"
+    );
+    let approve_log = t.join("approve-csr.log");
+    let approver = bl.spawn_unit(
+        "/usr/local/bin/approve-csr.sh",
+        &["/opt/openshift/auth/kubeconfig-loopback"],
+        &approve_log,
+        b"bootstrap\0approve-csr",
+    );
+    let bootstrapper = root.join("opt/openshift/auth/kubeconfig-kubelet");
+    for (name, subject) in [
+        ("client-master", "/O=system:nodes/CN=system:node:master"),
+        ("client-intruder", "/O=system:nodes/CN=system:node:intruder"),
+    ] {
+        let pem = common::kube::csr_pem(&t, name, subject, None);
+        let obj = serde_json::json!({
+            "apiVersion": "certificates.k8s.io/v1",
+            "kind": "CertificateSigningRequest",
+            "metadata": {"name": name},
+            "spec": {
+                "request": base64::engine::general_purpose::STANDARD.encode(&pem),
+                "signerName": "kubernetes.io/kube-apiserver-client-kubelet",
+                "usages": ["digital signature", "client auth"],
+            }
+        });
+        let f = t.join(format!("{name}.json"));
+        std::fs::write(&f, obj.to_string()).unwrap();
+        let out = kubectl_as(&bootstrapper, &["create", "-f", f.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "filing {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let csr_state = |name: &str| {
+        let out = kubectl(&[
+            "get",
+            "csr",
+            name,
+            "-o",
+            "jsonpath={.status.conditions[*].type}",
+        ]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !csr_state("client-master").contains("Approved") {
+        assert!(
+            Instant::now() < deadline,
+            "the master's CSR was not approved:\n{}",
+            tail(
+                &std::fs::read_to_string(&approve_log).unwrap_or_default(),
+                30
+            )
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let approved = std::fs::read_to_string(&approve_log).unwrap_or_default();
+    assert!(
+        approved.contains("intruder"),
+        "the refusal is logged:\n{}",
+        tail(&approved, 30)
+    );
+    assert_eq!(csr_state("client-intruder"), "", "{approved}");
+    drop(approver);
 
     // A master's real Ignition fetches its config from the bootstrap's
     // machine-config server through serve's balancer on 22623.

@@ -38,12 +38,13 @@ const BIN: &str = env!("CARGO_BIN_EXE_okd-install");
 /// it) when dropped, before `nsenter` is reaped.
 pub struct Proc {
     child: Child,
+    needle: &'static [u8],
 }
 
 impl Proc {
     /// The PIDs of the node program under this `nsenter`.
     pub fn program_pids(&self) -> Vec<u32> {
-        let needle: &[u8] = b"bootstrap\0bootkube";
+        let needle = self.needle;
         let id = self.child.id();
         let children =
             std::fs::read_to_string(format!("/proc/{id}/task/{id}/children")).unwrap_or_default();
@@ -362,21 +363,41 @@ impl BootLab {
 
     /// Starts bootkube.service's script in the host, its output in `log`.
     pub fn bootkube(&self, log: &Path) -> Proc {
+        self.spawn_unit(
+            "/usr/local/bin/bootkube.sh",
+            &[],
+            log,
+            b"bootstrap\0bootkube",
+        )
+    }
+
+    /// Starts a unit's `script` (with `args`) in the host, its output in
+    /// `log`; returns once the node program it runs (its command line
+    /// holds `needle`) is up.
+    pub fn spawn_unit(
+        &self,
+        script: &str,
+        args: &[&str],
+        log: &Path,
+        needle: &'static [u8],
+    ) -> Proc {
         let f = std::fs::File::create(log).unwrap();
         let child = self
             .host
-            .enter("/usr/local/bin/bootkube.sh")
+            .enter(script)
+            .args(args)
             .stdin(Stdio::null())
             .stdout(f.try_clone().unwrap())
             .stderr(f)
             .spawn()
             .unwrap();
-        let p = Proc { child };
+        let p = Proc { child, needle };
         let deadline = Instant::now() + Duration::from_secs(10);
         while p.program_pids().is_empty() {
             assert!(
                 Instant::now() < deadline,
-                "bootkube did not start in the host"
+                "{script} did not start in the host:\n{}",
+                std::fs::read_to_string(log).unwrap_or_default()
             );
             std::thread::sleep(Duration::from_millis(50));
         }

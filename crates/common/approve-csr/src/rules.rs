@@ -75,17 +75,20 @@ impl Identities {
     /// The control-plane and compute hosts of `inv` (not the bootstrap,
     /// which never joins as a node).
     pub fn from_inventory(inv: &okd_hosts::Inventory) -> Identities {
-        let nodes = inv
-            .nodes
-            .iter()
-            .filter(|n| n.role != okd_hosts::Role::Bootstrap)
-            .map(|n| KnownNode {
-                names: dedup([n.hostname.to_lowercase(), n.fqdn.to_lowercase()]),
-                addresses: vec![n.address],
-            })
-            .collect();
+        Identities::from_node_identities(&inv.node_identities())
+    }
+
+    /// The nodes of bootstrap.ign's `okd-node-identities.json`.
+    pub fn from_node_identities(ids: &okd_types::node_identities::NodeIdentities) -> Identities {
         Identities {
-            nodes,
+            nodes: ids
+                .nodes
+                .iter()
+                .map(|n| KnownNode {
+                    names: n.names.iter().map(|s| s.to_lowercase()).collect(),
+                    addresses: n.addresses.clone(),
+                })
+                .collect(),
             patterns: Vec::new(),
         }
     }
@@ -148,16 +151,6 @@ impl Identities {
     pub fn node_count(&self) -> usize {
         self.nodes.len()
     }
-}
-
-fn dedup<const N: usize>(names: [String; N]) -> Vec<String> {
-    let mut v: Vec<String> = Vec::new();
-    for n in names {
-        if !n.is_empty() && !v.contains(&n) {
-            v.push(n);
-        }
-    }
-    v
 }
 
 /// The fields of a CertificateSigningRequest the rules read.

@@ -56,6 +56,12 @@ pub struct GenCtx {
     /// none (interactive prompts or flags); `None` makes a missing
     /// `install-config.yaml` an error naming the file.
     pub install_config_source: Option<InstallConfigSource>,
+    /// The nodes whose CSRs the bootstrap node may approve (from the
+    /// install's inventory, read by the command that creates the Ignition
+    /// configs); `Some`: bootstrap.ign carries them as
+    /// `/opt/openshift/okd-node-identities.json`. Not part of the asset
+    /// graph: the file reflects the inventory when bootstrap.ign is made.
+    pub node_identities: Option<okd_types::node_identities::NodeIdentities>,
     /// Fault injection for tests: generating the asset with this display
     /// name (e.g. `Root CA`) fails with [`AssetError::Invalid`], so a test can
     /// make every asset of a command fail in turn. `None` in normal runs.
@@ -83,6 +89,7 @@ impl GenCtx {
                 .map(|s| s.trim() == "1")
                 .unwrap_or(false),
             install_config_source: None,
+            node_identities: None,
             fail_generating: None,
             keys: None,
             given_keys: Mutex::new(VecDeque::new()),

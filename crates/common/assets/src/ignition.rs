@@ -91,6 +91,14 @@ fn bootstrap_config(ctx: &GenCtx, p: &Parents<'_>, in_place: bool) -> Result<Con
         files.retain(|x| x.path != f.path);
         files.push(f);
     }
+    if let Some(ids) = &ctx.node_identities {
+        let json = serde_json::to_string_pretty(ids).expect("serializable");
+        files.push(File::data(
+            okd_types::node_identities::NODE_IDENTITIES_PATH,
+            0o644,
+            json.as_bytes(),
+        ));
+    }
     if let Some(program) = crate::node_program::read()? {
         files.push(crate::node_program::file(&program));
     }

@@ -411,38 +411,32 @@ fn release_image_prints_release() {
 }
 
 #[test]
-fn approve_csr_approves_pending_until_done() {
+fn approve_csr_runs_the_identity_checked_node_program_never_approve_all() {
     let dir = tmpdir("approve");
-    let bin = dir.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let done = dir.join("done");
-    let log = dir.join("approved");
-    // A fake oc: lists two pending CSRs, records approvals, then marks bootstrap done.
-    let fake = format!(
-        "#!/usr/bin/env bash\nif [[ \"$1 $2\" == \"get csr\" ]]; then\n  echo 'csr-a 1m kubernetes.io/kube-apiserver-client-kubelet system:node:a Pending'\n  echo 'csr-b 1m kubernetes.io/kubelet-serving system:node:a Approved,Issued'\n  echo 'csr-c 1m kubernetes.io/kubelet-serving system:node:b Pending'\nelif [[ \"$1 $2 $3\" == \"adm certificate approve\" ]]; then\n  shift 3; echo \"$KUBECONFIG $*\" >> '{}'; touch '{}'\nfi\n",
-        log.display(),
-        done.display()
-    );
-    let oc = bin.join("oc");
-    std::fs::write(&oc, fake).unwrap();
-    Command::new("chmod").arg("+x").arg(&oc).status().unwrap();
-    let p = dir.join("approve-csr.sh");
+    let args_log = dir.join("args");
+    let program = dir.join("okd-install");
     std::fs::write(
-        &p,
-        script(&data(false, false, true), "/usr/local/bin/approve-csr.sh"),
+        &program,
+        format!(
+            "#!/usr/bin/env bash\necho \"$*\" > '{}'\n",
+            args_log.display()
+        ),
     )
     .unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    Command::new("chmod")
+        .arg("+x")
+        .arg(&program)
+        .status()
+        .unwrap();
+    let text = script(&data(false, false, true), "/usr/local/bin/approve-csr.sh");
+    let shown = String::from_utf8_lossy(&text).into_owned();
+    assert!(!shown.contains("certificate approve"), "{shown}");
+    let p = dir.join("approve-csr.sh");
+    std::fs::write(&p, &text).unwrap();
     let out = Command::new("bash")
         .arg(&p)
         .arg("/tmp/kubeconfig-loopback")
-        .env("PATH", path)
-        .env("APPROVE_CSR_DONE_FILE", &done)
-        .env("APPROVE_CSR_INTERVAL", "0")
+        .env("OKD_INSTALL_NODE_PROGRAM", &program)
         .output()
         .unwrap();
     assert!(
@@ -451,8 +445,22 @@ fn approve_csr_approves_pending_until_done() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        std::fs::read_to_string(&log).unwrap(),
-        "/tmp/kubeconfig-loopback csr-a csr-c\n"
+        std::fs::read_to_string(&args_log).unwrap(),
+        "bootstrap approve-csr --kubeconfig /tmp/kubeconfig-loopback\n"
+    );
+    // Without the program nothing is approved, and the message says where
+    // to approve from.
+    let out = Command::new("bash")
+        .arg(&p)
+        .arg("/tmp/kubeconfig-loopback")
+        .env("OKD_INSTALL_NODE_PROGRAM", dir.join("missing"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("okd-install approve-csr --watch"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -116,6 +116,33 @@ impl Install {
     }
 }
 
+/// The node identities bootstrap.ign carries for the bootstrap's
+/// approve-csr: the inventory of `dir` (agent-config.yaml together with
+/// bastion-config.yaml) when it has one. `None` when it has none, when
+/// install-config cannot be read yet (the asset graph reports that
+/// itself), or when the inventory does not load: then a warning names
+/// the file and the reason, and the bootstrap approves no CSR (the
+/// Ignition configs are still made: agent-config.yaml is not an input of
+/// openshift-install's `create ignition-configs`).
+pub fn node_identities(dir: &Path) -> Option<okd_types::node_identities::NodeIdentities> {
+    let install = Install::load(dir).ok()?;
+    match install.inventory() {
+        Ok(inv) => inv.map(|inv| inv.node_identities()),
+        Err(e) => {
+            let mut msg = e.to_string();
+            let mut src = std::error::Error::source(&e);
+            while let Some(s) = src {
+                msg.push_str(&format!(": {s}"));
+                src = s.source();
+            }
+            tracing::warn!(
+                "bootstrap.ign carries no node identities, so the bootstrap node approves no CSR (approve them with `okd-install approve-csr`): {msg}"
+            );
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

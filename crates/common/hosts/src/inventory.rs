@@ -143,6 +143,31 @@ pub fn default_allow_recursion(nodes: &[Node]) -> Vec<ipnet::IpNet> {
 }
 
 impl Inventory {
+    /// The control-plane and compute hosts (never the bootstrap, which
+    /// never joins as a node) as bootstrap.ign's node identities: host
+    /// name and FQDN in lower case, and the address.
+    pub fn node_identities(&self) -> okd_types::node_identities::NodeIdentities {
+        use okd_types::node_identities::{NodeIdentities, NodeIdentity};
+        NodeIdentities {
+            nodes: self
+                .nodes
+                .iter()
+                .filter(|n| n.role != Role::Bootstrap)
+                .map(|n| {
+                    let mut names = vec![n.hostname.to_lowercase()];
+                    let fqdn = n.fqdn.to_lowercase();
+                    if !fqdn.is_empty() && !names.contains(&fqdn) {
+                        names.push(fqdn);
+                    }
+                    NodeIdentity {
+                        names,
+                        addresses: vec![n.address],
+                    }
+                })
+                .collect(),
+        }
+    }
+
     /// Nodes of one role, in order.
     pub fn role(&self, role: Role) -> impl Iterator<Item = &Node> {
         self.nodes.iter().filter(move |n| n.role == role)

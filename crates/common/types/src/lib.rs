@@ -12,4 +12,5 @@ pub mod dataurl;
 pub mod gojson;
 pub mod goyaml;
 pub mod ignition;
+pub mod node_identities;
 pub mod release;

@@ -9,6 +9,9 @@
 //!   while it fails, with the reason on the console
 //!   (`/etc/issue.d/50_release-image.issue`) and in the service record
 //!   `/var/log/openshift/release-image.json`.
+//! - [`approve::approve_csr`] is `approve-csr.service`: the nodes of
+//!   bootstrap.ign's inventory approved after the identity checks until
+//!   bootkube is done (never every pending CSR).
 //! - [`bootkube`] is `bootkube.service` (`bootkube.sh`): okd-bootkube's
 //!   resumable stage machine with [`NodeStages`] doing each stage: the
 //!   render stages (for a payload of upstream components by
@@ -18,6 +21,7 @@
 //!   and `wait-for-etcd` ([`checks`]), and cluster-bootstrap
 //!   (okd-cluster-bootstrap).
 
+pub mod approve;
 pub mod checks;
 pub mod operators;
 pub mod progress;

@@ -488,12 +488,15 @@ impl okd_bootkube::Stages for NodeStages {
             }
             "cvo-bootstrap" => {
                 if self.kind()? == PayloadKind::Upstream {
-                    let written = okd_bootstrap_render::api::render_namespaces(
-                        &self.work().join("manifests"),
-                    )
-                    .map_err(fail)?;
+                    let manifests = self.work().join("manifests");
+                    let mut written =
+                        okd_bootstrap_render::api::render_namespaces(&manifests).map_err(fail)?;
+                    written.extend(
+                        okd_bootstrap_render::api::render_node_bootstrap_rbac(&manifests)
+                            .map_err(fail)?,
+                    );
                     info!(
-                        "stage {}: the upstream payload has no cluster-version-operator: wrote {} Namespaces the manifests use",
+                        "stage {}: the upstream payload has no cluster-version-operator or machine-config-operator: wrote {} Namespaces the manifests use and the node bootstrap RBAC",
                         stage.name,
                         written.len()
                     );

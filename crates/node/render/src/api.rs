@@ -247,6 +247,48 @@ pub fn render_namespaces(manifests: &Path) -> Result<Vec<PathBuf>, RenderError> 
     Ok(written)
 }
 
+/// Writes what the machine-config operator's manifests grant the
+/// kubelet's bootstrap identity, which an upstream payload lacks
+/// (openshift/machine-config-operator
+/// `manifests/machineconfigserver/csr-bootstrap-role-binding.yaml` and
+/// `csr-renewal-role-binding.yaml`): the `node-bootstrapper` service
+/// account of `openshift-machine-config-operator` (the identity of
+/// `auth/kubeconfig-kubelet`) may file node CSRs, and nodes may renew
+/// their client certificates. Returns the files written.
+///
+/// # Errors
+/// As [`render_crds`].
+pub fn render_node_bootstrap_rbac(manifests: &Path) -> Result<Vec<PathBuf>, RenderError> {
+    let bindings = [
+        (
+            "system-bootstrap-node-bootstrapper",
+            serde_json::json!({"kind": "ServiceAccount", "name": "node-bootstrapper", "namespace": "openshift-machine-config-operator"}),
+            "system:node-bootstrapper",
+        ),
+        (
+            "system-bootstrap-node-renewal",
+            serde_json::json!({"kind": "Group", "name": "system:nodes", "apiGroup": "rbac.authorization.k8s.io"}),
+            "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
+        ),
+    ];
+    let mut written = Vec::new();
+    for (name, subject, role) in bindings {
+        let p = manifests.join(format!("{PREFIX}rbac-{name}.yaml"));
+        write(
+            &p,
+            &serde_json::json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": name},
+                "subjects": [subject],
+                "roleRef": {"kind": "ClusterRole", "name": role, "apiGroup": "rbac.authorization.k8s.io"},
+            }),
+        )?;
+        written.push(p);
+    }
+    Ok(written)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

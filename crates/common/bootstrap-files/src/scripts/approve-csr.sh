@@ -1,23 +1,16 @@
 #!/usr/bin/env bash
-# okd-install: approves every pending CSR while the cluster bootstraps
-# (installer.md §8, approve-csr.service).
+# okd-install: approve-csr.service of the bootstrap node (installer.md §8).
 #
-# Usage: approve-csr.sh KUBECONFIG
-# Stops once /opt/openshift/.bootkube.done exists. After that nobody approves
-# node CSRs automatically: use `oc adm certificate approve` for new workers.
+# Approves the CSRs of the nodes bootstrap.ign names
+# (/opt/openshift/okd-node-identities.json, from agent-config.yaml /
+# bastion-config.yaml), after okd-install's identity checks, until
+# /opt/openshift/.bootkube.done exists; never every pending CSR.
+# Usage: approve-csr.sh KUBECONFIG (the unit passes kubeconfig-loopback).
 
 KUBECONFIG="${1:?usage: approve-csr.sh KUBECONFIG}"
-export KUBECONFIG
-DONE_FILE="${APPROVE_CSR_DONE_FILE:-/opt/openshift/.bootkube.done}"
-INTERVAL="${APPROVE_CSR_INTERVAL:-20}"
-
-echo "Approving all pending CSRs until ${DONE_FILE} exists"
-while [[ ! -e "${DONE_FILE}" ]]; do
-    pending="$(oc get csr --no-headers 2>/dev/null | awk '/Pending/ {print $1}')"
-    if [[ -n "${pending}" ]]; then
-        # shellcheck disable=SC2086
-        oc adm certificate approve ${pending} || echo "approving ${pending//$'\n'/ } failed; retrying" >&2
-    fi
-    sleep "${INTERVAL}"
-done
-echo "Bootstrap is done; no longer approving CSRs"
+NODE_PROGRAM="${OKD_INSTALL_NODE_PROGRAM:-/usr/local/bin/okd-install}"
+if [[ ! -x "${NODE_PROGRAM}" ]]; then
+    echo "okd-install: this bootstrap.ign carries no okd-install program (${NODE_PROGRAM}); no CSR is approved here: use \`okd-install approve-csr --watch\` from the workstation" >&2
+    exit 1
+fi
+exec "${NODE_PROGRAM}" bootstrap approve-csr --kubeconfig "${KUBECONFIG}"
