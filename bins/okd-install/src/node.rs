@@ -37,6 +37,19 @@ pub enum BootstrapCmd {
         #[arg(long, default_value = "/opt/openshift")]
         work: PathBuf,
     },
+    /// progress.service: waits for bootkube and a highly available API, then
+    /// creates ConfigMap kube-system/bootstrap (status: complete).
+    ReportProgress {
+        /// The api-int kubeconfig [default: <work>/auth/kubeconfig].
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// The asset directory on the node.
+        #[arg(long, default_value = "/opt/openshift")]
+        work: PathBuf,
+        /// Where the service records go.
+        #[arg(long, default_value = "/var/log/openshift")]
+        records: PathBuf,
+    },
     /// bootkube.service: bootkube's stages, resumed at the first not done.
     Bootkube {
         /// The bootstrap's address [default: $OPENSHIFT_INSTALL_BOOTSTRAP_NODE_IP,
@@ -103,6 +116,24 @@ pub fn command(cmd: &BootstrapCmd) -> Result<(), Failure> {
             };
             rt.block_on(okd_bootstrap::approve::approve_csr(&opts))
                 .map_err(fail)?;
+            Ok(())
+        }
+        BootstrapCmd::ReportProgress {
+            kubeconfig,
+            work,
+            records,
+        } => {
+            okd_bootstrap::check_node(work).map_err(|e| fail(anyhow!(e)))?;
+            let mut dirs = okd_bootkube::Dirs::node();
+            dirs.work = work.clone();
+            dirs.records = records.clone();
+            let opts = okd_bootstrap::report::ReportOptions {
+                dirs,
+                kubeconfig: kubeconfig
+                    .clone()
+                    .unwrap_or_else(|| work.join("auth/kubeconfig")),
+            };
+            rt.block_on(okd_bootstrap::report::report_progress(&opts));
             Ok(())
         }
         BootstrapCmd::Bootkube {

@@ -377,15 +377,78 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         "the master config from the bootstrap MCS lays down the kubelet kubeconfig"
     );
 
-    // Killed during cluster-bootstrap and started again: resumes there.
+    // Killed during cluster-bootstrap and started again: resumes there. A
+    // manifest the API refuses (a name it rejects) is on the console and in
+    // the log while cluster-bootstrap retries it, and is created once the
+    // file is fixed, without a restart.
     drop(bootkube);
+    let bad = root.join("opt/openshift/manifests/99_okd-test-refused.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Not_A_Valid_Name\n  namespace: default\ndata:\n  k: v\n",
+    )
+    .unwrap();
     let log2 = t.join("bootkube-2.log");
     bootkube = bl.bootkube(&log2);
+    let console = root.join("etc/issue.d/61_okd-install-manifests.issue");
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while !console.exists() {
+        bl.host.assert_running();
+        assert!(
+            Instant::now() < deadline,
+            "no console message for the refused manifest:\n{}",
+            tail(&std::fs::read_to_string(&log2).unwrap_or_default(), 40)
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let shown = std::fs::read_to_string(&console).unwrap();
+    assert!(
+        shown.contains("99_okd-test-refused.yaml") && shown.contains("Not_A_Valid_Name"),
+        "{shown}"
+    );
+    let logged = std::fs::read_to_string(&log2).unwrap();
+    assert!(
+        logged.contains("refuses it as invalid"),
+        "{}",
+        tail(&logged, 30)
+    );
+    std::fs::write(
+        &bad,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: okd-test-fixed\n  namespace: default\ndata:\n  k: v\n",
+    )
+    .unwrap();
     let text = wait_for_log(
         &log2,
         "all manifests are created",
         Duration::from_secs(300),
         &mut bl.host,
+    );
+    assert!(
+        text.contains("99_okd-test-refused.yaml changed: trying it again"),
+        "{}",
+        tail(&text, 30)
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while console.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the console message stays after the fix"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let out = kubectl(&[
+        "get",
+        "configmap",
+        "-n",
+        "default",
+        "okd-test-fixed",
+        "-o",
+        "name",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
     for stage in [
         "openshift-manifests",

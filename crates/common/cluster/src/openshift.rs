@@ -53,6 +53,34 @@ pub fn etcds(client: kube::Client) -> Api<DynamicObject> {
     )
 }
 
+/// `infrastructures.config.openshift.io` (cluster-scoped; the one named
+/// `cluster`).
+pub fn infrastructures(client: kube::Client) -> Api<DynamicObject> {
+    Api::all_with(
+        client,
+        &resource(
+            "config.openshift.io",
+            "v1",
+            "Infrastructure",
+            "infrastructures",
+        ),
+    )
+}
+
+/// `kubeapiservers.operator.openshift.io` (cluster-scoped; the one named
+/// `cluster`).
+pub fn kube_apiservers(client: kube::Client) -> Api<DynamicObject> {
+    Api::all_with(
+        client,
+        &resource(
+            "operator.openshift.io",
+            "v1",
+            "KubeAPIServer",
+            "kubeapiservers",
+        ),
+    )
+}
+
 /// `routes.route.openshift.io` in `namespace`.
 pub fn routes(client: kube::Client, namespace: &str) -> Api<DynamicObject> {
     Api::namespaced_with(

@@ -12,6 +12,8 @@
 //! - [`approve::approve_csr`] is `approve-csr.service`: the nodes of
 //!   bootstrap.ign's inventory approved after the identity checks until
 //!   bootkube is done (never every pending CSR).
+//! - [`report::report_progress`] is `progress.service`: `.bootkube.done`,
+//!   the HA wait, then ConfigMap `kube-system/bootstrap`.
 //! - [`bootkube`] is `bootkube.service` (`bootkube.sh`): okd-bootkube's
 //!   resumable stage machine with [`NodeStages`] doing each stage: the
 //!   render stages (for a payload of upstream components by
@@ -26,6 +28,7 @@ pub mod checks;
 pub mod operators;
 pub mod progress;
 pub mod release;
+pub mod report;
 mod stages;
 
 use std::time::{Duration, Instant};

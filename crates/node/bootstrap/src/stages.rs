@@ -404,13 +404,68 @@ impl NodeStages {
             o.api_timeout = t;
             o.pods_timeout = t;
         }
-        let report = okd_cluster_bootstrap::start(&o).await.map_err(fail)?;
+        let watcher = tokio::spawn(refusals_on_console(
+            o.progress.clone(),
+            self.opts.dirs.issue.clone(),
+        ));
+        let result = okd_cluster_bootstrap::start(&o).await;
+        watcher.abort();
+        let _ = watcher.await;
+        let report = result.map_err(fail)?;
         info!(
             "cluster-bootstrap done: {} steps, events {:?}",
             report.steps.len(),
             report.events.iter().map(|(e, _)| *e).collect::<Vec<_>>()
         );
         Ok(())
+    }
+}
+
+/// The console message while the API refuses manifests as invalid.
+pub const MANIFESTS_ISSUE_FILE: &str = "61_okd-install-manifests.issue";
+
+/// Every 2 s while cluster-bootstrap runs: the manifests the API refuses
+/// as invalid go to the console (`/etc/issue.d/61_okd-install-manifests.issue`)
+/// and the log, once per change; the message goes once none is refused.
+async fn refusals_on_console(
+    progress: std::sync::Arc<std::sync::Mutex<okd_cluster_bootstrap::Progress>>,
+    issue: PathBuf,
+) {
+    let path = issue.join(MANIFESTS_ISSUE_FILE);
+    // A message an earlier run left is stale until this run sees refusals.
+    let _ = std::fs::remove_file(&path);
+    let mut shown = String::new();
+    loop {
+        let refused: Vec<String> = {
+            let p = progress.lock().unwrap_or_else(|e| e.into_inner());
+            p.failures
+                .values()
+                .filter(|f| f.invalid)
+                .map(|f| format!("manifests/{f}"))
+                .collect()
+        };
+        let text = if refused.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "okd-install: the API refuses {} manifest(s) as invalid; cluster-bootstrap tries again and reads a fixed file:\n{}\n",
+                refused.len(),
+                refused.join("\n")
+            )
+        };
+        if text != shown {
+            if text.is_empty() {
+                let _ = std::fs::remove_file(&path);
+                info!("no manifest is refused any more");
+            } else {
+                warn!("{}", text.trim_end());
+                if let Err(e) = okd_fs::write_atomic(&path, text.as_bytes(), 0o644) {
+                    warn!("could not write the console message: {e}");
+                }
+            }
+            shown = text;
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
     }
 }
 

@@ -46,7 +46,8 @@ pub struct ManifestFailure {
     pub object: String,
     /// What failed: `discovery` (the kind is not served), `crd` (its
     /// CustomResourceDefinition is not Established yet), `get`, `create`,
-    /// `status`, or `namespace` (a namespaced kind without one).
+    /// `status`, `namespace` (a namespaced kind without one), or `read`
+    /// (the changed file no longer parses).
     pub step: &'static str,
     /// The API server's message, or what is missing. Never the object.
     pub message: String,
@@ -89,6 +90,9 @@ struct Pending {
     next_try: Instant,
     /// Created by this run (a later step of it, the status, failed).
     created_here: bool,
+    /// The file's modification time when the API first refused the
+    /// object as invalid: a later change reloads the file.
+    refused_at_mtime: Option<std::time::SystemTime>,
 }
 
 struct Gate {
@@ -105,9 +109,12 @@ enum Outcome {
 
 /// Creates every manifest of `manifests` through `client`, until all exist;
 /// records what it did in `progress`. Runs until done (the caller bounds
-/// it with its timeout).
+/// it with its timeout). A manifest the API refuses as invalid is read
+/// again from `dir` (the manifests directory) once its file changes, so a
+/// fixed file is created without a restart.
 pub(crate) async fn create_all(
     client: kube::Client,
+    dir: std::path::PathBuf,
     manifests: Vec<Manifest>,
     progress: Arc<Mutex<Progress>>,
 ) {
@@ -134,6 +141,7 @@ pub(crate) async fn create_all(
             failures: 0,
             next_try: now,
             created_here: false,
+            refused_at_mtime: None,
         })
         .collect();
     pending.sort_by_key(|p| !p.m.is_crd());
@@ -183,6 +191,25 @@ pub(crate) async fn create_all(
         let mut i = 0;
         while i < pending.len() {
             let p = &mut pending[i];
+            if let Some(seen) = p.refused_at_mtime {
+                let now_mtime = mtime(&dir, &p.m.file);
+                if now_mtime.is_some() && now_mtime != Some(seen) {
+                    match crate::manifests::reload(&dir, &p.m.file, p.m.doc) {
+                        Ok(m) => {
+                            info!("{} changed: trying it again", p.label);
+                            p.m = m;
+                            p.failures = 0;
+                            p.next_try = Instant::now();
+                            p.refused_at_mtime = None;
+                        }
+                        Err(e) => {
+                            p.refused_at_mtime = now_mtime;
+                            let f = failure(p, "read", e.to_string(), true);
+                            note(&progress, p, f);
+                        }
+                    }
+                }
+            }
             if p.next_try > Instant::now() {
                 i += 1;
                 continue;
@@ -238,6 +265,9 @@ pub(crate) async fn create_all(
                     i += 1;
                 }
                 Outcome::Failed(f) => {
+                    if f.invalid && p.refused_at_mtime.is_none() {
+                        p.refused_at_mtime = mtime(&dir, &p.m.file);
+                    }
                     note(&progress, p, f);
                     i += 1;
                 }
@@ -248,6 +278,12 @@ pub(crate) async fn create_all(
         }
     }
     info!("all manifests are created");
+}
+
+fn mtime(dir: &std::path::Path, file: &str) -> Option<std::time::SystemTime> {
+    std::fs::metadata(dir.join(file))
+        .and_then(|m| m.modified())
+        .ok()
 }
 
 fn lock(p: &Mutex<Progress>) -> std::sync::MutexGuard<'_, Progress> {

@@ -99,6 +99,10 @@ pub struct Options {
     pub pods_timeout: Duration,
     /// How long the manifests may still take after `bootstrap-success`.
     pub assets_timeout: Duration,
+    /// Where the manifests' creation records what it did, shared with the
+    /// caller while [`start`] runs (a manifest the API refuses is shown as
+    /// it happens, e.g. on the node's console).
+    pub progress: Arc<Mutex<Progress>>,
 }
 
 impl Options {
@@ -122,6 +126,7 @@ impl Options {
             api_timeout: DEFAULT_API_TIMEOUT,
             pods_timeout: DEFAULT_PODS_TIMEOUT,
             assets_timeout: DEFAULT_ASSETS_TIMEOUT,
+            progress: Arc::default(),
         }
     }
 }
@@ -275,10 +280,12 @@ pub async fn start(opts: &Options) -> Result<Report, Error> {
     steps.push(Step::WaitApi);
 
     // 3.
-    let progress = Arc::new(Mutex::new(Progress::default()));
+    let progress = opts.progress.clone();
+    *progress.lock().unwrap_or_else(|e| e.into_inner()) = Progress::default();
     info!("Creating {} objects from the manifests", manifests.len());
     let creator = tokio::spawn(create::create_all(
         client.clone(),
+        opts.asset_dir.join(copy::ASSET_MANIFESTS),
         manifests,
         progress.clone(),
     ));

@@ -127,6 +127,36 @@ pub fn load(dir: &Path) -> Result<Vec<Manifest>, Error> {
     Ok(out)
 }
 
+/// Reads document `doc` of `file` (relative to `dir`) again, after the
+/// file changed (a manifest the API refused, fixed by the user).
+///
+/// # Errors
+/// [`Error::Manifest`] naming the file when it cannot be read, does not
+/// parse, or no longer has that document.
+pub fn reload(dir: &Path, file: &str, doc: usize) -> Result<Manifest, Error> {
+    let path = dir.join(file);
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::Manifest {
+        file: file.to_string(),
+        message: format!("reading {}: {e}", path.display()),
+    })?;
+    let objects = parse(file, &text)?;
+    let n = objects.len();
+    let (object, gvk) = objects
+        .into_iter()
+        .nth(doc)
+        .ok_or_else(|| Error::Manifest {
+            file: file.to_string(),
+            message: format!("document {} is gone", doc + 1),
+        })?;
+    Ok(Manifest {
+        file: file.to_string(),
+        doc,
+        docs_in_file: n,
+        object,
+        gvk,
+    })
+}
+
 fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), Error> {
     let rel = dir.strip_prefix(root).unwrap_or(dir).display().to_string();
     let err = |e: std::io::Error| Error::Manifest {

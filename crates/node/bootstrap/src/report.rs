@@ -1,0 +1,244 @@
+//! `progress.service` on the bootstrap node (openshift/installer
+//! `report-progress.sh`): waits for bootkube to finish
+//! (`/opt/openshift/.bootkube.done`) and, on a highly available control
+//! plane, for at least two masters running a rolled-out kube-apiserver,
+//! then creates ConfigMap `kube-system/bootstrap` with `status: complete`
+//! through the api-int kubeconfig: the object `wait-for
+//! bootstrap-complete` waits for. Stages `wait-for-bootstrap-complete` and
+//! `report-bootstrap-complete` go to `/var/log/openshift/progress.json`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{Api, ListParams, PostParams};
+use okd_service_record::Recorder;
+use tracing::{info, warn};
+
+use crate::release::{PayloadKind, PulledRelease};
+
+/// The unit's name in the service records (`progress.json`).
+pub const PROGRESS_SERVICE: &str = "progress";
+
+/// How often each wait looks again (report-progress.sh: 5 s).
+pub const POLL: Duration = Duration::from_secs(5);
+
+/// The masters with a rolled-out kube-apiserver a highly available control
+/// plane needs before the bootstrap reports completion.
+pub const HA_APISERVERS: usize = 2;
+
+/// Where `okd-install bootstrap report-progress` works.
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    /// bootkube's directories (the `.bootkube.done` marker, the records).
+    pub dirs: okd_bootkube::Dirs,
+    /// The api-int kubeconfig (`/opt/openshift/auth/kubeconfig`).
+    pub kubeconfig: PathBuf,
+}
+
+fn record(r: Result<(), okd_fs::FsError>) {
+    if let Err(e) = r {
+        warn!("could not write the service record: {e}");
+    }
+}
+
+/// The kube-apiservers that count for the HA wait, from what the cluster
+/// shows: with an OKD/OCP payload the kube-apiserver operator's
+/// `status.nodeStatuses` with `currentRevision > 0` (report-progress.sh's
+/// query); with an upstream payload the masters' `kube-system/kube-apiserver-<node>`
+/// mirror pods that are Ready, one per node.
+pub fn rolled_out_apiservers(
+    kind: PayloadKind,
+    operator_status: Option<&serde_json::Value>,
+    pods: &[Pod],
+) -> usize {
+    match kind {
+        PayloadKind::Openshift => operator_status
+            .and_then(|s| s.get("nodeStatuses"))
+            .and_then(|n| n.as_array())
+            .map_or(0, |list| {
+                list.iter()
+                    .filter(|n| {
+                        n.get("currentRevision")
+                            .and_then(|r| r.as_i64())
+                            .unwrap_or(0)
+                            > 0
+                    })
+                    .count()
+            }),
+        PayloadKind::Upstream => {
+            let mut nodes = std::collections::BTreeSet::new();
+            for p in pods {
+                let name = p.metadata.name.as_deref().unwrap_or_default();
+                let ready = p
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+                if let (true, true, Some(node)) = (
+                    name.starts_with("kube-apiserver-"),
+                    ready,
+                    p.spec.as_ref().and_then(|s| s.node_name.clone()),
+                ) {
+                    nodes.insert(node);
+                }
+            }
+            nodes.len()
+        }
+    }
+}
+
+async fn client(kubeconfig: &Path) -> Result<kube::Client, String> {
+    okd_cluster::Cluster::from_kubeconfig(kubeconfig)
+        .await
+        .map(|c| c.client())
+        .map_err(|e| e.to_string())
+}
+
+/// Waits for a highly available API when the Infrastructure's
+/// `status.controlPlaneTopology` is `HighlyAvailable`.
+async fn wait_for_ha_api(opts: &ReportOptions, kind: PayloadKind) {
+    loop {
+        let topology = async {
+            let c = client(&opts.kubeconfig).await?;
+            let infra = okd_cluster::openshift::infrastructures(c)
+                .get("cluster")
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>(
+                infra
+                    .data
+                    .pointer("/status/controlPlaneTopology")
+                    .and_then(|t| t.as_str())
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        };
+        match topology.await {
+            Ok(t) if t == "HighlyAvailable" => break,
+            Ok(t) => {
+                info!("control plane topology {t:?}: no wait for a highly available API");
+                return;
+            }
+            Err(e) => {
+                info!("waiting for infrastructures/cluster ({e})");
+                tokio::time::sleep(POLL).await;
+            }
+        }
+    }
+    info!("Waiting for at least {HA_APISERVERS} nodes with a rolled out kube-apiserver revision");
+    loop {
+        let count = async {
+            let c = client(&opts.kubeconfig).await?;
+            Ok::<_, String>(match kind {
+                PayloadKind::Openshift => {
+                    let o = okd_cluster::openshift::kube_apiservers(c)
+                        .get("cluster")
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    rolled_out_apiservers(kind, o.data.get("status"), &[])
+                }
+                PayloadKind::Upstream => {
+                    let pods: Api<Pod> = Api::namespaced(c, "kube-system");
+                    let list = pods
+                        .list(&ListParams::default())
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    rolled_out_apiservers(kind, None, &list.items)
+                }
+            })
+        };
+        match count.await {
+            Ok(n) if n >= HA_APISERVERS => {
+                info!("Got at least {HA_APISERVERS} nodes with successful revision rolled out");
+                return;
+            }
+            Ok(n) => info!("{n} of {HA_APISERVERS} kube-apiservers rolled out; waiting"),
+            Err(e) => info!("waiting for the kube-apiservers' status ({e})"),
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Runs `progress.service` to the end: never fails, waits as long as it
+/// must (the unit runs until the bootstrap is complete).
+pub async fn report_progress(opts: &ReportOptions) {
+    let mut rec = Recorder::new(&opts.dirs.records, PROGRESS_SERVICE);
+    record(rec.service_start());
+    record(rec.stage_start("wait-for-bootstrap-complete"));
+    let done = opts.dirs.work.join(okd_bootkube::BOOTKUBE_DONE);
+    info!("Waiting for bootstrap to complete ({})", done.display());
+    while !done.exists() {
+        tokio::time::sleep(POLL).await;
+    }
+    let kind = PulledRelease::load(&opts.dirs.work)
+        .map(|r| r.kind)
+        .unwrap_or(PayloadKind::Openshift);
+    wait_for_ha_api(opts, kind).await;
+    record(rec.stage_success());
+    record(rec.stage_start("report-bootstrap-complete"));
+    info!("Reporting install progress...");
+    loop {
+        let attempt = async {
+            let c = client(&opts.kubeconfig).await?;
+            let cms: Api<ConfigMap> = Api::namespaced(c, "kube-system");
+            let cm = ConfigMap {
+                metadata: kube::api::ObjectMeta {
+                    name: Some("bootstrap".into()),
+                    namespace: Some("kube-system".into()),
+                    ..Default::default()
+                },
+                data: Some([("status".to_string(), "complete".to_string())].into()),
+                ..Default::default()
+            };
+            match cms.create(&PostParams::default(), &cm).await {
+                Ok(_) => Ok(()),
+                Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        match attempt.await {
+            Ok(()) => break,
+            Err(e) => {
+                info!("creating ConfigMap kube-system/bootstrap failed ({e}); trying again");
+                tokio::time::sleep(POLL).await;
+            }
+        }
+    }
+    info!("Bootstrap complete reported");
+    record(rec.stage_success());
+    record(rec.service_end(None));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rolled_out_apiservers_count_as_report_progress_does() {
+        let status = serde_json::json!({"nodeStatuses": [
+            {"nodeName": "m0", "currentRevision": 3},
+            {"nodeName": "m1", "currentRevision": 0},
+            {"nodeName": "m2"},
+        ]});
+        assert_eq!(
+            rolled_out_apiservers(PayloadKind::Openshift, Some(&status), &[]),
+            1
+        );
+        let pod = |name: &str, node: &str, ready: &str| -> Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name, "namespace": "kube-system"},
+                "spec": {"nodeName": node, "containers": []},
+                "status": {"conditions": [{"type": "Ready", "status": ready}]},
+            }))
+            .unwrap()
+        };
+        let pods = [
+            pod("kube-apiserver-m0", "m0", "True"),
+            pod("kube-apiserver-m1", "m1", "False"),
+            pod("kube-scheduler-m1", "m1", "True"),
+            pod("kube-apiserver-m2", "m2", "True"),
+        ];
+        assert_eq!(rolled_out_apiservers(PayloadKind::Upstream, None, &pods), 2);
+    }
+}
