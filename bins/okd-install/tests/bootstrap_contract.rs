@@ -41,15 +41,43 @@ fn an_openshift_payload_runs_every_operator_render_with_podman_by_contract() {
     let release = bl.host.file("opt/openshift/okd-release.json");
     assert!(release.contains("\"kind\": \"openshift\""), "{release}");
 
-    // The ingress operator's render fails: bootkube stops there with the
-    // operator's own message, in its log and its service record.
+    // Killed (SIGKILL) while each render runs, and started again: every
+    // restart resumes at the first stage not done and repeats none. The
+    // ingress operator's render fails on the way: bootkube stops there with
+    // the operator's own message, in its log and its service record, and
+    // the run after the cause is gone goes on from that stage.
     std::fs::create_dir_all(work.join("contract")).unwrap();
     std::fs::write(
         work.join("contract/fail-ingress-operator"),
         "the test makes this render fail",
     )
     .unwrap();
-    let log = t.join("bootkube-1.log");
+    let mut logs = Vec::new();
+    let kill_during = |stage: &str, bl: &mut BootLab, logs: &mut Vec<std::path::PathBuf>| {
+        let log = t.join(format!("bootkube-{}.log", logs.len() + 1));
+        let p = bl.bootkube(&log);
+        wait_for_log(
+            &log,
+            &format!("stage {stage}: running"),
+            Duration::from_secs(120),
+            &mut bl.host,
+        );
+        drop(p);
+        logs.push(log);
+    };
+    for stage in [
+        "api-bootstrap",
+        "auth-api-bootstrap",
+        "config-bootstrap",
+        "cvo-bootstrap",
+        "etcd-bootstrap",
+        "kube-apiserver-bootstrap",
+        "kube-controller-manager-bootstrap",
+        "kube-scheduler-bootstrap",
+    ] {
+        kill_during(stage, &mut bl, &mut logs);
+    }
+    let log = t.join(format!("bootkube-{}.log", logs.len() + 1));
     let mut bootkube = bl.bootkube(&log);
     let status = bootkube
         .wait_exit(Duration::from_secs(300))
@@ -59,6 +87,8 @@ fn an_openshift_payload_runs_every_operator_render_with_podman_by_contract() {
                 tail(&std::fs::read_to_string(&log).unwrap_or_default(), 40)
             )
         });
+    drop(bootkube);
+    logs.push(log.clone());
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(!status.success(), "{}", tail(&text, 40));
     assert!(
@@ -82,22 +112,33 @@ fn an_openshift_payload_runs_every_operator_render_with_podman_by_contract() {
     );
     assert!(work.join("kube-scheduler-bootstrap.done").exists());
     assert!(!work.join("ingress-operator-bootstrap.done").exists());
-    drop(bootkube);
 
-    // The cause removed, the restart resumes at that stage and runs every
-    // render after it, up to wait-for-etcd (no etcd runs here: the host
-    // has no kubelet).
+    // The cause removed: the renders after it, killed in turn, then the
+    // run that reaches wait-for-etcd (no etcd runs here: the host has no
+    // kubelet).
     std::fs::remove_file(work.join("contract/fail-ingress-operator")).unwrap();
-    let log2 = t.join("bootkube-2.log");
-    bootkube = bl.bootkube(&log2);
+    for stage in [
+        "ingress-operator-bootstrap",
+        "node-tuning-bootstrap",
+        "mco-bootstrap",
+        "cco-bootstrap",
+    ] {
+        kill_during(stage, &mut bl, &mut logs);
+    }
+    let log = t.join(format!("bootkube-{}.log", logs.len() + 1));
+    let bootkube = bl.bootkube(&log);
     let text = wait_for_log(
-        &log2,
+        &log,
         "stage wait-for-etcd: starting",
         Duration::from_secs(300),
         &mut bl.host,
     );
     drop(bootkube);
-    for stage in [
+    logs.push(log);
+
+    // No run started a stage (one with a `.done` marker) an earlier run
+    // had finished, and every one finished.
+    const MARKED: [&str; 13] = [
         "openshift-manifests",
         "api-bootstrap",
         "auth-api-bootstrap",
@@ -107,23 +148,34 @@ fn an_openshift_payload_runs_every_operator_render_with_podman_by_contract() {
         "kube-apiserver-bootstrap",
         "kube-controller-manager-bootstrap",
         "kube-scheduler-bootstrap",
-    ] {
-        assert!(
-            text.contains(&format!("stage {stage}: skipped, {stage}.done exists")),
-            "{stage} ran again:\n{}",
-            tail(&text, 60)
-        );
-    }
-    for stage in [
         "ingress-operator-bootstrap",
         "node-tuning-bootstrap",
         "mco-bootstrap",
         "cco-bootstrap",
-    ] {
+    ];
+    let mut finished: Vec<String> = Vec::new();
+    for (i, l) in logs.iter().enumerate() {
+        let text = std::fs::read_to_string(l).unwrap();
+        for stage in &finished {
+            assert!(
+                !text.contains(&format!("stage {stage}: starting")),
+                "run {} repeated {stage}, done in an earlier run:\n{}",
+                i + 1,
+                tail(&text, 40)
+            );
+        }
+        for stage in MARKED {
+            if text.contains(&format!("stage {stage}: done"))
+                && !finished.iter().any(|f| f == stage)
+            {
+                finished.push(stage.to_string());
+            }
+        }
+    }
+    for stage in MARKED {
         assert!(
-            text.contains(&format!("stage {stage}: done")),
-            "{stage}:\n{}",
-            tail(&text, 60)
+            finished.iter().any(|f| f == stage),
+            "{stage} never finished: {finished:?}"
         );
     }
 

@@ -615,8 +615,9 @@ pub fn podman_args(r: &Render, image: &str, roots: &Roots) -> Vec<String> {
     a
 }
 
-/// Runs `r` with `podman` (a program name or path): removes its output
-/// directory, runs the container, then [`apply_copies`].
+/// Runs `r` with `podman` (a program name or path): removes a container of
+/// the same name a killed run left (`podman rm --force --ignore`) and the
+/// output directory, runs the container, then [`apply_copies`].
 ///
 /// # Errors
 /// podman cannot start, the container exits non-zero (the message has
@@ -633,6 +634,9 @@ pub async fn run(
     } else {
         release.image_for(r.component)?.to_string()
     };
+    // A container a killed run left behind would go on writing into the
+    // output directory: it goes first.
+    remove_container(podman, r.name).await;
     if let Some(out) = r.output {
         let p = roots.work.join(out);
         match std::fs::remove_dir_all(&p) {
@@ -649,18 +653,37 @@ pub async fn run(
         podman.display(),
         argv.join(" ")
     );
-    let out = tokio::process::Command::new(podman)
-        .args(&argv)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output()
-        .await
-        .map_err(|e| {
-            format!(
-                "cannot run {}: {e} (bootkube runs the OpenShift operators' renders with podman)",
-                podman.display()
-            )
-        })?;
+    let mut attempt = 1;
+    let out = loop {
+        let out = tokio::process::Command::new(podman)
+            .args(&argv)
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output()
+            .await
+            .map_err(|e| {
+                format!(
+                    "cannot run {}: {e} (bootkube runs the OpenShift operators' renders with podman)",
+                    podman.display()
+                )
+            })?;
+        // The podman of a run killed a moment ago may still be creating
+        // its container under this name: remove it and try again.
+        if !out.status.success()
+            && String::from_utf8_lossy(&out.stderr).contains("is already in use")
+            && attempt < NAME_IN_USE_TRIES
+        {
+            info!(
+                "the container name {} is still in use (a killed run's podman); removing it and trying again",
+                r.name
+            );
+            attempt += 1;
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            remove_container(podman, r.name).await;
+            continue;
+        }
+        break out;
+    };
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     for line in stdout.lines().chain(stderr.lines()) {
@@ -688,6 +711,34 @@ pub async fn run(
     let n = apply_copies(&r.copies, roots)?;
     info!("stage {}: copied {n} files from the render", r.stage);
     Ok(())
+}
+
+/// How often a render is tried while its container name is still taken.
+pub const NAME_IN_USE_TRIES: u32 = 10;
+
+/// `podman rm --force --ignore NAME`, then `podman rm --storage NAME` for a
+/// container whose creation was cut off (known to the storage library
+/// only); failures are logged, never fatal.
+async fn remove_container(podman: &Path, name: &str) {
+    for args in [
+        vec!["rm", "--force", "--ignore", name],
+        vec!["rm", "--storage", name],
+    ] {
+        match tokio::process::Command::new(podman)
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await
+        {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => tracing::debug!(
+                "podman {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&o.stderr).trim()
+            ),
+            Err(e) => tracing::debug!("podman {}: {e}", args.join(" ")),
+        }
+    }
 }
 
 /// Does `copies` in order; returns the number of files copied.
