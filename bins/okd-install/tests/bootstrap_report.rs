@@ -206,3 +206,75 @@ fn report_progress_waits_for_bootkube_and_a_highly_available_api() {
     );
     drop(child);
 }
+
+/// bootkube's `cvo-overrides` stage against the real API: the
+/// ClusterVersion's `spec.overrides` (the installer's list marking every
+/// manifest unmanaged) are replaced by the install's
+/// `original_cvo_overrides.patch`; before the ClusterVersion exists it
+/// retries.
+#[test]
+fn cvo_overrides_restore_the_original_overrides() {
+    let dir = common::kube::cluster_dir();
+    let scratch = tempfile::tempdir().unwrap();
+    let Some(cp) = ControlPlane::start(dir.path(), scratch.path(), With::ApiServer) else {
+        return;
+    };
+    let s = scratch.path();
+    apply(
+        &cp,
+        s,
+        "crd-cv",
+        &crd("config.openshift.io", "ClusterVersion", "clusterversions"),
+    );
+    let patch = s.join("original_cvo_overrides.patch");
+    std::fs::write(
+        &patch,
+        r#"{"spec":{"overrides":[{"kind":"ConfigMap","group":"","namespace":"openshift-config","name":"user-kept","unmanaged":true}]}}"#,
+    )
+    .unwrap();
+    // The loopback kubeconfig: a thread moved into the namespace does not
+    // see `ip netns exec`'s /etc/hosts for api.<domain>.
+    let kubeconfig = cp.auth("kubeconfig-loopback");
+    let (p, k) = (patch.clone(), kubeconfig.clone());
+    let restore = std::thread::spawn({
+        let ns = cp.ns.clone();
+        move || {
+            common::kube::in_netns(&ns, move || async move {
+                okd_bootstrap::restore_cvo_overrides(&p, &k, Duration::from_secs(1)).await
+            })
+        }
+    });
+    // Not there yet: it keeps trying.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(!restore.is_finished());
+    apply(
+        &cp,
+        s,
+        "cv",
+        "apiVersion: config.openshift.io/v1\nkind: ClusterVersion\nmetadata: {name: version}\nspec:\n  clusterID: 5a5c5d5e-0000-4000-8000-000000000001\n  overrides:\n  - {kind: Secret, group: '', namespace: kube-system, name: installer-made, unmanaged: true}\n  - {kind: ConfigMap, group: '', namespace: openshift-config, name: user-kept, unmanaged: true}\n",
+    );
+    let start = Instant::now();
+    while !restore.is_finished() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "cvo-overrides did not finish"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    restore.join().unwrap().unwrap();
+    let got = cp.admin(&[
+        "get",
+        "clusterversion",
+        "version",
+        "-o",
+        "jsonpath={.spec.overrides[*].name}",
+    ]);
+    assert_eq!(got, "user-kept");
+    // No patch file: nothing to do.
+    let none = s.join("missing.patch");
+    let ns = cp.ns.clone();
+    common::kube::in_netns(&ns, move || async move {
+        okd_bootstrap::restore_cvo_overrides(&none, &kubeconfig, Duration::from_secs(1)).await
+    })
+    .unwrap();
+}

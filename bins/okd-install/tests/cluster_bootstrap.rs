@@ -12,40 +12,12 @@
 
 mod common;
 
-use std::future::Future;
-use std::os::fd::AsFd as _;
 use std::os::unix::fs::PermissionsExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use common::kube::{ControlPlane, With, cluster_dir};
+use common::kube::{ControlPlane, With, cluster_dir, in_netns};
 use okd_cluster_bootstrap::{Connect, Error, Options, PodState, RequiredPod, Step};
-
-/// Runs `f` to completion on a new thread inside network namespace `ns`
-/// (threads it starts, tokio's blocking pool, are inside too).
-fn in_netns<F, Fut, T>(ns: &str, f: F) -> T
-where
-    F: FnOnce() -> Fut + Send + 'static,
-    Fut: Future<Output = T>,
-    T: Send + 'static,
-{
-    let path = PathBuf::from("/run/netns").join(ns);
-    std::thread::spawn(move || {
-        let file = std::fs::File::open(&path).unwrap();
-        rustix::thread::move_into_link_name_space(
-            file.as_fd(),
-            Some(rustix::thread::LinkNameSpaceType::Network),
-        )
-        .unwrap();
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(f())
-    })
-    .join()
-    .unwrap_or_else(|e| std::panic::resume_unwind(e))
-}
 
 /// A log that keeps what the current thread's `tracing` events say.
 #[derive(Clone, Default)]

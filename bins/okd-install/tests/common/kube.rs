@@ -21,6 +21,8 @@
 //! the test fails.
 #![allow(dead_code)]
 
+use std::future::Future;
+use std::os::fd::AsFd as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -64,6 +66,32 @@ pub struct ControlPlane {
 /// the bastion (`apiAddress` of bastion-config.yaml), nodes their inventory
 /// addresses. It exists only inside the test's namespaces.
 pub const NET: &str = "192.168.120";
+
+/// Runs `f` to completion on a new thread inside network namespace `ns`
+/// (threads it starts, tokio's blocking pool, are inside too).
+pub fn in_netns<F, Fut, T>(ns: &str, f: F) -> T
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = T>,
+    T: Send + 'static,
+{
+    let path = PathBuf::from("/run/netns").join(ns);
+    std::thread::spawn(move || {
+        let file = std::fs::File::open(&path).unwrap();
+        rustix::thread::move_into_link_name_space(
+            file.as_fd(),
+            Some(rustix::thread::LinkNameSpaceType::Network),
+        )
+        .unwrap();
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(f())
+    })
+    .join()
+    .unwrap_or_else(|e| std::panic::resume_unwind(e))
+}
 
 /// `ip netns exec ns program`.
 pub fn in_ns(ns: &str, program: impl AsRef<std::ffi::OsStr>) -> Command {

@@ -37,7 +37,10 @@ use okd_service_record::Recorder;
 use tracing::{info, warn};
 
 pub use release::{PullOptions, PulledRelease};
-pub use stages::{CHECK_LIMIT, ETCD_LIMIT, NodeOptions, NodeStages, UPSTREAM_REQUIRED_PODS};
+pub use stages::{
+    CHECK_LIMIT, CVO_PATCH, CVO_RETRY, ETCD_LIMIT, NodeOptions, NodeStages, UPSTREAM_REQUIRED_PODS,
+    restore_cvo_overrides,
+};
 
 /// Checks that `work` is a bootstrap node's asset directory (bootstrap.ign
 /// laid down `auth/kubeconfig-loopback` there), so that the node commands
