@@ -22,6 +22,24 @@ use common::kube::tail;
 
 const VERSION: &str = "4.15.0-0.okd-contract";
 
+/// The stages with a `.done` marker, in order (the renders from
+/// `api-bootstrap` to `cco-bootstrap` run an operator image each).
+const MARKED: [&str; 13] = [
+    "openshift-manifests",
+    "api-bootstrap",
+    "auth-api-bootstrap",
+    "config-bootstrap",
+    "cvo-bootstrap",
+    "etcd-bootstrap",
+    "kube-apiserver-bootstrap",
+    "kube-controller-manager-bootstrap",
+    "kube-scheduler-bootstrap",
+    "ingress-operator-bootstrap",
+    "node-tuning-bootstrap",
+    "mco-bootstrap",
+    "cco-bootstrap",
+];
+
 #[test]
 fn an_openshift_payload_runs_every_operator_render_with_podman_by_contract() {
     let Some(pre) = prerequisites() else {
@@ -65,16 +83,8 @@ fn an_openshift_payload_runs_every_operator_render_with_podman_by_contract() {
         drop(p);
         logs.push(log);
     };
-    for stage in [
-        "api-bootstrap",
-        "auth-api-bootstrap",
-        "config-bootstrap",
-        "cvo-bootstrap",
-        "etcd-bootstrap",
-        "kube-apiserver-bootstrap",
-        "kube-controller-manager-bootstrap",
-        "kube-scheduler-bootstrap",
-    ] {
+    // api-bootstrap … kube-scheduler-bootstrap.
+    for stage in &MARKED[1..9] {
         kill_during(stage, &mut bl, &mut logs);
     }
     let log = t.join(format!("bootkube-{}.log", logs.len() + 1));
@@ -117,12 +127,8 @@ fn an_openshift_payload_runs_every_operator_render_with_podman_by_contract() {
     // run that reaches wait-for-etcd (no etcd runs here: the host has no
     // kubelet).
     std::fs::remove_file(work.join("contract/fail-ingress-operator")).unwrap();
-    for stage in [
-        "ingress-operator-bootstrap",
-        "node-tuning-bootstrap",
-        "mco-bootstrap",
-        "cco-bootstrap",
-    ] {
+    // ingress-operator-bootstrap … cco-bootstrap.
+    for stage in &MARKED[9..] {
         kill_during(stage, &mut bl, &mut logs);
     }
     let log = t.join(format!("bootkube-{}.log", logs.len() + 1));
@@ -138,21 +144,6 @@ fn an_openshift_payload_runs_every_operator_render_with_podman_by_contract() {
 
     // No run started a stage (one with a `.done` marker) an earlier run
     // had finished, and every one finished.
-    const MARKED: [&str; 13] = [
-        "openshift-manifests",
-        "api-bootstrap",
-        "auth-api-bootstrap",
-        "config-bootstrap",
-        "cvo-bootstrap",
-        "etcd-bootstrap",
-        "kube-apiserver-bootstrap",
-        "kube-controller-manager-bootstrap",
-        "kube-scheduler-bootstrap",
-        "ingress-operator-bootstrap",
-        "node-tuning-bootstrap",
-        "mco-bootstrap",
-        "cco-bootstrap",
-    ];
     let mut finished: Vec<String> = Vec::new();
     for (i, l) in logs.iter().enumerate() {
         let text = std::fs::read_to_string(l).unwrap();

@@ -86,6 +86,15 @@ impl Drop for Proc {
     }
 }
 
+/// Asserts `out` succeeded, with its stderr (and `what`) otherwise.
+fn ok(out: &std::process::Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Kills a daemon that is not our child (the registry) by PID when dropped.
 pub struct KillOnDrop(pub u32);
 
@@ -220,11 +229,7 @@ impl BootLab {
             .arg(&assets)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        ok(&out, "mirror registry start");
         let reg_pid: u32 = std::fs::read_to_string(assets.join("mirror-registry/registry.pid"))
             .unwrap()
             .trim()
@@ -242,11 +247,7 @@ impl BootLab {
             .arg(&assets)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "from-disk: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        ok(&out, "from-disk");
         payload::use_mirror(&assets, &out_dir);
         // bootstrap.ign carries the node program: this test binary, stripped
         // of its debug information (a debug build carries none by itself).
@@ -255,11 +256,7 @@ impl BootLab {
             .args(["-o", node_program.to_str().unwrap(), BIN])
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "strip: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        ok(&out, "strip");
         let out = Command::new(BIN)
             .args([
                 "create",
@@ -276,11 +273,7 @@ impl BootLab {
             .env("OKD_INSTALL_NODE_BINARY", &node_program)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        ok(&out, "create ignition-configs");
 
         // serve on the bastion: DNS (api, api-int, registry) and the
         // balancer. No machine-config server of its own: 22623 goes to the
@@ -325,11 +318,7 @@ impl BootLab {
             ])
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        ok(&out, "resolv.conf");
         BootLab {
             host,
             registry,
@@ -373,7 +362,7 @@ impl BootLab {
 
     /// Starts a unit's `script` (with `args`) in the host, its output in
     /// `log`; returns once the node program it runs (its command line
-    /// holds `needle`) is up.
+    /// holds `needle`) is up, or has already ended.
     pub fn spawn_unit(
         &self,
         script: &str,
@@ -391,9 +380,11 @@ impl BootLab {
             .stderr(f)
             .spawn()
             .unwrap();
-        let p = Proc { child, needle };
+        let mut p = Proc { child, needle };
         let deadline = Instant::now() + Duration::from_secs(10);
-        while p.program_pids().is_empty() {
+        // Up once its PID shows, or already ended (a short run: the caller
+        // judges its outcome).
+        while p.program_pids().is_empty() && p.child.try_wait().unwrap().is_none() {
             assert!(
                 Instant::now() < deadline,
                 "{script} did not start in the host:\n{}",

@@ -413,49 +413,33 @@ fn release_image_prints_release() {
 #[test]
 fn approve_csr_runs_the_identity_checked_node_program_never_approve_all() {
     let dir = tmpdir("approve");
-    let args_log = dir.join("args");
-    let program = dir.join("okd-install");
-    std::fs::write(
-        &program,
-        format!(
-            "#!/usr/bin/env bash\necho \"$*\" > '{}'\n",
-            args_log.display()
-        ),
-    )
-    .unwrap();
-    Command::new("chmod")
-        .arg("+x")
-        .arg(&program)
-        .status()
-        .unwrap();
+    let program = fake_program(&dir);
     let text = script(&data(false, false, true), "/usr/local/bin/approve-csr.sh");
     let shown = String::from_utf8_lossy(&text).into_owned();
     assert!(!shown.contains("certificate approve"), "{shown}");
     let p = dir.join("approve-csr.sh");
     std::fs::write(&p, &text).unwrap();
-    let out = Command::new("bash")
-        .arg(&p)
-        .arg("/tmp/kubeconfig-loopback")
-        .env("OKD_INSTALL_NODE_PROGRAM", &program)
-        .output()
-        .unwrap();
+    let run = |program: &Path| {
+        Command::new("bash")
+            .arg(&p)
+            .arg("/tmp/kubeconfig-loopback")
+            .env("OKD_INSTALL_NODE_PROGRAM", program)
+            .output()
+            .unwrap()
+    };
+    let out = run(&program);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        std::fs::read_to_string(&args_log).unwrap(),
-        "bootstrap approve-csr --kubeconfig /tmp/kubeconfig-loopback\n"
+        String::from_utf8_lossy(&out.stdout),
+        "args: bootstrap approve-csr --kubeconfig /tmp/kubeconfig-loopback\n"
     );
     // Without the program nothing is approved, and the message says where
     // to approve from.
-    let out = Command::new("bash")
-        .arg(&p)
-        .arg("/tmp/kubeconfig-loopback")
-        .env("OKD_INSTALL_NODE_PROGRAM", dir.join("missing"))
-        .output()
-        .unwrap();
+    let out = run(&dir.join("missing"));
     assert_eq!(out.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("okd-install approve-csr --watch"),
@@ -657,25 +641,10 @@ fn install_bin(dir: &Path, d: &TemplateData) -> std::path::PathBuf {
 fn report_progress_runs_the_node_program() {
     let dir = tmpdir("progress");
     let bin = install_bin(&dir, &data(false, false, true));
-    let args_log = dir.join("args");
-    let program = dir.join("okd-install");
-    std::fs::write(
-        &program,
-        format!(
-            "#!/usr/bin/env bash\necho \"$*\" > '{}'\n",
-            args_log.display()
-        ),
-    )
-    .unwrap();
-    Command::new("chmod")
-        .arg("+x")
-        .arg(&program)
-        .status()
-        .unwrap();
     let out = Command::new("bash")
         .arg(bin.join("report-progress.sh"))
         .arg("/opt/openshift/auth/kubeconfig")
-        .env("OKD_INSTALL_NODE_PROGRAM", &program)
+        .env("OKD_INSTALL_NODE_PROGRAM", fake_program(&dir))
         .output()
         .unwrap();
     assert!(
@@ -684,8 +653,8 @@ fn report_progress_runs_the_node_program() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        std::fs::read_to_string(&args_log).unwrap(),
-        "bootstrap report-progress --kubeconfig /opt/openshift/auth/kubeconfig\n"
+        String::from_utf8_lossy(&out.stdout),
+        "args: bootstrap report-progress --kubeconfig /opt/openshift/auth/kubeconfig\n"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
