@@ -344,6 +344,17 @@ pub async fn read_release(
     from: &Reference,
     arch: &str,
 ) -> Result<Release, OciError> {
+    read_release_image(src, from, arch).await.map(|(r, _)| r)
+}
+
+/// [`read_release`], also giving the config descriptor of the image it
+/// read (the image's architecture and OS are in that blob), so a caller
+/// reads no manifest twice.
+pub async fn read_release_image(
+    src: &Endpoint,
+    from: &Reference,
+    arch: &str,
+) -> Result<(Release, crate::oci::Descriptor), OciError> {
     let top = src.manifest(&from.repo, &from.reference()).await?;
     let what = format!("release image {from}");
     let image: Manifest = match top.parse().map_err(|e| format_err(&what, e.0))? {
@@ -359,19 +370,23 @@ pub async fn read_release(
         }
         Parsed::Image { .. } => top.clone(),
     };
-    let Parsed::Image { layers, .. } = image.parse().map_err(|e| format_err(&what, e.0))? else {
+    let Parsed::Image { config, layers } = image.parse().map_err(|e| format_err(&what, e.0))?
+    else {
         return Err(format_err(&what, "an index inside an index"));
     };
     for layer in layers.iter().rev() {
         if let Some(text) = scan_layer(src, &from.repo, layer, &what).await? {
             let (version, components) =
                 parse_image_references(&text, &format!("{IMAGE_REFERENCES} in {what}"))?;
-            return Ok(Release {
-                version,
-                source: from.repo.to_string(),
-                digest: top.digest.to_string(),
-                components,
-            });
+            return Ok((
+                Release {
+                    version,
+                    source: from.repo.to_string(),
+                    digest: top.digest.to_string(),
+                    components,
+                },
+                config,
+            ));
         }
     }
     Err(format_err(

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use okd_registry::auth::Credentials;
 use okd_registry::client::{ClientOptions, Registries};
 use okd_registry::copy::Endpoint;
-use okd_registry::oci::{Parsed, Reference};
+use okd_registry::oci::Reference;
 use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
 
@@ -398,33 +398,12 @@ async fn read(
     r: &Reference,
     arch: &str,
 ) -> Result<(okd_registry::release::Release, String, String), String> {
-    let release = okd_registry::release::read_release(endpoint, r, arch)
+    let (release, config) = okd_registry::release::read_release_image(endpoint, r, arch)
         .await
         .map_err(|e| e.to_string())?;
-    let top = endpoint
-        .manifest(&r.repo, &r.reference())
-        .await
-        .map_err(|e| e.to_string())?;
-    let image = match top.parse().map_err(|e| e.0)? {
-        Parsed::Index(children) => {
-            // read_release picked the child for `arch`; an index without
-            // one fails there, so this one exists.
-            let c = children
-                .iter()
-                .find(|c| c.architecture.as_deref() == Some(arch))
-                .ok_or_else(|| format!("the index has no linux/{arch} image"))?;
-            endpoint
-                .manifest(&r.repo, c.digest.as_str())
-                .await
-                .map_err(|e| e.to_string())?
-        }
-        Parsed::Image { .. } => top.clone(),
-    };
-    let Parsed::Image { config, .. } = image.parse().map_err(|e| e.0)? else {
-        return Err("an index inside an index".into());
-    };
-    let arch = config_architecture(endpoint, r, &config.digest).await?;
-    Ok((release, arch, top.digest.to_string()))
+    let image_arch = config_architecture(endpoint, r, &config.digest).await?;
+    let top = release.digest.clone();
+    Ok((release, image_arch, top))
 }
 
 async fn config_architecture(
