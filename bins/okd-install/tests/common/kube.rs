@@ -340,81 +340,39 @@ openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out c
         self.spawn("etcd", &etcd, &args);
     }
 
-    /// The kube-apiserver flags of the bootstrap control plane.
+    /// kube-apiserver's flags: the bootstrap control plane's own
+    /// (`okd_bootstrap_render::control_plane::apiserver_args`, the flags
+    /// the node renders into its static pod), with the bootstrap secrets'
+    /// paths pointing at the Ignition root's `tls/` and etcd's client
+    /// certificates at this harness's etcd.
     pub fn apiserver_args(&self) -> Vec<String> {
-        let t = |f: &str| self.tls(f).display().to_string();
-        let pair = |base: &str| {
-            format!(
-                "{},{}",
-                t(&format!("{base}.crt")),
-                t(&format!("{base}.key"))
-            )
+        let assets = self.root.join("opt/openshift");
+        let input = okd_bootstrap_render::Input {
+            assets: assets.clone(),
+            etc_kubernetes: self.root.join("etc/kubernetes"),
+            node_ip: self.addr.parse().unwrap(),
+            etcd_image: String::new(),
+            hyperkube_image: String::new(),
         };
-        vec![
-            "--secure-port=6443".into(),
-            "--bind-address=0.0.0.0".into(),
-            format!("--advertise-address={}", self.addr),
-            "--etcd-servers=https://localhost:2379".into(),
-            format!("--etcd-cafile={}", self.etcd_tls("ca.crt")),
-            format!("--etcd-certfile={}", self.etcd_tls("client.crt")),
-            format!("--etcd-keyfile={}", self.etcd_tls("client.key")),
-            format!(
-                "--client-ca-file={}",
-                t("kube-apiserver-complete-client-ca-bundle.crt")
-            ),
-            format!(
-                "--tls-cert-file={}",
-                t("kube-apiserver-service-network-server.crt")
-            ),
-            format!(
-                "--tls-private-key-file={}",
-                t("kube-apiserver-service-network-server.key")
-            ),
-            format!(
-                "--tls-sni-cert-key={}:kubernetes,kubernetes.default,kubernetes.default.svc,kubernetes.default.svc.cluster.local",
-                pair("kube-apiserver-service-network-server")
-            ),
-            format!(
-                "--tls-sni-cert-key={}:localhost,127.0.0.1,::1",
-                pair("kube-apiserver-localhost-server")
-            ),
-            format!("--tls-sni-cert-key={}", pair("kube-apiserver-lb-server")),
-            format!(
-                "--tls-sni-cert-key={}",
-                pair("kube-apiserver-internal-lb-server")
-            ),
-            format!(
-                "--kubelet-certificate-authority={}",
-                t("kubelet-client-ca-bundle.crt")
-            ),
-            format!(
-                "--kubelet-client-certificate={}",
-                t("kube-apiserver-to-kubelet-client.crt")
-            ),
-            format!(
-                "--kubelet-client-key={}",
-                t("kube-apiserver-to-kubelet-client.key")
-            ),
-            format!("--proxy-client-cert-file={}", t("apiserver-proxy.crt")),
-            format!("--proxy-client-key-file={}", t("apiserver-proxy.key")),
-            format!(
-                "--requestheader-client-ca-file={}",
-                t("aggregator-signer.crt")
-            ),
-            "--requestheader-username-headers=X-Remote-User".into(),
-            "--requestheader-group-headers=X-Remote-Group".into(),
-            "--requestheader-extra-headers-prefix=X-Remote-Extra-".into(),
-            format!("--service-account-key-file={}", t("service-account.pub")),
-            format!(
-                "--service-account-signing-key-file={}",
-                t("service-account.key")
-            ),
-            "--service-account-issuer=https://kubernetes.default.svc".into(),
-            "--service-cluster-ip-range=172.30.0.0/16".into(),
-            "--authorization-mode=Node,RBAC".into(),
-            "--enable-admission-plugins=NodeRestriction".into(),
-            "--profiling=false".into(),
-        ]
+        let net = okd_bootstrap_render::Networks::read(&assets).unwrap();
+        let tls = self.tls("").display().to_string();
+        let tls = tls.trim_end_matches('/');
+        okd_bootstrap_render::control_plane::apiserver_args(&input, &net)
+            .into_iter()
+            .skip(1)
+            .map(|a| {
+                if let Some(v) = a.strip_prefix("--etcd-cafile=") {
+                    assert!(v.ends_with("etcd-ca-bundle.crt"), "{a}");
+                    format!("--etcd-cafile={}", self.etcd_tls("ca.crt"))
+                } else if a.starts_with("--etcd-certfile=") {
+                    format!("--etcd-certfile={}", self.etcd_tls("client.crt"))
+                } else if a.starts_with("--etcd-keyfile=") {
+                    format!("--etcd-keyfile={}", self.etcd_tls("client.key"))
+                } else {
+                    a.replace(okd_bootstrap_render::BOOTSTRAP_SECRETS, tls)
+                }
+            })
+            .collect()
     }
 
     /// Starts kube-apiserver with [`Self::apiserver_args`].
