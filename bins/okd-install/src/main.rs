@@ -85,7 +85,8 @@ enum Cmd {
     #[command(subcommand)]
     WaitFor(cluster::WaitForCmd),
     /// The bootstrap node's programs, run by bootstrap.ign's units
-    /// (release-image.service, bootkube.service).
+    /// (release-image.service, bootkube.service, approve-csr.service,
+    /// progress.service).
     #[command(subcommand)]
     Bootstrap(node::BootstrapCmd),
     /// Print the asset graph of a target in Graphviz DOT.

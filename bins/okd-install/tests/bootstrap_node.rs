@@ -11,9 +11,13 @@
 //! the bootstrap machine-config server, wait-for-etcd and cluster-bootstrap
 //! up to the end of its manifest creation. Then: the API answers `/readyz`
 //! through serve's load balancer on api and api-int, every manifest of the
-//! install exists in it, a master's real Ignition gets its config from the
-//! bootstrap's machine-config server through 22623, and bootkube killed
-//! and started again resumes at the first stage not done.
+//! install exists in it, the bootstrap's approve-csr approves a known
+//! node's CSR and refuses an unknown one, a master's real Ignition gets its
+//! config from the bootstrap's machine-config server through 22623 and the
+//! master joins (its own containerd and kubelet, TLS bootstrap through the
+//! bootstrap's approve-csr, Node Ready), and bootkube killed and started
+//! again resumes at the first stage not done, showing a manifest the API
+//! refuses until its file is fixed.
 //!
 //! The host's containerd is configured for the mirror by
 //! `node::write_mirror_config` (containerd's hosts.toml in place of CRI-O's
@@ -27,6 +31,7 @@ use base64::Engine as _;
 
 use common::bootlab::{BootLab, MIRROR, prerequisites, wait_for_log};
 use common::kube::tail;
+use common::node::{Kubelet, NodeHost};
 use common::payload;
 use common::serve::{BASTION, ignite_in};
 
@@ -292,9 +297,10 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         "wait-for shows bootkube's stage:\n{said}"
     );
 
-    // approve-csr.service: the inventory's master is approved after the
-    // identity checks; a CSR for a node the inventory does not have stays
-    // pending (openshift-install's script approves every pending CSR).
+    // approve-csr.service: a CSR for the inventory's worker is approved
+    // after the identity checks; one for a node the inventory does not have
+    // stays pending (openshift-install's script approves every pending
+    // CSR). The master's own kubelet files its CSRs below.
     let ids = bl.host.file("opt/openshift/okd-node-identities.json");
     assert!(
         ids.contains("\"master\"") && ids.contains(MASTER_IP),
@@ -309,7 +315,7 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
     );
     let bootstrapper = root.join("opt/openshift/auth/kubeconfig-kubelet");
     for (name, subject) in [
-        ("client-master", "/O=system:nodes/CN=system:node:master"),
+        ("client-worker1", "/O=system:nodes/CN=system:node:worker1"),
         ("client-intruder", "/O=system:nodes/CN=system:node:intruder"),
     ] {
         let pem = common::kube::csr_pem(&t, name, subject, None);
@@ -343,10 +349,10 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let deadline = Instant::now() + Duration::from_secs(90);
-    while !csr_state("client-master").contains("Approved") {
+    while !csr_state("client-worker1").contains("Approved") {
         assert!(
             Instant::now() < deadline,
-            "the master's CSR was not approved:\n{}",
+            "the worker's CSR was not approved:\n{}",
             tail(
                 &std::fs::read_to_string(&approve_log).unwrap_or_default(),
                 30
@@ -361,8 +367,6 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         tail(&approved, 30)
     );
     assert_eq!(csr_state("client-intruder"), "", "{approved}");
-    drop(approver);
-
     // A master's real Ignition fetches its config from the bootstrap's
     // machine-config server through serve's balancer on 22623.
     let (ok, ign_log, master_root) = ignite_in(
@@ -376,6 +380,101 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         master_root.join("etc/kubernetes/kubeconfig").exists(),
         "the master config from the bootstrap MCS lays down the kubelet kubeconfig"
     );
+
+    // The master joins (issue #21 item 1): its kubelet, with the bootstrap
+    // kubeconfig its Ignition laid down, files its client CSR; the
+    // bootstrap's approve-csr approves it after the identity checks, then
+    // the serving CSR; the Node registers and becomes Ready.
+    let mut master = NodeHost::start_as(
+        &bl.lab.nodes[1].ns,
+        "master",
+        MASTER_IP,
+        "10.128.1.0/24",
+        &master_root,
+        &kit.join("kubelet"),
+        &[],
+        Kubelet::Join,
+    );
+    let out = master
+        .enter("sh")
+        .args([
+            "-c",
+            &format!("rm -f /etc/resolv.conf && printf 'nameserver {BASTION}\\nsearch okd.example\\n' >/etc/resolv.conf"),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let joined = Instant::now();
+    let deadline = joined + Duration::from_secs(180);
+    loop {
+        let out = kubectl(&[
+            "get",
+            "node",
+            "master",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
+        ]);
+        if out.stdout == b"True" {
+            break;
+        }
+        master.assert_running();
+        assert!(
+            Instant::now() < deadline,
+            "the master did not join: {}\napprove-csr:\n{}\nmaster kubelet:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            tail(
+                &std::fs::read_to_string(&approve_log).unwrap_or_default(),
+                20
+            ),
+            tail(&master.kubelet_log(), 30)
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let csrs = kubectl(&[
+        "get",
+        "csr",
+        "-o",
+        "jsonpath={range .items[*]}{.spec.signerName} {.spec.username} {.status.conditions[*].type}{\"\\n\"}{end}",
+    ]);
+    let csrs = String::from_utf8_lossy(&csrs.stdout).into_owned();
+    assert!(
+        csrs.lines().any(|l| l.starts_with("kubernetes.io/kube-apiserver-client-kubelet system:serviceaccount:openshift-machine-config-operator:node-bootstrapper Approved")),
+        "{csrs}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let csrs = kubectl(&[
+            "get",
+            "csr",
+            "-o",
+            "jsonpath={range .items[*]}{.spec.signerName} {.spec.username} {.status.conditions[*].type}{\"\\n\"}{end}",
+        ]);
+        let csrs = String::from_utf8_lossy(&csrs.stdout).into_owned();
+        if csrs
+            .lines()
+            .any(|l| l == "kubernetes.io/kubelet-serving system:node:master Approved")
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the master's serving CSR was not approved:\n{csrs}\n{}",
+            tail(
+                &std::fs::read_to_string(&approve_log).unwrap_or_default(),
+                20
+            )
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    eprintln!(
+        "master joined (Node Ready) {:.1} s after its kubelet started",
+        joined.elapsed().as_secs_f64()
+    );
+    drop(approver);
 
     // Killed during cluster-bootstrap and started again: resumes there. A
     // manifest the API refuses (a name it rejects) is on the console and in

@@ -118,13 +118,23 @@ if [ "$kubelet" = none ]; then
     echo "this host runs no kubelet" >"$root/.kubelet.log"
     sleep infinity &
 else
+    # shellcheck disable=SC2086
     "$kubelet" --config /etc/kubernetes/kubelet-host.yaml --hostname-override "$name" \
-        --node-ip "$ip" --v=2 >"$root/.kubelet.log" 2>&1 &
+        --node-ip "$ip" --v=2 $OKD_KUBELET_JOIN >"$root/.kubelet.log" 2>&1 &
 fi
 wait -n
 echo "a daemon of host $name ended" >&2
 exit 1
 "#;
+
+/// How a host's kubelet runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kubelet {
+    /// No API server: static pods only (the bootstrap).
+    Standalone,
+    /// Joins the cluster through `/etc/kubernetes/kubeconfig`.
+    Join,
+}
 
 /// A Docker archive (`docker save` format, which `ctr images import`
 /// reads) of one layer holding `files` (path in the image, file on this
@@ -264,6 +274,35 @@ impl NodeHost {
         kubelet: &Path,
         images: &[PathBuf],
     ) -> NodeHost {
+        Self::start_as(
+            ns,
+            name,
+            ip,
+            pod_cidr,
+            root,
+            kubelet,
+            images,
+            Kubelet::Standalone,
+        )
+    }
+
+    /// [`NodeHost::start`] with the kubelet as `mode` says: standalone
+    /// (the bootstrap's `kubelet.sh`), or joining the cluster through the
+    /// bootstrap kubeconfig its Ignition laid down
+    /// (`/etc/kubernetes/kubeconfig`, as a master's or worker's
+    /// `kubelet.service` does): TLS bootstrap of its client certificate,
+    /// serving certificates by CSR.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start_as(
+        ns: &str,
+        name: &str,
+        ip: &str,
+        pod_cidr: &str,
+        root: &Path,
+        kubelet: &Path,
+        images: &[PathBuf],
+        mode: Kubelet,
+    ) -> NodeHost {
         let cgroup = format!(
             "okdn{}-{}",
             std::process::id(),
@@ -277,10 +316,11 @@ impl NodeHost {
             &root.join("etc/cni/net.d/10-okd-test.conflist"),
             &cni_config(pod_cidr),
         );
-        write_default(
-            &root.join("etc/kubernetes/kubelet-host.yaml"),
-            &kubelet_config(&cgroup, ip),
-        );
+        let mut kcfg = kubelet_config(&cgroup, ip);
+        if mode == Kubelet::Join {
+            kcfg.push_str("serverTLSBootstrap: true\nrotateCertificates: true\n");
+        }
+        write_default(&root.join("etc/kubernetes/kubelet-host.yaml"), &kcfg);
         std::fs::create_dir_all(root.join("etc/kubernetes/manifests")).unwrap();
         for d in cgroup_dirs(&cgroup) {
             std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
@@ -315,6 +355,14 @@ impl NodeHost {
             .arg(kubelet)
             .arg(&pause)
             .args(images)
+            .env(
+                "OKD_KUBELET_JOIN",
+                if mode == Kubelet::Join {
+                    "--bootstrap-kubeconfig=/etc/kubernetes/kubeconfig --kubeconfig=/var/lib/kubelet/kubeconfig --cert-dir=/var/lib/kubelet/pki"
+                } else {
+                    ""
+                },
+            )
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
