@@ -264,3 +264,52 @@ fn expired_bootstrap_certificates_are_an_error() {
         "{err}"
     );
 }
+
+/// bootstrap.ign carries the inventory's masters and workers for the
+/// bootstrap's approve-csr (`/opt/openshift/okd-node-identities.json`, not
+/// the bootstrap host); a host renamed in agent-config.yaml makes it again,
+/// with openshift-install's warning, and a rerun without a change keeps it.
+#[test]
+fn node_identities_follow_the_inventory() {
+    let d = common::example_dir("baremetal-single-master");
+    let ex = common::repo().join("examples/baremetal-single-master");
+    for f in ["agent-config.yaml", "bastion-config.yaml"] {
+        std::fs::copy(ex.join(f), d.path().join(f)).unwrap();
+    }
+    let ids = |dir: &Path| -> serde_json::Value {
+        let bytes = bootstrap_file(dir, "/opt/openshift/okd-node-identities.json")
+            .expect("bootstrap.ign carries the node identities");
+        serde_json::from_slice(&bytes).unwrap()
+    };
+    common::okd_ok(d.path(), &["create", "ignition-configs"]);
+    let first = ids(d.path());
+    let names: Vec<&str> = first["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["names"][0].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["master", "worker1"]);
+    assert_eq!(first["nodes"][0]["addresses"][0], "192.168.120.103");
+    let agent = d.path().join("agent-config.yaml");
+    let text = std::fs::read_to_string(&agent).unwrap();
+    std::fs::write(
+        &agent,
+        text.replace("hostname: worker1", "hostname: worker9"),
+    )
+    .unwrap();
+    let out = common::okd(d.path(), &["create", "ignition-configs"]);
+    assert!(out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("Discarding the Bootstrap Ignition Config"),
+        "{said}"
+    );
+    assert_eq!(ids(d.path())["nodes"][1]["names"][0], "worker9");
+    let before = std::fs::read(d.path().join("bootstrap.ign")).unwrap();
+    common::okd_ok(d.path(), &["create", "ignition-configs"]);
+    assert_eq!(
+        std::fs::read(d.path().join("bootstrap.ign")).unwrap(),
+        before
+    );
+}

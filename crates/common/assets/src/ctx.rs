@@ -59,8 +59,9 @@ pub struct GenCtx {
     /// The nodes whose CSRs the bootstrap node may approve (from the
     /// install's inventory, read by the command that creates the Ignition
     /// configs); `Some`: bootstrap.ign carries them as
-    /// `/opt/openshift/okd-node-identities.json`. Not part of the asset
-    /// graph: the file reflects the inventory when bootstrap.ign is made.
+    /// `/opt/openshift/okd-node-identities.json`. Enters the graph as
+    /// [`crate::node_identities::NodeIdentitiesAsset`], so a change makes
+    /// bootstrap.ign again.
     pub node_identities: Option<okd_types::node_identities::NodeIdentities>,
     /// Fault injection for tests: generating the asset with this display
     /// name (e.g. `Root CA`) fails with [`AssetError::Invalid`], so a test can

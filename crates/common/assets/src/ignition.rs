@@ -21,6 +21,7 @@ use crate::installconfig::{InstallConfigAsset, ReleaseImage};
 use crate::kubeconfig::{AdminInternalClient, Kubelet, LoopbackClient};
 use crate::machines::{MasterMachines, OpenshiftInstallManifests, WorkerMachines};
 use crate::manifests::{CommonManifests, OpenshiftManifests, no_proxy_status};
+use crate::node_identities::NodeIdentitiesAsset;
 use crate::pointer::IgnitionAsset;
 use crate::store::{Asset, Dep, Parents, dep};
 use crate::tls::{BootstrapSshKeyPair, RootCa, bootstrap_tls_deps, bootstrap_tls_files};
@@ -38,6 +39,7 @@ fn bootstrap_deps() -> Vec<Dep> {
         dep::<OpenshiftManifests>(),
         dep::<OpenshiftInstallManifests>(),
         dep::<ReleaseImage>(),
+        dep::<NodeIdentitiesAsset>(),
     ];
     v.extend(bootstrap_tls_deps());
     v
@@ -91,7 +93,7 @@ fn bootstrap_config(ctx: &GenCtx, p: &Parents<'_>, in_place: bool) -> Result<Con
         files.retain(|x| x.path != f.path);
         files.push(f);
     }
-    if let Some(ids) = &ctx.node_identities {
+    if let Some(ids) = &p.get::<NodeIdentitiesAsset>().nodes {
         let json = serde_json::to_string_pretty(ids).expect("serializable");
         files.push(File::data(
             okd_types::node_identities::NODE_IDENTITIES_PATH,

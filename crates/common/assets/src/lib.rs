@@ -32,6 +32,7 @@ pub mod machines;
 pub mod manifests;
 pub mod metadata;
 mod network_crd;
+pub mod node_identities;
 pub mod node_program;
 pub mod password;
 pub mod pointer;
