@@ -25,6 +25,7 @@
 
 pub mod approve;
 pub mod checks;
+pub mod handover;
 pub mod operators;
 pub mod progress;
 pub mod release;
