@@ -507,3 +507,82 @@ fn refused_manifests_and_missing_pods_are_named() {
     );
     assert!(!out.status.success(), "bootstrap-finished was sent");
 }
+
+/// Step 6 on an HA install ([CB] `ha_checker.go`): cluster-bootstrap
+/// waits until the kube-apiserver, scheduler and controller-manager
+/// operators each report two masters at a revision, then for the teardown
+/// delay; one master short, it times out naming the condition.
+#[test]
+fn ha_checks_wait_for_two_masters_of_each_component() {
+    use okd_cluster_bootstrap::ha;
+    let dir = cluster_dir();
+    let scratch = tempfile::tempdir().unwrap();
+    let Some(cp) = ControlPlane::start(dir.path(), scratch.path(), With::ApiServer) else {
+        return;
+    };
+    let crd = |c: &ha::Component| {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: {p}.operator.openshift.io}}\nspec:\n  group: operator.openshift.io\n  scope: Cluster\n  names: {{kind: {k}, plural: {p}, singular: {s}, listKind: {k}List}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}\n",
+            p = c.plural,
+            k = c.kind,
+            s = c.kind.to_lowercase()
+        )
+    };
+    let object = |c: &ha::Component, second: i64| {
+        format!(
+            "apiVersion: operator.openshift.io/v1\nkind: {}\nmetadata: {{name: cluster}}\nstatus:\n  nodeStatuses:\n  - {{nodeName: master-0, currentRevision: 1, targetRevision: 1}}\n  - {{nodeName: master-1, currentRevision: {second}, targetRevision: 1}}\n",
+            c.kind
+        )
+    };
+    let mut files: Vec<(String, String)> = Vec::new();
+    for c in &ha::COMPONENTS {
+        files.push((format!("10-{}-crd.yaml", c.plural), crd(c)));
+        // The scheduler runs on one master only.
+        let second = i64::from(c.plural != "kubeschedulers");
+        files.push((format!("20-{}.yaml", c.plural), object(c, second)));
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let mut opts = assets(&cp, scratch.path(), &refs);
+    opts.ha = Some(ha::Source::Operators);
+    opts.ha_timeout = Duration::from_secs(12);
+    opts.teardown_delay = Duration::from_secs(1);
+    opts.assets_timeout = Duration::from_secs(60);
+    let o = opts.clone();
+    let err = in_netns(&cp.ns, move || async move {
+        okd_cluster_bootstrap::start(&o).await
+    })
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, Error::HaTimeout(_)), "{text}");
+    assert!(
+        text.contains("scheduler should be available on at least two master nodes")
+            && !text.contains("API should be available"),
+        "{text}"
+    );
+
+    // The second master's scheduler rolled out: the checks pass.
+    let fixed = scratch.path().join("kubeschedulers.yaml");
+    std::fs::write(&fixed, object(&ha::COMPONENTS[1], 1)).unwrap();
+    cp.admin(&["apply", "-f", fixed.to_str().unwrap()]);
+    let o = opts.clone();
+    let report = in_netns(&cp.ns, move || async move {
+        okd_cluster_bootstrap::start(&o).await
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        report.steps,
+        [
+            Step::LayDown,
+            Step::WaitApi,
+            Step::CreateManifests,
+            Step::WaitPods,
+            Step::HaChecks,
+            Step::BootstrapSuccess,
+            Step::WaitManifests,
+            Step::BootstrapFinished
+        ]
+    );
+}

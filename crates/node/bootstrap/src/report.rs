@@ -46,45 +46,17 @@ fn record(r: Result<(), okd_fs::FsError>) {
 /// shows: with an OKD/OCP payload the kube-apiserver operator's
 /// `status.nodeStatuses` with `currentRevision > 0` (report-progress.sh's
 /// query); with an upstream payload the masters' `kube-system/kube-apiserver-<node>`
-/// mirror pods that are Ready, one per node.
+/// mirror pods that are Ready, one per node (the counts of
+/// okd-cluster-bootstrap's HA checks).
 pub fn rolled_out_apiservers(
     kind: PayloadKind,
     operator_status: Option<&serde_json::Value>,
     pods: &[Pod],
 ) -> usize {
+    use okd_cluster_bootstrap::ha;
     match kind {
-        PayloadKind::Openshift => operator_status
-            .and_then(|s| s.get("nodeStatuses"))
-            .and_then(|n| n.as_array())
-            .map_or(0, |list| {
-                list.iter()
-                    .filter(|n| {
-                        n.get("currentRevision")
-                            .and_then(|r| r.as_i64())
-                            .unwrap_or(0)
-                            > 0
-                    })
-                    .count()
-            }),
-        PayloadKind::Upstream => {
-            let mut nodes = std::collections::BTreeSet::new();
-            for p in pods {
-                let name = p.metadata.name.as_deref().unwrap_or_default();
-                let ready = p
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
-                if let (true, true, Some(node)) = (
-                    name.starts_with("kube-apiserver-"),
-                    ready,
-                    p.spec.as_ref().and_then(|s| s.node_name.clone()),
-                ) {
-                    nodes.insert(node);
-                }
-            }
-            nodes.len()
-        }
+        PayloadKind::Openshift => ha::available_from_status(operator_status).0,
+        PayloadKind::Upstream => ha::available_from_pods(pods, ha::COMPONENTS[0].pod).0,
     }
 }
 

@@ -361,6 +361,11 @@ impl NodeStages {
         };
         let clauses: Vec<&str> = pods.iter().map(String::as_str).collect();
         o.required_pods = RequiredPod::parse(&clauses).map_err(fail)?;
+        // An upstream control plane has no operators: the masters' mirror
+        // pods show it.
+        if o.ha.is_some() && kind == PayloadKind::Upstream {
+            o.ha = Some(okd_cluster_bootstrap::ha::Source::MirrorPods);
+        }
         if let Some(t) = self.opts.cluster_bootstrap_timeout {
             o.api_timeout = t;
             o.pods_timeout = t;

@@ -22,19 +22,22 @@
 //!    `--assets-create-timeout`), and [`Step::BootstrapFinished`] creates
 //!    `kube-system/bootstrap-finished`.
 //!
-//! Not here yet, with their places marked in [`start`]: upstream's wait for
-//! the self-hosted control plane on HA installs
-//! (`waitForSelfHostedControlPlaneAvailabilityBeforeTearDown`, `ha_checker.go`)
-//! and tear-down delay go between [`Step::WaitPods`] and
-//! [`Step::BootstrapSuccess`]; the teardown (`bootstrapControlPlane.Teardown`:
-//! the secrets directory and [`LaidDown::static_pods`] removed, then the API's
-//! termination awaited) after [`Step::BootstrapFinished`].
+//! 6. [`Step::HaChecks`] (HA installs only, between [`Step::WaitPods`] and
+//!    [`Step::BootstrapSuccess`]): the production kube-apiserver, scheduler
+//!    and controller manager available on two masters, then the teardown
+//!    delay ([`ha`]).
+//!
+//! Not here yet, with its place marked in [`start`]: the teardown
+//! (`bootstrapControlPlane.Teardown`: the secrets directory and
+//! [`LaidDown::static_pods`] removed, then the API's termination awaited)
+//! after [`Step::BootstrapFinished`].
 //!
 //! Every step may run again: a restarted run lays the same files down,
 //! finds existing objects and events and counts them as done.
 
 pub mod copy;
 pub mod create;
+pub mod ha;
 pub mod manifests;
 pub mod pods;
 
@@ -99,6 +102,14 @@ pub struct Options {
     pub pods_timeout: Duration,
     /// How long the manifests may still take after `bootstrap-success`.
     pub assets_timeout: Duration,
+    /// Step 6 on HA installs: where the masters' control plane is seen
+    /// ([`ha::Source`]); `None`: not HA, no wait. [`Options::new`] sets
+    /// [`ha::Source::Operators`] when [`ha::is_ha`].
+    pub ha: Option<ha::Source>,
+    /// Step 6's limit for each of its conditions (30 min).
+    pub ha_timeout: Duration,
+    /// Step 6's teardown delay after the conditions hold (30 s).
+    pub teardown_delay: Duration,
     /// Where the manifests' creation records what it did, shared with the
     /// caller while [`start`] runs (a manifest the API refuses is shown as
     /// it happens, e.g. on the node's console).
@@ -126,6 +137,9 @@ impl Options {
             api_timeout: DEFAULT_API_TIMEOUT,
             pods_timeout: DEFAULT_PODS_TIMEOUT,
             assets_timeout: DEFAULT_ASSETS_TIMEOUT,
+            ha: ha::is_ha(asset_dir).then_some(ha::Source::Operators),
+            ha_timeout: ha::DEFAULT_HA_TIMEOUT,
+            teardown_delay: ha::DEFAULT_TEARDOWN_DELAY,
             progress: Arc::default(),
         }
     }
@@ -142,6 +156,9 @@ pub enum Step {
     CreateManifests,
     /// The required pods are Running and Ready.
     WaitPods,
+    /// HA only: the production control plane available on two masters,
+    /// then the teardown delay.
+    HaChecks,
     /// `kube-system/bootstrap-success` exists.
     BootstrapSuccess,
     /// Every manifest is created.
@@ -232,6 +249,9 @@ pub enum Error {
         /// message).
         failures: Vec<ManifestFailure>,
     },
+    /// HA: the masters' control plane was not available in time.
+    #[error("timed out waiting for the control plane on the masters: {0}")]
+    HaTimeout(String),
     /// The background creation of the manifests ended abnormally.
     #[error("creating the manifests stopped: {0}")]
     Creator(String),
@@ -297,14 +317,19 @@ pub async fn start(opts: &Options) -> Result<Report, Error> {
     let pods = pods::wait_running(client.clone(), &opts.required_pods, opts.pods_timeout).await?;
     steps.push(Step::WaitPods);
 
-    // SEAM (HA, not implemented yet): upstream waits here, on installs with
-    // three or more control-plane replicas, for the self-hosted
-    // kube-apiserver, kube-scheduler and kube-controller-manager on at least
-    // two masters (`ha_checker.go`), then for the tear-down delay (at least
-    // 30 s on HA) so load balancers see the masters' API servers. A step
-    // added here runs before `bootstrap-success`, while the manifests go on
-    // being created; it gets a `Step` variant between `WaitPods` and
-    // `BootstrapSuccess`, pushed onto `steps` when done.
+    // 6. (HA) the production control plane on two masters, then the
+    // teardown delay.
+    if let Some(source) = opts.ha {
+        ha::wait_available(&client, source, opts.ha_timeout)
+            .await
+            .map_err(Error::HaTimeout)?;
+        info!(
+            "Waiting {} before reporting success (teardown delay)",
+            pods::human(opts.teardown_delay)
+        );
+        tokio::time::sleep(opts.teardown_delay).await;
+        steps.push(Step::HaChecks);
+    }
 
     // 5.
     let mut events = vec![(
