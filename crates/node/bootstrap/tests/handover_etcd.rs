@@ -62,6 +62,16 @@ fn start(
     )
 }
 
+/// The members as the handover rule sees them.
+async fn judge(m: &Members) -> Vec<okd_bootstrap::handover::Member> {
+    m.judged()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(_, j)| j)
+        .collect()
+}
+
 fn b64(s: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(s)
 }
@@ -143,13 +153,7 @@ async fn a_master_joins_as_a_learner_and_the_bootstrap_member_goes_only_when_it_
     // The master: added as a learner first; the bootstrap must stay.
     let (id, after_add) = members.add_learner(&master_peer).await.unwrap();
     assert!(after_add.iter().any(|m| m.id == id && m.is_learner));
-    let judged: Vec<_> = members
-        .judged()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|(_, j)| j)
-        .collect();
+    let judged = judge(&members).await;
     assert!(
         matches!(
             can_remove_bootstrap(&judged, 1),
@@ -230,12 +234,6 @@ async fn a_master_joins_as_a_learner_and_the_bootstrap_member_goes_only_when_it_
     })
     .await;
     assert_eq!(got, b64("written on the bootstrap"));
-    let judged: Vec<_> = on_master
-        .judged()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|(_, j)| j)
-        .collect();
+    let judged = judge(&on_master).await;
     assert_eq!(can_remove_bootstrap(&judged, 1), Err(Keep::AlreadyRemoved));
 }
