@@ -241,7 +241,9 @@ fn creates_every_manifest_then_resumes_changing_nothing() {
     let o = opts.clone();
     let log = Captured::default();
     let sub = log.subscriber();
-    let report = in_netns(&cp.ns, move || async move {
+    let secrets_dir = opts.bootstrap_secrets_dir.clone();
+    let pod_file = opts.pod_manifest_dir.join("kube-apiserver-pod.yaml");
+    let (report, seen) = in_netns(&cp.ns, move || async move {
         // The runtime is this thread's: every task of start logs here.
         let _log = tracing::subscriber::set_default(sub);
         let client = okd_cluster::Cluster::from_kubeconfig(&kc)
@@ -250,6 +252,17 @@ fn creates_every_manifest_then_resumes_changing_nothing() {
             .client();
         let kubelet = tokio::spawn(async move {
             tokio::time::sleep(Duration::from_secs(2)).await;
+            // The node's files while the temporary control plane runs
+            // (the teardown removes them at the end).
+            let kc = secrets_dir.join("kubeconfig");
+            let seen = (
+                std::fs::read(&kc).ok(),
+                std::fs::metadata(&kc)
+                    .map(|m| m.permissions().mode() & 0o777)
+                    .ok(),
+                secrets_dir.join("service-account.key").is_file(),
+                pod_file.is_file(),
+            );
             set_pod_status(
                 client.clone(),
                 "kube-apiserver-bootstrap-node",
@@ -266,10 +279,11 @@ fn creates_every_manifest_then_resumes_changing_nothing() {
             )
             .await;
             set_pod_status(client, "kube-scheduler-bootstrap-node", "Running", true).await;
+            seen
         });
         let r = okd_cluster_bootstrap::start(&o).await;
-        kubelet.await.unwrap();
-        r
+        let seen = kubelet.await.unwrap();
+        r.map(|r| (r, seen))
     })
     .unwrap_or_else(|e| panic!("{e}"));
 
@@ -282,7 +296,8 @@ fn creates_every_manifest_then_resumes_changing_nothing() {
             Step::WaitPods,
             Step::BootstrapSuccess,
             Step::WaitManifests,
-            Step::BootstrapFinished
+            Step::BootstrapFinished,
+            Step::Teardown
         ]
     );
     assert_eq!(
@@ -359,21 +374,31 @@ fn creates_every_manifest_then_resumes_changing_nothing() {
             "Required control plane pods have been created"
         );
     }
-    // The node's files.
-    let secrets = &opts.bootstrap_secrets_dir;
-    let kc = secrets.join("kubeconfig");
+    // The node's files while it ran, and the teardown at the end.
+    let (kc, mode, sa_key, pod) = seen;
     assert_eq!(
-        std::fs::read(&kc).unwrap(),
-        std::fs::read(cp.auth("kubeconfig-loopback")).unwrap()
+        kc,
+        Some(std::fs::read(cp.auth("kubeconfig-loopback")).unwrap())
     );
-    assert_eq!(
-        std::fs::metadata(&kc).unwrap().permissions().mode() & 0o777,
-        0o600
+    assert_eq!(mode, Some(0o600));
+    assert!(
+        sa_key && pod,
+        "the secrets and the static pod were laid down"
     );
-    assert!(secrets.join("service-account.key").is_file());
     assert_eq!(
         report.laid_down.static_pods,
         [opts.pod_manifest_dir.join("kube-apiserver-pod.yaml")]
+    );
+    assert!(
+        !opts.bootstrap_secrets_dir.exists(),
+        "the teardown removes the secrets"
+    );
+    assert!(
+        !opts
+            .pod_manifest_dir
+            .join("kube-apiserver-pod.yaml")
+            .exists(),
+        "the teardown removes the laid-down static pods"
     );
 
     // A second run (bootkube restarted): nothing changes.
@@ -582,7 +607,8 @@ fn ha_checks_wait_for_two_masters_of_each_component() {
             Step::HaChecks,
             Step::BootstrapSuccess,
             Step::WaitManifests,
-            Step::BootstrapFinished
+            Step::BootstrapFinished,
+            Step::Teardown
         ]
     );
 }

@@ -30,6 +30,28 @@ pub struct LaidDown {
     pub static_pods: Vec<PathBuf>,
 }
 
+/// The teardown: removes the bootstrap secrets directory and every static
+/// pod of `laid`; missing files are no error (it may run again).
+///
+/// # Errors
+/// [`Error::Io`] naming the path that could not be removed.
+pub(crate) fn tear_down(opts: &Options, laid: &LaidDown) -> Result<(), Error> {
+    info!("Tearing down temporary bootstrap control plane...");
+    match std::fs::remove_dir_all(&opts.bootstrap_secrets_dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io("removing", &opts.bootstrap_secrets_dir, e)),
+    }
+    for p in &laid.static_pods {
+        match std::fs::remove_file(p) {
+            Ok(()) => info!("removed {}", p.display()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("removing", p, e)),
+        }
+    }
+    Ok(())
+}
+
 /// Runs step 1 for `opts`.
 ///
 /// # Errors

@@ -27,10 +27,10 @@
 //!    and controller manager available on two masters, then the teardown
 //!    delay ([`ha`]).
 //!
-//! Not here yet, with its place marked in [`start`]: the teardown
-//! (`bootstrapControlPlane.Teardown`: the secrets directory and
-//! [`LaidDown::static_pods`] removed, then the API's termination awaited)
-//! after [`Step::BootstrapFinished`].
+//! 7. [`Step::Teardown`] after [`Step::BootstrapFinished`]
+//!    (`bootstrapControlPlane.Teardown`): the bootstrap secrets directory
+//!    and [`LaidDown::static_pods`] removed, so the kubelet stops the
+//!    temporary control plane.
 //!
 //! Every step may run again: a restarted run lays the same files down,
 //! finds existing objects and events and counts them as done.
@@ -165,6 +165,8 @@ pub enum Step {
     WaitManifests,
     /// `kube-system/bootstrap-finished` exists.
     BootstrapFinished,
+    /// The bootstrap secrets and the laid-down static pods removed.
+    Teardown,
 }
 
 /// What a successful [`start`] did.
@@ -272,7 +274,8 @@ impl Error {
 ///
 /// # Errors
 /// [`Error::Manifest`] before anything is done when a manifest does not
-/// parse; [`Error::Io`]/[`Error::Fs`] from step 1; [`Error::Cluster`] when
+/// parse; [`Error::Io`]/[`Error::Fs`] from step 1 or the teardown;
+/// [`Error::HaTimeout`] naming the conditions not met; [`Error::Cluster`] when
 /// the kubeconfig cannot be used or an event cannot be created;
 /// [`Error::ApiTimeout`], [`Error::PodsTimeout`], [`Error::AssetsTimeout`]
 /// (naming each manifest not created, its object and the API's message)
@@ -361,13 +364,13 @@ pub async fn start(opts: &Options) -> Result<Report, Error> {
     ));
     steps.push(Step::BootstrapFinished);
 
-    // SEAM (teardown, not implemented yet): upstream tears the temporary
-    // control plane down here (`bootstrapControlPlane.Teardown`): removes
-    // the bootstrap secrets directory and `laid_down.static_pods`, then
-    // waits up to `--tear-down-termination-timeout` for the API to stop
-    // answering. Upstream also tears down when a step fails; a teardown
-    // added here must decide that for bootkube's restarts. It gets a `Step`
-    // variant after `BootstrapFinished`.
+    // 8. The teardown (upstream's `bootstrapControlPlane.Teardown`): the
+    // bootstrap secrets and the static pods laid down in step 1 go, so the
+    // kubelet stops the temporary control plane. Only after success: a
+    // failed run leaves it up for bootkube's restart (upstream also tears
+    // down on failure; its restarts lay everything down again).
+    copy::tear_down(opts, &laid_down)?;
+    steps.push(Step::Teardown);
 
     let manifests = progress.lock().unwrap_or_else(|e| e.into_inner()).clone();
     info!(
