@@ -237,6 +237,38 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
     let listed = String::from_utf8_lossy(&out.stdout).lines().count();
     assert!(listed > 20, "{listed} objects");
 
+    // The bootstrap's etcd over TLS with its client certificate, as the
+    // handover will ask it (okd_bootstrap::members, etcd's JSON gateway):
+    // one member, etcd-bootstrap, a healthy voter, at the bootstrap's address.
+    let tls = root.join("opt/openshift/tls");
+    let ns = bl.lab.nodes[1].ns.clone();
+    let members = common::kube::in_netns(&ns, move || async move {
+        let http = okd_bootstrap::checks::client(
+            &tls.join("etcd-ca-bundle.crt"),
+            Some((&tls.join("etcd-client.crt"), &tls.join("etcd-client.key"))),
+        )
+        .unwrap();
+        let m = okd_bootstrap::members::Members::new(
+            http,
+            vec![format!("https://{}:2379", common::bootlab::BOOTSTRAP)],
+        );
+        m.judged().await
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(members.len(), 1, "{members:?}");
+    assert_eq!(
+        members[0].1,
+        okd_bootstrap::handover::Member {
+            name: okd_bootstrap::handover::BOOTSTRAP_MEMBER.into(),
+            learner: false,
+            healthy: true
+        }
+    );
+    assert_eq!(
+        members[0].0.client_urls,
+        [format!("https://{}:2379", common::bootlab::BOOTSTRAP)]
+    );
+
     // The node's progress, published into its API: serve's dashboard and
     // `wait-for bootstrap-complete` show bootkube running cluster-bootstrap.
     let out = kubectl(&[
