@@ -427,19 +427,7 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         &[],
         Kubelet::Join,
     );
-    let out = master
-        .enter("sh")
-        .args([
-            "-c",
-            &format!("rm -f /etc/resolv.conf && printf 'nameserver {BASTION}\\nsearch okd.example\\n' >/etc/resolv.conf"),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    master.use_nameserver(BASTION);
     let joined = Instant::now();
     let deadline = joined + Duration::from_secs(180);
     loop {
@@ -466,26 +454,24 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         );
         std::thread::sleep(Duration::from_secs(1));
     }
-    let csrs = kubectl(&[
-        "get",
-        "csr",
-        "-o",
-        "jsonpath={range .items[*]}{.spec.signerName} {.spec.username} {.status.conditions[*].type}{\"\\n\"}{end}",
-    ]);
-    let csrs = String::from_utf8_lossy(&csrs.stdout).into_owned();
+    // One line per CSR: signer, requester, conditions.
+    let csr_lines = || {
+        let out = kubectl(&[
+            "get",
+            "csr",
+            "-o",
+            "jsonpath={range .items[*]}{.spec.signerName} {.spec.username} {.status.conditions[*].type}{\"\\n\"}{end}",
+        ]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let csrs = csr_lines();
     assert!(
         csrs.lines().any(|l| l.starts_with("kubernetes.io/kube-apiserver-client-kubelet system:serviceaccount:openshift-machine-config-operator:node-bootstrapper Approved")),
         "{csrs}"
     );
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let csrs = kubectl(&[
-            "get",
-            "csr",
-            "-o",
-            "jsonpath={range .items[*]}{.spec.signerName} {.spec.username} {.status.conditions[*].type}{\"\\n\"}{end}",
-        ]);
-        let csrs = String::from_utf8_lossy(&csrs.stdout).into_owned();
+        let csrs = csr_lines();
         if csrs
             .lines()
             .any(|l| l == "kubernetes.io/kubelet-serving system:node:master Approved")

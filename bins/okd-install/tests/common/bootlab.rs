@@ -310,15 +310,7 @@ impl BootLab {
             kubelet.unwrap_or(&none),
             &[],
         );
-        let out = host
-            .enter("sh")
-            .args([
-                "-c",
-                &format!("rm -f /etc/resolv.conf && printf 'nameserver {BASTION}\\nsearch okd.example\\n' >/etc/resolv.conf"),
-            ])
-            .output()
-            .unwrap();
-        ok(&out, "resolv.conf");
+        host.use_nameserver(BASTION);
         BootLab {
             host,
             registry,

@@ -428,6 +428,24 @@ impl NodeHost {
         std::fs::remove_file(self.root.join("etc/kubernetes/manifests").join(file)).unwrap();
     }
 
+    /// Points the host's resolver at `ip` (serve's DNS on the bastion) with
+    /// search domain `okd.example`, as a node's DHCP or nmstate would.
+    pub fn use_nameserver(&self, ip: &str) {
+        let out = self
+            .enter("sh")
+            .args([
+                "-c",
+                &format!("rm -f /etc/resolv.conf && printf 'nameserver {ip}\\nsearch okd.example\\n' >/etc/resolv.conf"),
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "resolv.conf: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// A command run inside the host (its network, mount, UTS and PID
     /// namespaces), as `nsenter` into its PID 1.
     pub fn enter(&self, program: &str) -> Command {

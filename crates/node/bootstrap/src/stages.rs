@@ -505,27 +505,7 @@ fn api_host(api_int_server: &str, public: bool) -> Result<String, StageFailure> 
 
 fn copy_files(from: &Path, to: &Path) -> Result<usize, StageFailure> {
     okd_fs::create_dir_all(to, 0o755).map_err(fail)?;
-    let mut n = 0;
-    let rd = match std::fs::read_dir(from) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(fail(format!("cannot read {}: {e}", from.display()))),
-    };
-    for e in rd.flatten() {
-        if e.file_type().map(|t| t.is_file()).unwrap_or(false) {
-            let data = std::fs::read(e.path())
-                .map_err(|err| fail(format!("{}: {err}", e.path().display())))?;
-            let mode = {
-                use std::os::unix::fs::PermissionsExt as _;
-                e.metadata()
-                    .map(|m| m.permissions().mode() & 0o777)
-                    .unwrap_or(0o644)
-            };
-            okd_fs::write_atomic(&to.join(e.file_name()), &data, mode).map_err(fail)?;
-            n += 1;
-        }
-    }
-    Ok(n)
+    operators::copy_dir(from, to, false).map_err(fail)
 }
 
 impl okd_bootkube::Stages for NodeStages {

@@ -361,7 +361,13 @@ fn copy_file(from: &Path, to: &Path) -> Result<(), String> {
     okd_fs::write_atomic(to, &data, mode).map_err(|e| e.to_string())
 }
 
-fn copy_dir(from: &Path, to: &Path, recursive: bool) -> Result<usize, String> {
+/// Copies the regular files of `from` (and, `recursive`, its
+/// directories) into `to`, keeping modes, each file written atomically;
+/// a missing `from` copies nothing. Returns the number of files.
+///
+/// # Errors
+/// A message naming the file that cannot be read or written.
+pub(crate) fn copy_dir(from: &Path, to: &Path, recursive: bool) -> Result<usize, String> {
     let rd = match std::fs::read_dir(from) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
