@@ -89,6 +89,10 @@ enum Cmd {
     /// progress.service).
     #[command(subcommand)]
     Bootstrap(node::BootstrapCmd),
+    /// A master's program for payloads without operators, run by its
+    /// machine config (okd-control-plane.service).
+    #[command(subcommand)]
+    Node(node::NodeCmd),
     /// Print the asset graph of a target in Graphviz DOT.
     Graph {
         /// Target: install-config, manifests, ignition-configs, single-node-ignition-config.
@@ -128,6 +132,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         Cmd::Mirror(m) => mirror::command(dir, m),
         Cmd::Create(c) => create::run(dir, c),
         Cmd::Bootstrap(b) => node::command(b),
+        Cmd::Node(n) => node::node_command(n),
     }
 }
 

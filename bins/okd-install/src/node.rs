@@ -1,5 +1,6 @@
 //! `okd-install bootstrap …`: the commands `bootstrap.ign`'s units run on
-//! the bootstrap node (crate okd-bootstrap).
+//! the bootstrap node (crate okd-bootstrap); `okd-install node …`: what a
+//! master's machine config runs (crate okd-control-plane-installer).
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -70,6 +71,55 @@ pub enum BootstrapCmd {
         #[arg(long, default_value = "/opt/openshift")]
         work: PathBuf,
     },
+}
+
+/// A master node's commands.
+#[derive(Subcommand, Debug)]
+pub enum NodeCmd {
+    /// okd-control-plane.service (payloads without operators): writes the
+    /// etcd member and control plane the bootstrap hands this master
+    /// (Secret kube-system/okd-control-plane-<node>) into /etc/kubernetes;
+    /// ends once they are in place.
+    ControlPlane {
+        /// The kubelet's kubeconfig (its client certificate is this node's
+        /// identity).
+        #[arg(long, default_value = "/var/lib/kubelet/kubeconfig")]
+        kubeconfig: PathBuf,
+        /// This node's name [default: the host name].
+        #[arg(long)]
+        node_name: Option<String>,
+        /// How often the Secret is read while waiting.
+        #[arg(long, value_parser = parse_duration, default_value = "5s")]
+        poll: Duration,
+    },
+}
+
+/// Runs a master node command.
+pub fn node_command(cmd: &NodeCmd) -> Result<(), Failure> {
+    let rt = runtime().map_err(fail)?;
+    match cmd {
+        NodeCmd::ControlPlane {
+            kubeconfig,
+            node_name,
+            poll,
+        } => {
+            let node = match node_name {
+                Some(n) => n.clone(),
+                None => std::fs::read_to_string("/proc/sys/kernel/hostname")
+                    .map_err(|e| fail(anyhow!("cannot read the host name: {e}; give --node-name")))?
+                    .trim()
+                    .to_lowercase(),
+            };
+            let opts = okd_control_plane_installer::Options {
+                kubeconfig: kubeconfig.clone(),
+                node,
+                root: PathBuf::from("/"),
+                poll: *poll,
+            };
+            rt.block_on(okd_control_plane_installer::run(&opts))
+                .map_err(fail)
+        }
+    }
 }
 
 /// `90s`, `10m`, `1h`, or seconds.

@@ -162,6 +162,7 @@ impl Inventory {
                     NodeIdentity {
                         names,
                         addresses: vec![n.address],
+                        master: n.role == Role::Master,
                     }
                 })
                 .collect(),

@@ -151,6 +151,38 @@ pub struct CertKey {
     pub key: RsaKey,
 }
 
+impl CertKey {
+    /// A certificate and key read back from PEM (the first `CERTIFICATE`
+    /// block of `cert_pem`, a PKCS#1 or PKCS#8 RSA key), e.g. a signer an
+    /// earlier step wrote to disk, to sign more certificates with.
+    ///
+    /// # Errors
+    /// [`PkiError::NoPem`] without a certificate block,
+    /// [`PkiError::BadCertificate`] / the key's error when either does not
+    /// parse.
+    pub fn from_pem(cert_pem: &str, key_pem: &str) -> Result<CertKey, PkiError> {
+        let first = crate::first_cert_of_bundle(cert_pem).ok_or(PkiError::NoPem("CERTIFICATE"))?;
+        let der = crate::pem_blocks(&first)
+            .into_iter()
+            .find(|(l, _)| l == "CERTIFICATE")
+            .map(|(_, d)| d)
+            .ok_or(PkiError::NoPem("CERTIFICATE"))?;
+        let info = crate::parse_certs(&first)?
+            .into_iter()
+            .next()
+            .ok_or(PkiError::NoPem("CERTIFICATE"))?;
+        Ok(CertKey {
+            cert: Certificate {
+                der,
+                pem: first,
+                not_before: info.not_before,
+                not_after: info.not_after,
+            },
+            key: RsaKey::from_pem(key_pem)?,
+        })
+    }
+}
+
 /// OID sha256WithRSAEncryption (RFC 8017 Appendix C).
 const OID_SHA256_RSA: [u64; 7] = [1, 2, 840, 113549, 1, 1, 11];
 

@@ -8,6 +8,7 @@
 //! * [`dataurl`]: RFC 2397 data URLs with Go's `http.DetectContentType` sniffing.
 //! * [`ignition`]: Ignition config spec 3.0–3.4 types in Go field order.
 
+pub mod control_plane;
 pub mod dataurl;
 pub mod gojson;
 pub mod goyaml;

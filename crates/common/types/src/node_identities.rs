@@ -30,4 +30,8 @@ pub struct NodeIdentity {
     pub names: Vec<String>,
     /// Its addresses.
     pub addresses: Vec<IpAddr>,
+    /// `true` for a control-plane host (the masters the bootstrap hands
+    /// etcd and the control plane to); absent in files of older builds.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub master: bool,
 }

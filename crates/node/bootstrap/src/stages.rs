@@ -523,9 +523,9 @@ impl okd_bootkube::Stages for NodeStages {
                 if self.kind()? == PayloadKind::Openshift {
                     return self.operator_render(stage.name, "cluster-config-api").await;
                 }
-                let written =
-                    okd_bootstrap_render::api::render_crds(&self.work().join("manifests"))
-                        .map_err(fail)?;
+                let manifests = self.work().join("manifests");
+                okd_bootstrap_render::api::render_etcd_operator_cr(&manifests).map_err(fail)?;
+                let written = okd_bootstrap_render::api::render_crds(&manifests).map_err(fail)?;
                 info!(
                     "stage {}: the upstream payload has no cluster-config-api: wrote {} CustomResourceDefinitions for the OpenShift kinds the manifests use",
                     stage.name,

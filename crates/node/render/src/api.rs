@@ -289,6 +289,34 @@ pub fn render_node_bootstrap_rbac(manifests: &Path) -> Result<Vec<PathBuf>, Rend
     Ok(written)
 }
 
+/// The file [`render_etcd_operator_cr`] writes, under `manifests/`.
+pub const ETCD_CR_FILE: &str = "0000_00_okd-upstream-etcd-cluster.yaml";
+
+/// Writes `manifests/0000_00_okd-upstream-etcd-cluster.yaml`: the
+/// `etcds.operator.openshift.io/cluster` object that the etcd operator's
+/// own manifests create on OpenShift (openshift/cluster-etcd-operator
+/// `manifests/0000_12_etcd-operator_06_operator_cr.yaml`), so that with an
+/// upstream payload the bootstrap has somewhere to publish the
+/// `EtcdBootstrapMemberRemoved` condition that `wait-for
+/// bootstrap-complete` and `destroy bootstrap` read. Written before
+/// [`render_crds`], which then defines its kind.
+///
+/// # Errors
+/// [`RenderError::Fs`] when it cannot be written.
+pub fn render_etcd_operator_cr(manifests: &Path) -> Result<PathBuf, RenderError> {
+    let p = manifests.join(ETCD_CR_FILE);
+    write(
+        &p,
+        &serde_json::json!({
+            "apiVersion": "operator.openshift.io/v1",
+            "kind": "Etcd",
+            "metadata": {"name": "cluster"},
+            "spec": {"managementState": "Managed"},
+        }),
+    )?;
+    Ok(p)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,26 +20,74 @@ pub const CONTROLLER_MANAGER_POD: &str = "bootstrap-manifests/kube-controller-ma
 /// The scheduler's static pod file, under `<assets>`.
 pub const SCHEDULER_POD: &str = "bootstrap-manifests/kube-scheduler-pod.yaml";
 
-fn secret(name: &str) -> String {
-    format!("{BOOTSTRAP_SECRETS}/{name}")
+/// Where a control plane runs: its secrets directory, its etcd and the
+/// address it advertises.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// The directory of the certificates, keys and loopback kubeconfig, on
+    /// the node and inside the pods (the same path).
+    pub secrets_dir: String,
+    /// kube-apiserver's `--etcd-servers` (`https://host:2379` each).
+    pub etcd_servers: Vec<String>,
+    /// kube-apiserver's `--advertise-address`.
+    pub advertise: std::net::IpAddr,
 }
 
-fn pair(base: &str) -> String {
-    format!(
-        "{},{}",
-        secret(&format!("{base}.crt")),
-        secret(&format!("{base}.key"))
-    )
+impl Placement {
+    /// The bootstrap's: [`BOOTSTRAP_SECRETS`], the bootstrap member on
+    /// localhost.
+    pub fn bootstrap(node_ip: std::net::IpAddr) -> Placement {
+        Placement {
+            secrets_dir: BOOTSTRAP_SECRETS.to_string(),
+            etcd_servers: vec![format!("https://localhost:{}", etcd::CLIENT_PORT)],
+            advertise: node_ip,
+        }
+    }
+
+    fn secret(&self, name: &str) -> String {
+        format!("{}/{name}", self.secrets_dir)
+    }
+
+    fn pair(&self, base: &str) -> String {
+        format!(
+            "{},{}",
+            self.secret(&format!("{base}.crt")),
+            self.secret(&format!("{base}.key"))
+        )
+    }
+
+    /// The file names under [`Placement::secrets_dir`] that `args` name
+    /// (`<dir>/<file>` anywhere in a flag), sorted and without repeats:
+    /// what a node must have for these pods.
+    pub fn files_named(&self, args: &[String]) -> Vec<String> {
+        let prefix = format!("{}/", self.secrets_dir);
+        let mut out: Vec<String> = args
+            .iter()
+            .flat_map(|a| a.split([',', '=', ':']))
+            .filter_map(|p| p.strip_prefix(&prefix))
+            .map(str::to_string)
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
 }
 
 /// kube-apiserver's flags for the bootstrap control plane.
 pub fn apiserver_args(input: &Input, net: &Networks) -> Vec<String> {
+    apiserver_args_at(&Placement::bootstrap(input.node_ip), net)
+}
+
+/// kube-apiserver's flags for a control plane at `p`.
+pub fn apiserver_args_at(p: &Placement, net: &Networks) -> Vec<String> {
+    let secret = |n: &str| p.secret(n);
+    let pair = |n: &str| p.pair(n);
     vec![
         "kube-apiserver".into(),
         "--secure-port=6443".into(),
         "--bind-address=0.0.0.0".into(),
-        format!("--advertise-address={}", input.node_ip),
-        format!("--etcd-servers=https://localhost:{}", etcd::CLIENT_PORT),
+        format!("--advertise-address={}", p.advertise),
+        format!("--etcd-servers={}", p.etcd_servers.join(",")),
         format!("--etcd-cafile={}", secret("etcd-ca-bundle.crt")),
         format!("--etcd-certfile={}", secret("etcd-client.crt")),
         format!("--etcd-keyfile={}", secret("etcd-client.key")),
@@ -109,6 +157,12 @@ pub fn apiserver_args(input: &Input, net: &Networks) -> Vec<String> {
 /// signing node certificates, no node CIDR allocation (the network plugin
 /// owns pod addresses).
 pub fn controller_manager_args(net: &Networks) -> Vec<String> {
+    controller_manager_args_at(&Placement::bootstrap([127, 0, 0, 1].into()), net)
+}
+
+/// kube-controller-manager's flags for a control plane at `p`.
+pub fn controller_manager_args_at(p: &Placement, net: &Networks) -> Vec<String> {
+    let secret = |n: &str| p.secret(n);
     let kc = secret("kubeconfig");
     vec![
         "kube-controller-manager".into(),
@@ -142,7 +196,12 @@ pub fn controller_manager_args(net: &Networks) -> Vec<String> {
 
 /// kube-scheduler's flags: the loopback kubeconfig.
 pub fn scheduler_args() -> Vec<String> {
-    let kc = secret("kubeconfig");
+    scheduler_args_at(&Placement::bootstrap([127, 0, 0, 1].into()))
+}
+
+/// kube-scheduler's flags for a control plane at `p`.
+pub fn scheduler_args_at(p: &Placement) -> Vec<String> {
+    let kc = p.secret("kubeconfig");
     vec![
         "kube-scheduler".into(),
         format!("--kubeconfig={kc}"),
@@ -154,7 +213,17 @@ pub fn scheduler_args() -> Vec<String> {
 }
 
 fn pod(name: &str, namespace: &str, image: &str, command: Vec<String>) -> serde_json::Value {
-    let (vol, mount) = host_dir("secrets", BOOTSTRAP_SECRETS, true);
+    pod_at(name, namespace, image, command, BOOTSTRAP_SECRETS)
+}
+
+fn pod_at(
+    name: &str,
+    namespace: &str,
+    image: &str,
+    command: Vec<String>,
+    secrets_dir: &str,
+) -> serde_json::Value {
+    let (vol, mount) = host_dir("secrets", secrets_dir, true);
     serde_json::json!({
         "apiVersion": "v1",
         "kind": "Pod",
@@ -238,4 +307,47 @@ pub fn render(input: &Input) -> Result<(), RenderError> {
     render_apiserver(input)?;
     render_controller_manager(input)?;
     render_scheduler(input)
+}
+
+/// Where a master's control plane keeps its secrets (the same files as
+/// the bootstrap's `bootstrap-secrets`; the operators' installer pods put
+/// theirs under `static-pod-resources/` too).
+pub const MASTER_SECRETS: &str = "/etc/kubernetes/static-pod-resources/okd-control-plane";
+
+/// A master's production control plane: the static pods
+/// `kube-system/kube-apiserver`, `kube-controller-manager` and
+/// `kube-scheduler` (mirrored as `<name>-<node>`, the names
+/// cluster-bootstrap's required pods and HA checks look for), for the
+/// files under `p.secrets_dir`. Returns `(file name under
+/// /etc/kubernetes/manifests, pod)` and the secret files the pods name.
+pub fn master_pods(
+    hyperkube_image: &str,
+    p: &Placement,
+    net: &Networks,
+) -> (Vec<(String, serde_json::Value)>, Vec<String>) {
+    let api = apiserver_args_at(p, net);
+    let kcm = controller_manager_args_at(p, net);
+    let sched = scheduler_args_at(p);
+    let mut all = api.clone();
+    all.extend(kcm.iter().cloned());
+    all.extend(sched.iter().cloned());
+    let files = p.files_named(&all);
+    let d = &p.secrets_dir;
+    (
+        vec![
+            (
+                "kube-apiserver-pod.yaml".into(),
+                pod_at("kube-apiserver", "kube-system", hyperkube_image, api, d),
+            ),
+            (
+                "kube-controller-manager-pod.yaml".into(),
+                pod_at("kube-controller-manager", "kube-system", hyperkube_image, kcm, d),
+            ),
+            (
+                "kube-scheduler-pod.yaml".into(),
+                pod_at("kube-scheduler", "kube-system", hyperkube_image, sched, d),
+            ),
+        ],
+        files,
+    )
 }

@@ -85,32 +85,7 @@ pub fn render(input: &Input) -> Result<(), RenderError> {
         OffsetDateTime::now_utc(),
     )
     .map_err(pki("the etcd signer"))?;
-    let ips = [
-        input.node_ip,
-        IpAddr::V4(Ipv4Addr::LOCALHOST),
-        IpAddr::V6(Ipv6Addr::LOCALHOST),
-    ];
-    let both = vec![ExtKeyUsage::ServerAuth, ExtKeyUsage::ClientAuth];
-    let serving = signed(
-        &leaf(
-            "system:etcd-servers",
-            &format!("system:etcd-server:{MEMBER}"),
-            &ips,
-            both.clone(),
-        ),
-        &signer,
-        "the etcd serving certificate",
-    )?;
-    let peer = signed(
-        &leaf(
-            "system:etcd-peers",
-            &format!("system:etcd-peer:{MEMBER}"),
-            &ips,
-            both,
-        ),
-        &signer,
-        "the etcd peer certificate",
-    )?;
+    let (serving, peer) = member_certs(&signer, MEMBER, input.node_ip)?;
     let client = signed(
         &leaf("system:etcd", "etcd", &[], vec![ExtKeyUsage::ClientAuth]),
         &signer,
@@ -148,21 +123,45 @@ pub fn url(ip: IpAddr, port: u16) -> String {
 /// cluster advertised on the node's address, TLS with client certificates
 /// on both ports.
 pub fn pod(input: &Input) -> serde_json::Value {
+    let ip = input.node_ip;
+    member_pod(
+        &input.etcd_image,
+        MEMBER,
+        ip,
+        &format!("{MEMBER}={}", url(ip, PEER_PORT)),
+        "new",
+    )
+}
+
+/// A member's static pod (`/etc/kubernetes/manifests/etcd-member-pod.yaml`
+/// on its node): `image`'s `etcd` named `name`, on host network at `ip`,
+/// with `--initial-cluster=<initial_cluster>` (`name=peerURL,…`) and
+/// `--initial-cluster-state=<state>` (`new` for the bootstrap member,
+/// `existing` for a master added to the running cluster, as
+/// openshift/cluster-etcd-operator's etcd pod does after `member add`),
+/// its certificates in `/etc/kubernetes/static-pod-resources/etcd-member`
+/// and its data in [`DATA_DIR`].
+pub fn member_pod(
+    image: &str,
+    name: &str,
+    ip: IpAddr,
+    initial_cluster: &str,
+    state: &str,
+) -> serde_json::Value {
     let res = format!("/etc/kubernetes/{RESOURCES}");
     let (res_vol, res_mount) = host_dir("certs", &res, true);
     let (data_vol, data_mount) = host_dir("data-dir", DATA_DIR, false);
-    let ip = input.node_ip;
     let any = if ip.is_ipv6() { "[::]" } else { "0.0.0.0" };
     let args = vec![
         "etcd".to_string(),
-        format!("--name={MEMBER}"),
+        format!("--name={name}"),
         format!("--data-dir={DATA_DIR}"),
         format!("--listen-client-urls=https://{any}:{CLIENT_PORT}"),
         format!("--advertise-client-urls={}", url(ip, CLIENT_PORT)),
         format!("--listen-peer-urls=https://{any}:{PEER_PORT}"),
         format!("--initial-advertise-peer-urls={}", url(ip, PEER_PORT)),
-        format!("--initial-cluster={MEMBER}={}", url(ip, PEER_PORT)),
-        "--initial-cluster-state=new".to_string(),
+        format!("--initial-cluster={initial_cluster}"),
+        format!("--initial-cluster-state={state}"),
         format!("--cert-file={res}/etcd-serving.crt"),
         format!("--key-file={res}/etcd-serving.key"),
         format!("--trusted-ca-file={res}/ca.crt"),
@@ -172,11 +171,16 @@ pub fn pod(input: &Input) -> serde_json::Value {
         format!("--peer-trusted-ca-file={res}/ca.crt"),
         "--peer-client-cert-auth=true".to_string(),
     ];
+    let pod_name = if name == MEMBER {
+        "etcd-bootstrap-member".to_string()
+    } else {
+        "etcd-member".to_string()
+    };
     serde_json::json!({
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": "etcd-bootstrap-member",
+            "name": pod_name,
             "namespace": "openshift-etcd",
             "labels": { "k8s-app": "etcd" },
         },
@@ -184,7 +188,7 @@ pub fn pod(input: &Input) -> serde_json::Value {
             "hostNetwork": true,
             "containers": [{
                 "name": "etcd-member",
-                "image": input.etcd_image,
+                "image": image,
                 "imagePullPolicy": "IfNotPresent",
                 "command": args,
                 "volumeMounts": [res_mount, data_mount],
@@ -192,4 +196,46 @@ pub fn pod(input: &Input) -> serde_json::Value {
             "volumes": [res_vol, data_vol],
         },
     })
+}
+
+/// A member's serving and peer certificates for `ip` (and localhost),
+/// signed by `signer` (the etcd signer of `<assets>/tls/etcd-signer.*`),
+/// with openshift/cluster-etcd-operator `pkg/tlshelpers`' subjects
+/// (`system:etcd-server:<name>`, `system:etcd-peer:<name>`): returns
+/// `(serving, peer)`.
+///
+/// # Errors
+/// [`RenderError::Pki`] when a key or certificate cannot be made.
+pub fn member_certs(
+    signer: &CertKey,
+    name: &str,
+    ip: IpAddr,
+) -> Result<(CertKey, CertKey), RenderError> {
+    let ips = [
+        ip,
+        IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(Ipv6Addr::LOCALHOST),
+    ];
+    let both = vec![ExtKeyUsage::ServerAuth, ExtKeyUsage::ClientAuth];
+    let serving = signed(
+        &leaf(
+            "system:etcd-servers",
+            &format!("system:etcd-server:{name}"),
+            &ips,
+            both.clone(),
+        ),
+        signer,
+        "the etcd serving certificate",
+    )?;
+    let peer = signed(
+        &leaf(
+            "system:etcd-peers",
+            &format!("system:etcd-peer:{name}"),
+            &ips,
+            both,
+        ),
+        signer,
+        "the etcd peer certificate",
+    )?;
+    Ok((serving, peer))
 }
