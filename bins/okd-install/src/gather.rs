@@ -42,8 +42,14 @@ pub struct BootstrapArgs {
 #[derive(Subcommand, Debug)]
 pub enum DestroyCmd {
     /// Takes the bootstrap out of okd-install serve's pools (platform none
-    /// and baremetal) and prints what to power off and remove.
-    Bootstrap,
+    /// and baremetal) and prints what to power off and remove; refuses
+    /// while the cluster says the bootstrap's etcd member is still needed.
+    Bootstrap {
+        /// Remove it without asking the cluster (the bootstrap is gone
+        /// already, or the cluster is being thrown away).
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 /// Runs `gather ...`.
@@ -67,10 +73,28 @@ pub fn run_gather(dir: &Path, cmd: &GatherCmd) -> Result<(), Failure> {
 /// Runs `destroy ...`; the report goes to stdout.
 pub fn run_destroy(dir: &Path, cmd: &DestroyCmd) -> Result<(), Failure> {
     match cmd {
-        DestroyCmd::Bootstrap => {
+        DestroyCmd::Bootstrap { force } => {
+            okd_destroy::check_metadata(dir).map_err(fail)?;
+            etcd_gate(dir, *force)?;
             let report = okd_destroy::destroy_bootstrap(dir).map_err(fail)?;
             print!("{}", report.text);
             Ok(())
         }
     }
+}
+
+/// `destroy bootstrap` and `serve remove-bootstrap` refuse while the
+/// bootstrap's etcd member is needed ([`okd_destroy::etcd_gate`]), unless
+/// `force`.
+pub(crate) fn etcd_gate(dir: &Path, force: bool) -> Result<(), Failure> {
+    if force {
+        tracing::warn!(
+            "--force: not asking the cluster whether the bootstrap's etcd member is still needed"
+        );
+        return Ok(());
+    }
+    crate::runtime()
+        .map_err(fail)?
+        .block_on(okd_destroy::etcd_gate(dir))
+        .map_err(fail)
 }

@@ -51,7 +51,13 @@ pub(crate) enum ServeCmd {
     /// Remove the bootstrap from every load-balancer pool and stop serving
     /// bootstrap.ign (after bootstrap-complete); recorded in the directory,
     /// so later serves keep it removed (also when no serve runs now).
-    RemoveBootstrap,
+    /// Refuses while the cluster says the bootstrap's etcd member is still
+    /// needed.
+    RemoveBootstrap {
+        /// Remove it without asking the cluster.
+        #[arg(long)]
+        force: bool,
+    },
     /// Undo a recorded `remove-bootstrap` (with no serve running): the next
     /// serve serves bootstrap.ign and balances to the bootstrap again.
     RestoreBootstrap,
@@ -77,7 +83,9 @@ pub(crate) fn run(
             ))
             .map_err(fail),
         Some(ServeCmd::Status) => okd_serve::control_request(dir, "status").map_err(fail),
-        Some(ServeCmd::RemoveBootstrap) => match okd_serve::remove_bootstrap(dir) {
+        Some(ServeCmd::RemoveBootstrap { force }) => match crate::gather::etcd_gate(dir, *force)
+            .and_then(|()| okd_serve::remove_bootstrap(dir).map_err(fail))
+        {
             Ok(Some(reply)) => {
                 print!("{reply}");
                 Ok(())
@@ -89,7 +97,7 @@ pub(crate) fn run(
                 );
                 Ok(())
             }
-            Err(e) => Err(fail(e)),
+            Err(e) => Err(e),
         },
         Some(ServeCmd::RestoreBootstrap) => okd_serve::restore_bootstrap(dir)
             .map(|t| print!("{t}"))

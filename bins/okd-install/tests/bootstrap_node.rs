@@ -417,6 +417,38 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
     // kubeconfig its Ignition laid down, files its client CSR; the
     // bootstrap's approve-csr approves it after the identity checks, then
     // the serving CSR; the Node registers and becomes Ready.
+    // The OS image's part on a real master: containerd pulls through the
+    // mirror (CRI-O would read the MachineConfig's registries.conf) and
+    // trusts its CA.
+    let anchors = "etc/pki/ca-trust/source/anchors";
+    std::fs::create_dir_all(master_root.join(anchors)).unwrap();
+    std::fs::copy(
+        root.join(anchors).join("ca.crt"),
+        master_root.join(anchors).join("ca.crt"),
+    )
+    .unwrap();
+    common::node::write_mirror_config(
+        &master_root,
+        "quay.io",
+        MIRROR,
+        "/etc/pki/ca-trust/source/anchors/ca.crt",
+        common::bootlab::LOGIN,
+    );
+    // The master config carries okd-install, fetched by the real Ignition
+    // from the bootstrap's machine-config server and checked against its
+    // sha512, and the unit that runs `okd-install node control-plane`.
+    assert_eq!(
+        std::fs::read(master_root.join("usr/local/bin/okd-install")).unwrap(),
+        std::fs::read(&bl.node_program).unwrap(),
+        "the master's okd-install is the bootstrap's"
+    );
+    let unit =
+        std::fs::read_to_string(master_root.join("etc/systemd/system/okd-control-plane.service"))
+            .unwrap();
+    assert!(
+        unit.contains("/usr/local/bin/okd-install node control-plane"),
+        "{unit}"
+    );
     let mut master = NodeHost::start_as(
         &bl.lab.nodes[1].ns,
         "master",
@@ -584,6 +616,170 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         );
     }
     assert!(text.contains("stage cb-bootstrap: starting"));
+
+    // Issue #21: etcd and the control plane move to the master. Its unit
+    // runs `okd-install node control-plane`; the bootstrap adds the master
+    // to etcd as a learner, hands it its member, promotes it, hands it
+    // kube-apiserver, kube-controller-manager and kube-scheduler; their
+    // mirror pods end cluster-bootstrap's wait; the teardown, cvo-overrides
+    // and wait-for-ceo follow, then `.bootkube.done`.
+    let handover_start = Instant::now();
+    let cp_log = t.join("control-plane.log");
+    let mut control_plane = common::bootlab::spawn_in(
+        &master,
+        "/usr/local/bin/okd-install",
+        &[
+            "node",
+            "control-plane",
+            "--node-name",
+            "master",
+            "--poll",
+            "1s",
+        ],
+        &cp_log,
+        b"node\0control-plane",
+    );
+    let done = root.join("opt/openshift/.bootkube.done");
+    let deadline = Instant::now() + Duration::from_secs(900);
+    while !done.exists() {
+        bl.host.assert_running();
+        master.assert_running();
+        assert!(
+            Instant::now() < deadline,
+            "bootkube did not complete\nbootkube:\n{}\ncontrol-plane:\n{}\nmaster kubelet:\n{}",
+            tail(&std::fs::read_to_string(&log2).unwrap_or_default(), 40),
+            tail(&std::fs::read_to_string(&cp_log).unwrap_or_default(), 20),
+            tail(&master.kubelet_log(), 30)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let to_done = handover_start.elapsed();
+    let text = std::fs::read_to_string(&log2).unwrap();
+    for needle in [
+        "added master master to etcd as learner",
+        "promoted master master to a voting etcd member",
+        "handed master master revision 2",
+        "stage cvo-overrides: done",
+        "stage wait-for-ceo: done",
+        "bootkube.service complete",
+    ] {
+        assert!(text.contains(needle), "{needle}:\n{}", tail(&text, 60));
+    }
+    assert_eq!(
+        control_plane
+            .wait_exit(Duration::from_secs(30))
+            .map(|s| s.success()),
+        Some(true),
+        "okd-install node control-plane ends once its revision 2 is in place:\n{}",
+        std::fs::read_to_string(&cp_log).unwrap_or_default()
+    );
+    // The API through the balancer is the master's now.
+    let out = kubectl(&["get", "pod", "-n", "kube-system", "-o", "name"]);
+    let pods = String::from_utf8_lossy(&out.stdout).into_owned();
+    for p in [
+        "kube-apiserver-master",
+        "kube-controller-manager-master",
+        "kube-scheduler-master",
+    ] {
+        assert!(
+            pods.contains(p),
+            "{p}: {pods} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(
+        !root
+            .join("etc/kubernetes/manifests/kube-apiserver-pod.yaml")
+            .exists(),
+        "cluster-bootstrap tore the bootstrap control plane down"
+    );
+
+    // progress.service: ConfigMap kube-system/bootstrap, then the bootstrap
+    // etcd member removed (the master keeps quorum alone) and
+    // EtcdBootstrapMemberRemoved published; wait-for bootstrap-complete
+    // from the bastion returns 0.
+    let progress_log = t.join("progress.log");
+    let mut progress = bl.spawn_unit(
+        "/usr/local/bin/report-progress.sh",
+        &["/opt/openshift/auth/kubeconfig"],
+        &progress_log,
+        b"bootstrap\0report-progress",
+    );
+    let out = bl
+        .lab
+        .cmd(&bl.lab.bastion.ns, BIN)
+        .args(["wait-for", "bootstrap-complete", "--dir"])
+        .arg(&assets)
+        .args(["--timeouts", "api=120s,bootstrap=300s,etcd=300s"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{said}\nprogress:\n{}",
+        tail(
+            &std::fs::read_to_string(&progress_log).unwrap_or_default(),
+            30
+        )
+    );
+    assert!(
+        said.contains("Bootstrap etcd member has been removed"),
+        "{said}"
+    );
+    assert_eq!(
+        progress
+            .wait_exit(Duration::from_secs(30))
+            .map(|s| s.success()),
+        Some(true),
+        "{}",
+        std::fs::read_to_string(&progress_log).unwrap_or_default()
+    );
+    let to_complete = handover_start.elapsed();
+    // etcd: the master alone, a healthy voter.
+    let tls = root.join("opt/openshift/tls");
+    let ns = bl.lab.nodes[1].ns.clone();
+    let members = common::kube::in_netns(&ns, move || async move {
+        let http = okd_bootstrap::checks::client(
+            &tls.join("etcd-ca-bundle.crt"),
+            Some((&tls.join("etcd-client.crt"), &tls.join("etcd-client.key"))),
+        )
+        .unwrap();
+        okd_bootstrap::members::Members::new(http, vec![format!("https://{MASTER_IP}:2379")])
+            .judged()
+            .await
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        members.iter().map(|(_, j)| j.clone()).collect::<Vec<_>>(),
+        [okd_bootstrap::handover::Member {
+            name: "master".into(),
+            learner: false,
+            healthy: true
+        }],
+        "{members:?}"
+    );
+    // Every object created through the bootstrap is still there.
+    let out = kubectl(&[
+        "get",
+        "configmap",
+        "-n",
+        "default",
+        "okd-test-fixed",
+        "-o",
+        "name",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!(
+        "handover: cb-bootstrap's pod wait to .bootkube.done {:.1} s, to bootstrap complete (member removed) {:.1} s",
+        to_done.as_secs_f64(),
+        to_complete.as_secs_f64()
+    );
+    drop(master);
     eprintln!(
         "bootstrap host start to the end of manifest creation: {:.1} s",
         to_manifests.as_secs_f64()

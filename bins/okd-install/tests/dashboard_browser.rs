@@ -345,7 +345,7 @@ fn the_page_follows_an_install_in_a_browser() {
 
         // 8. The bootstrap leaves the load balancer.
         let out = std::process::Command::new(&okd)
-            .args(["destroy", "bootstrap", "--dir"])
+            .args(["destroy", "bootstrap", "--force", "--dir"])
             .arg(dir.path())
             .output()
             .unwrap();

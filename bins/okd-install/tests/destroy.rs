@@ -15,7 +15,7 @@ const BASTION: &str = "192.168.120.101";
 
 /// `okd-install destroy bootstrap --dir dir`: (exit code, stdout, stderr).
 fn destroy(dir: &Path) -> (Option<i32>, String, String) {
-    let out = okd(dir, &["destroy", "bootstrap"]);
+    let out = okd(dir, &["destroy", "bootstrap", "--force"]);
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -34,6 +34,32 @@ fn lb_backends(dir: &Path) -> String {
 fn destroy_bootstrap_takes_it_out_of_serve_and_lists_the_rest() {
     let d = served_dir();
     okd_ok(d.path(), &["create", "bastion-configs"]);
+
+    // No cluster to ask whether the bootstrap's etcd member is still
+    // needed: refused, naming why and the way out; nothing recorded.
+    let out = okd(d.path(), &["destroy", "bootstrap"]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the bootstrap's etcd member may still be needed")
+            && err.contains("cannot ask the cluster")
+            && err.contains("--force"),
+        "{err}"
+    );
+    assert!(
+        !d.path()
+            .join(okd_serve_api::BOOTSTRAP_REMOVED_FILE)
+            .exists()
+    );
+    let out = okd(d.path(), &["serve", "remove-bootstrap"]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("etcd member may still be needed"), "{err}");
+    assert!(
+        !d.path()
+            .join(okd_serve_api::BOOTSTRAP_REMOVED_FILE)
+            .exists()
+    );
 
     // No serve running: said clearly, the list is still printed, exit 0.
     let (code, out, err) = destroy(d.path());

@@ -133,7 +133,7 @@ fn nodes_ignite_through_our_dns_lb_and_mcs() {
     );
 
     // Removing the bootstrap takes it out of every pool and says so.
-    let out = control(d.path(), "remove-bootstrap");
+    let out = control(d.path(), "remove-bootstrap --force");
     assert!(
         out.contains("bootstrap") && out.contains("api") && out.contains("machine-config"),
         "{out}"

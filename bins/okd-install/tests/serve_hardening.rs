@@ -57,7 +57,7 @@ fn bootstrap_ign_reaches_only_the_bootstrap_host() {
     );
     assert_eq!(code, 200, "master.ign is for every host");
 
-    let out = control(d.path(), "remove-bootstrap");
+    let out = control(d.path(), "remove-bootstrap --force");
     assert!(out.contains("bootstrap.ign is no longer served"), "{out}");
     let (code, _) = curl_in(&lab, &boot, &url);
     assert_eq!(code, 403, "bootstrap.ign served after remove-bootstrap");
@@ -277,7 +277,7 @@ fn remove_bootstrap_survives_a_restart() {
     let boot = lab.nodes[0].ns.clone();
     let url = format!("http://{BASTION}:8080/ignition/bootstrap.ign");
     assert_eq!(curl_in(&lab, &boot, &url).0, 200);
-    let out = control(d.path(), "remove-bootstrap");
+    let out = control(d.path(), "remove-bootstrap --force");
     assert!(out.contains("bootstrap.ign is no longer served"), "{out}");
     assert!(d.path().join(".okd-serve-bootstrap-removed").is_file());
 
@@ -321,7 +321,7 @@ fn remove_bootstrap_survives_a_restart() {
 
     // With no serve running, remove-bootstrap records it for the next one.
     lab.kill(pid);
-    let out = control(d.path(), "remove-bootstrap");
+    let out = control(d.path(), "remove-bootstrap --force");
     assert!(out.contains("no serve is running: recorded"), "{out}");
     let (_pid, _log) = restart_serve(&mut lab, d.path(), 0, &args, "serve4.log");
     assert_eq!(

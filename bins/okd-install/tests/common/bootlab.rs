@@ -362,9 +362,28 @@ impl BootLab {
         log: &Path,
         needle: &'static [u8],
     ) -> Proc {
+        spawn_in(&self.host, script, args, log, needle)
+    }
+
+    /// The mirror registry's access log.
+    pub fn registry_log(&self) -> String {
+        std::fs::read_to_string(self.assets.join("mirror-registry/registry.log"))
+            .unwrap_or_default()
+    }
+}
+
+/// Starts `script` with `args` inside `host` as its unit would, output to
+/// `log`; `needle` picks the node program's PID among nsenter's children.
+pub fn spawn_in(
+    host: &NodeHost,
+    script: &str,
+    args: &[&str],
+    log: &Path,
+    needle: &'static [u8],
+) -> Proc {
+    {
         let f = std::fs::File::create(log).unwrap();
-        let child = self
-            .host
+        let child = host
             .enter(script)
             .args(args)
             .stdin(Stdio::null())
@@ -385,12 +404,6 @@ impl BootLab {
             std::thread::sleep(Duration::from_millis(50));
         }
         p
-    }
-
-    /// The mirror registry's access log.
-    pub fn registry_log(&self) -> String {
-        std::fs::read_to_string(self.assets.join("mirror-registry/registry.log"))
-            .unwrap_or_default()
     }
 }
 

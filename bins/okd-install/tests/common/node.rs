@@ -52,6 +52,9 @@ pub const HOST_DIRS: &[&str] = &[
     "/var/lib/containerd",
     "/var/lib/containers",
     "/var/lib/cni",
+    // etcd's data: never the machine's own /var/lib/etcd (Debian's
+    // etcd-server keeps one there) through the /var overlay.
+    "/var/lib/etcd",
     "/var/log/pods",
     "/var/log/containers",
     "/var/log/openshift",

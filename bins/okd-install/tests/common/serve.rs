@@ -127,7 +127,9 @@ pub fn wait_ready(log: &Path) {
 
 /// `okd-install serve <what> --dir dir`: asserts success, returns stdout.
 pub fn control(dir: &Path, what: &str) -> String {
-    let out = okd(dir, &["serve", what]);
+    let mut args = vec!["serve"];
+    args.extend(what.split_whitespace());
+    let out = okd(dir, &args);
     assert!(
         out.status.success(),
         "serve {what}: {}",
@@ -143,13 +145,36 @@ pub const IGNITION: &str = "/usr/lib/dracut/modules.d/30ignition/ignition";
 /// by a fetch stage, with the stub programs of `stub` (setfiles) first on
 /// `PATH` (see [`ignition_root`]).
 pub fn ignition_files(root: &Path, run: &Path, stub: &Path) -> std::process::Output {
+    ignition_files_cmd(std::process::Command::new(IGNITION), root, run, stub)
+}
+
+/// [`ignition_files`] inside network namespace `ns`, bounded by `secs`:
+/// a config whose files come from URLs (the master config's okd-install)
+/// fetches them there, through the lab's DNS and balancer.
+pub fn ignition_files_in(
+    ns: &str,
+    secs: u64,
+    root: &Path,
+    run: &Path,
+    stub: &Path,
+) -> std::process::Output {
+    let mut c = super::kube::in_ns(ns, "timeout");
+    c.arg(secs.to_string()).arg(IGNITION);
+    ignition_files_cmd(c, root, run, stub)
+}
+
+fn ignition_files_cmd(
+    mut c: std::process::Command,
+    root: &Path,
+    run: &Path,
+    stub: &Path,
+) -> std::process::Output {
     let path = format!(
         "{}:{}",
         stub.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    std::process::Command::new(IGNITION)
-        .args(["-platform=file", "-stage=files", "-log-to-stdout"])
+    c.args(["-platform=file", "-stage=files", "-log-to-stdout"])
         .arg(format!("-root={}", root.display()))
         .arg(format!(
             "-config-cache={}",
@@ -192,7 +217,7 @@ pub fn ignite_in(ns: &str, pointer: &Path, scratch: &Path, secs: u64) -> (bool, 
     if !out.status.success() {
         return (false, log, root);
     }
-    let out = ignition_files(&root, &run, &stub);
+    let out = ignition_files_in(ns, secs, &root, &run, &stub);
     log += &String::from_utf8_lossy(&out.stdout);
     log += &String::from_utf8_lossy(&out.stderr);
     (out.status.success(), log, root)

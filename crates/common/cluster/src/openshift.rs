@@ -246,3 +246,48 @@ pub fn operator_summary<O: std::ops::Deref<Target = DynamicObject>>(ops: &[O]) -
     s.degraded.sort();
     s
 }
+
+/// Whether the bootstrap's etcd member is gone, as
+/// `etcds.operator.openshift.io/cluster` says (condition
+/// `EtcdBootstrapMemberRemoved`, set by cluster-etcd-operator's bootstrap
+/// teardown controller, or by the bootstrap itself for a payload without
+/// operators): `Ok(None)` when removed, `Ok(Some(why not))` otherwise, in
+/// words for a refusal.
+///
+/// # Errors
+/// The API cannot be read (other than the object or its kind missing).
+pub async fn bootstrap_member_kept(client: kube::Client) -> Result<Option<String>, kube::Error> {
+    let o = match etcds(client).get_opt("cluster").await {
+        Ok(Some(o)) => o,
+        Ok(None) => {
+            return Ok(Some(
+                "etcds.operator.openshift.io/cluster does not exist yet (the etcd operator has not started)".into(),
+            ));
+        }
+        Err(kube::Error::Api(e)) if e.code == 404 => {
+            return Ok(Some(
+                "the cluster serves no etcds.operator.openshift.io yet".into(),
+            ));
+        }
+        Err(e) => return Err(e),
+    };
+    let cond = o
+        .data
+        .pointer("/status/conditions")
+        .and_then(|c| c.as_array())
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c["type"] == "EtcdBootstrapMemberRemoved")
+                .cloned()
+        });
+    Ok(match cond {
+        Some(c) if c["status"] == "True" => None,
+        Some(c) => Some(format!(
+            "etcds/cluster: EtcdBootstrapMemberRemoved is {} ({}: {})",
+            c["status"].as_str().unwrap_or("?"),
+            c["reason"].as_str().unwrap_or(""),
+            c["message"].as_str().unwrap_or("")
+        )),
+        None => Some("etcds/cluster has no EtcdBootstrapMemberRemoved condition yet: the bootstrap's etcd member is still a member".into()),
+    })
+}

@@ -35,7 +35,9 @@ pub use render::{
     MC_API_VERSION, ROLE_LABEL, internal_version, is_machine_config, merge_config, pool_of,
     render_pool,
 };
-pub use server::{FetchObserver, Transport, bind, router, serve, serve_tls, tls_config};
+pub use server::{
+    FetchObserver, NODE_PROGRAM_ROUTE, Transport, bind, router, serve, serve_tls, tls_config,
+};
 pub use state::{
     BOOTSTRAP_MANIFEST_DIRS, BootstrapInputs, KUBE_APISERVER_CA_PATH, KUBECONFIG_KUBELET_PATH,
     MCS_CERT_PATH, MCS_KEY_PATH, McsState, RenderedPool, escape_data_url, served_config,

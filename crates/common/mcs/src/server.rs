@@ -16,6 +16,11 @@ use crate::McsError;
 use crate::accept::negotiate;
 use crate::state::McsState;
 
+/// Where a bootstrap's machine-config server serves its okd-install
+/// program, when given one ([`McsState::set_node_program`]): `GET`/`HEAD`,
+/// `application/octet-stream`, streamed from the file; 404 without one.
+pub const NODE_PROGRAM_ROUTE: &str = "/okd-install/node-program";
+
 /// Told about every `/config/<pool>` request, e.g. by a status page.
 pub trait FetchObserver: Send + Sync {
     /// `peer` asked for `pool`; `spec` is the served spec version
@@ -50,6 +55,7 @@ pub fn router(state: Arc<McsState>, observer: Option<Arc<dyn FetchObserver>>) ->
     Router::new()
         .route("/healthz", any(healthz))
         .route("/config/{*rest}", any(config))
+        .route(NODE_PROGRAM_ROUTE, any(node_program))
         .fallback(not_found)
         .with_state(AppState { state, observer })
 }
@@ -94,6 +100,69 @@ async fn healthz(method: Method) -> Response {
     } else {
         empty(StatusCode::METHOD_NOT_ALLOWED)
     }
+}
+
+async fn node_program(
+    State(app): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    method: Method,
+) -> Response {
+    let head = method == Method::HEAD;
+    if !head && method != Method::GET {
+        return empty(StatusCode::METHOD_NOT_ALLOWED);
+    }
+    let Some(path) = app.state.node_program() else {
+        return text(StatusCode::NOT_FOUND, "404 page not found", head);
+    };
+    let file = match tokio::fs::File::open(path).await {
+        Ok(f) => f,
+        Err(e) => {
+            tracing::error!("cannot serve the node program {}: {e}", path.display());
+            return text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "node program unreadable",
+                head,
+            );
+        }
+    };
+    let len = match file.metadata().await {
+        Ok(m) => m.len(),
+        Err(e) => {
+            tracing::error!("cannot serve the node program {}: {e}", path.display());
+            return text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "node program unreadable",
+                head,
+            );
+        }
+    };
+    tracing::info!("node program ({len} bytes) requested by address:\"{peer}\"");
+    // Streamed in 256 KiB reads: the program is tens of MiB.
+    let body = if head {
+        Body::empty()
+    } else {
+        let stream = futures_util::stream::unfold(file, |mut f| async move {
+            use tokio::io::AsyncReadExt as _;
+            let mut buf = vec![0u8; 256 * 1024];
+            match f.read(&mut buf).await {
+                Ok(0) => None,
+                Ok(n) => {
+                    buf.truncate(n);
+                    Some((Ok::<_, std::io::Error>(axum::body::Bytes::from(buf)), f))
+                }
+                Err(e) => Some((Err(e), f)),
+            }
+        });
+        Body::from_stream(stream)
+    };
+    let mut r = Response::new(body);
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    r
 }
 
 fn header_str(h: &HeaderMap, name: header::HeaderName) -> Option<&str> {

@@ -78,6 +78,7 @@ impl RenderedPool {
 pub struct McsState {
     pools: BTreeMap<String, RenderedPool>,
     inputs: BootstrapInputs,
+    node_program: Option<std::path::PathBuf>,
 }
 
 /// Percent-escapes like Go's `dataurl.Escape`: letters, digits and
@@ -256,7 +257,11 @@ impl McsState {
                 },
             );
         }
-        Ok(McsState { pools, inputs })
+        Ok(McsState {
+            pools,
+            inputs,
+            node_program: None,
+        })
     }
 
     /// Reads an openshift-install asset directory after
@@ -342,6 +347,16 @@ impl McsState {
     /// [`McsError::Parse`] for a malformed manifest,
     /// [`McsError::MachineConfig`] from rendering.
     pub fn from_bootstrap_node(work: &Path) -> Result<McsState, McsError> {
+        Self::from_bootstrap_node_with(work, Vec::new())
+    }
+
+    /// [`McsState::from_bootstrap_node`] with `extra` MachineConfigs
+    /// rendered into the pools as if they were among the manifests (and
+    /// never written to disk, so never created in the cluster).
+    ///
+    /// # Errors
+    /// As [`McsState::from_bootstrap_node`].
+    pub fn from_bootstrap_node_with(work: &Path, extra: Vec<Value>) -> Result<McsState, McsError> {
         let read = |abs: &str| {
             let p = work.join(abs.trim_start_matches("/opt/openshift/"));
             std::fs::read(&p).map_err(|source| McsError::Read { path: p, source })
@@ -353,7 +368,9 @@ impl McsState {
             tls_key_pem: read(MCS_KEY_PATH)?,
         };
         let dirs = [work.join("openshift"), work.join("manifests")];
-        McsState::from_parts(read_manifest_dirs(&dirs)?, inputs)
+        let mut mcs = read_manifest_dirs(&dirs)?;
+        mcs.extend(extra);
+        McsState::from_parts(mcs, inputs)
     }
 
     /// Pool names, sorted.
@@ -387,6 +404,18 @@ impl McsState {
             Ok(v) => Ok(v),
             Err(e) => Err(e.as_str()),
         })
+    }
+
+    /// Serves the file `path` at [`crate::NODE_PROGRAM_ROUTE`] (the
+    /// bootstrap node's okd-install program, which a master's config
+    /// fetches from there when the payload has no operators).
+    pub fn set_node_program(&mut self, path: std::path::PathBuf) {
+        self.node_program = Some(path);
+    }
+
+    /// The file served at [`crate::NODE_PROGRAM_ROUTE`], if any.
+    pub fn node_program(&self) -> Option<&Path> {
+        self.node_program.as_deref()
     }
 
     /// The bootstrap inputs (CA, kubeconfig, TLS pair).

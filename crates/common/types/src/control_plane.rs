@@ -17,6 +17,9 @@
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
+/// Where a master's machine config puts the okd-install program.
+pub const NODE_PROGRAM_PATH: &str = "/usr/local/bin/okd-install";
+
 /// The namespace of the Secrets.
 pub const NAMESPACE: &str = "kube-system";
 
@@ -97,9 +100,7 @@ impl Bundle {
     /// The first file that breaks a rule, named with the rule.
     pub fn check(&self) -> Result<(), String> {
         for f in &self.files {
-            if !f.path.starts_with("/etc/kubernetes/")
-                || f.path.split('/').any(|c| c == "..")
-            {
+            if !f.path.starts_with("/etc/kubernetes/") || f.path.split('/').any(|c| c == "..") {
                 return Err(format!(
                     "{}: a control-plane file must be under /etc/kubernetes/ without '..'",
                     f.path

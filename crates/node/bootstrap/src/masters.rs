@@ -33,9 +33,9 @@
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
+use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Node, Secret};
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
-use k8s_openapi::ByteString;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 use okd_bootstrap_render::control_plane::{self, MASTER_SECRETS, Placement};
 use okd_bootstrap_render::{Networks, etcd};
@@ -301,8 +301,9 @@ impl Handover {
             std::fs::read_to_string(tls.join(n))
                 .map_err(|e| format!("{}: {e}", tls.join(n).display()))
         };
-        let signer = okd_pki::CertKey::from_pem(&read("etcd-signer.crt")?, &read("etcd-signer.key")?)
-            .map_err(|e| format!("the etcd signer ({}): {e}", tls.display()))?;
+        let signer =
+            okd_pki::CertKey::from_pem(&read("etcd-signer.crt")?, &read("etcd-signer.key")?)
+                .map_err(|e| format!("the etcd signer ({}): {e}", tls.display()))?;
         let (serving, peer) =
             etcd::member_certs(&signer, &m.name, m.ip).map_err(|e| e.to_string())?;
         let initial: Vec<String> = members
@@ -335,19 +336,31 @@ impl Handover {
             node: m.name.clone(),
             files: vec![
                 BundleFile::new(format!("{res}/ca.crt"), 0o644, signer.cert.pem.as_bytes()),
-                BundleFile::new(format!("{res}/etcd-serving.crt"), 0o644, serving.cert.pem.as_bytes()),
+                BundleFile::new(
+                    format!("{res}/etcd-serving.crt"),
+                    0o644,
+                    serving.cert.pem.as_bytes(),
+                ),
                 BundleFile::new(
                     format!("{res}/etcd-serving.key"),
                     0o600,
                     serving.key.private_pem().as_bytes(),
                 ),
-                BundleFile::new(format!("{res}/etcd-peer.crt"), 0o644, peer.cert.pem.as_bytes()),
+                BundleFile::new(
+                    format!("{res}/etcd-peer.crt"),
+                    0o644,
+                    peer.cert.pem.as_bytes(),
+                ),
                 BundleFile::new(
                     format!("{res}/etcd-peer.key"),
                     0o600,
                     peer.key.private_pem().as_bytes(),
                 ),
-                BundleFile::new(format!("/etc/kubernetes/{}", etcd::POD_FILE), 0o644, yaml.as_bytes()),
+                BundleFile::new(
+                    format!("/etc/kubernetes/{}", etcd::POD_FILE),
+                    0o644,
+                    yaml.as_bytes(),
+                ),
             ],
         })
     }
@@ -419,12 +432,15 @@ impl Handover {
                     } else if learner_pending(&list) {
                         MasterState::WaitingForTurn
                     } else {
-                        let (id, after) = self
-                            .etcd
-                            .add_learner(&m.peer_url())
-                            .await
-                            .map_err(|e| format!("adding {} as an etcd learner: {e}", m.name))?;
-                        info!("added master {} to etcd as learner {id:x} ({})", m.name, m.peer_url());
+                        let (id, after) =
+                            self.etcd.add_learner(&m.peer_url()).await.map_err(|e| {
+                                format!("adding {} as an etcd learner: {e}", m.name)
+                            })?;
+                        info!(
+                            "added master {} to etcd as learner {id:x} ({})",
+                            m.name,
+                            m.peer_url()
+                        );
                         changed = true;
                         let b = self.etcd_bundle(m, &after)?;
                         self.deliver(&b).await?;
@@ -452,7 +468,7 @@ impl Handover {
                                 MasterState::VoterUnhealthy
                             }
                             Err(e) => {
-                                info!("master {}: not promoted yet ({e})", m.name);
+                                tracing::debug!("master {}: not promoted yet ({e})", m.name);
                                 MasterState::Learner
                             }
                         }
@@ -504,6 +520,50 @@ impl Handover {
             tokio::time::sleep(every).await;
         }
     }
+}
+
+/// The unit a master's machine config carries for an upstream payload:
+/// runs `okd-install node control-plane` once the kubelet runs, again
+/// after a failure, until the control plane is in place.
+pub const CONTROL_PLANE_UNIT: &str = "okd-control-plane.service";
+
+/// The MachineConfig the bootstrap's machine-config server adds to the
+/// `master` pool for an upstream payload (rendered in memory only, never
+/// created in the cluster): `/usr/local/bin/okd-install` fetched from
+/// `program_url` (the bootstrap's own program at
+/// [`okd_mcs::NODE_PROGRAM_ROUTE`] on 22623, which the pointer config's
+/// root CA already trusts) and checked by Ignition against `sha512_hex`,
+/// and [`CONTROL_PLANE_UNIT`].
+pub fn node_program_machine_config(program_url: &str, sha512_hex: &str) -> serde_json::Value {
+    let unit = format!(
+        "[Unit]\nDescription=okd-install: this master's etcd member and control plane, from the bootstrap\nWants=kubelet.service\nAfter=kubelet.service\n\n[Service]\nExecStart={} node control-plane\nRestart=on-failure\nRestartSec=10\n\n[Install]\nWantedBy=multi-user.target\n",
+        okd_types::control_plane::NODE_PROGRAM_PATH
+    );
+    serde_json::json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": {
+            "name": "99-master-okd-control-plane",
+            "labels": {"machineconfiguration.openshift.io/role": "master"},
+        },
+        "spec": {"config": {
+            "ignition": {"version": "3.2.0"},
+            "storage": {"files": [{
+                "path": okd_types::control_plane::NODE_PROGRAM_PATH,
+                "mode": 0o755,
+                "overwrite": true,
+                "contents": {
+                    "source": program_url,
+                    "verification": {"hash": format!("sha512-{sha512_hex}")},
+                },
+            }]},
+            "systemd": {"units": [{
+                "name": CONTROL_PLANE_UNIT,
+                "enabled": true,
+                "contents": unit,
+            }]},
+        }},
+    })
 }
 
 /// The bootstrap member's removal (cluster-etcd-operator's bootstrap
@@ -591,4 +651,89 @@ async fn publish_removed(client: &kube::Client) -> Result<(), String> {
         .await
         .map(|_| ())
         .map_err(|e| format!("etcds.operator.openshift.io/cluster: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_masters_come_from_the_node_identities_marked_master() {
+        let d = tempfile::tempdir().unwrap();
+        let e = expected_masters(d.path()).unwrap_err();
+        assert!(
+            e.contains(NODE_IDENTITIES_FILE) && e.contains("agent-config.yaml"),
+            "{e}"
+        );
+        std::fs::write(
+            d.path().join(NODE_IDENTITIES_FILE),
+            r#"{"nodes":[
+                {"names":["m0","m0.okd.example"],"addresses":["10.0.0.3"],"master":true},
+                {"names":["w0"],"addresses":["10.0.0.5"]},
+                {"names":["m1"],"addresses":["fd00::4"],"master":true}]}"#,
+        )
+        .unwrap();
+        let ms = expected_masters(d.path()).unwrap();
+        assert_eq!(
+            ms,
+            [
+                Master {
+                    name: "m0".into(),
+                    ip: "10.0.0.3".parse().unwrap()
+                },
+                Master {
+                    name: "m1".into(),
+                    ip: "fd00::4".parse().unwrap()
+                },
+            ]
+        );
+        assert_eq!(ms[0].peer_url(), "https://10.0.0.3:2380");
+        assert_eq!(ms[1].client_url(), "https://[fd00::4]:2379");
+        assert_eq!(
+            endpoints(&ms),
+            [
+                "https://localhost:2379",
+                "https://10.0.0.3:2379",
+                "https://[fd00::4]:2379"
+            ]
+        );
+        // An inventory of an older build (no master marks) names none.
+        std::fs::write(
+            d.path().join(NODE_IDENTITIES_FILE),
+            r#"{"nodes":[{"names":["m0"],"addresses":["10.0.0.3"]}]}"#,
+        )
+        .unwrap();
+        assert!(
+            expected_masters(d.path())
+                .unwrap_err()
+                .contains("names no master")
+        );
+    }
+
+    #[test]
+    fn the_master_config_fetches_the_program_by_hash_and_enables_its_unit() {
+        let mc =
+            node_program_machine_config("https://api-int.x:22623/okd-install/node-program", "ab12");
+        assert_eq!(
+            mc["metadata"]["labels"]["machineconfiguration.openshift.io/role"],
+            "master"
+        );
+        let f = &mc["spec"]["config"]["storage"]["files"][0];
+        assert_eq!(f["path"], "/usr/local/bin/okd-install");
+        assert_eq!(f["mode"], 0o755);
+        assert_eq!(f["contents"]["verification"]["hash"], "sha512-ab12");
+        assert_eq!(
+            f["contents"]["source"],
+            "https://api-int.x:22623/okd-install/node-program"
+        );
+        let u = &mc["spec"]["config"]["systemd"]["units"][0];
+        assert_eq!(u["name"], CONTROL_PLANE_UNIT);
+        assert_eq!(u["enabled"], true);
+        assert!(
+            u["contents"]
+                .as_str()
+                .unwrap()
+                .contains("ExecStart=/usr/local/bin/okd-install node control-plane")
+        );
+    }
 }

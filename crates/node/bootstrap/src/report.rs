@@ -42,6 +42,10 @@ fn record(r: Result<(), okd_fs::FsError>) {
     }
 }
 
+/// progress.service's stage for an upstream payload: the bootstrap etcd
+/// member removed once the masters keep quorum without it.
+pub const REMOVE_MEMBER_STAGE: &str = "remove-bootstrap-etcd-member";
+
 /// The kube-apiservers that count for the HA wait, from what the cluster
 /// shows: with an OKD/OCP payload the kube-apiserver operator's
 /// `status.nodeStatuses` with `currentRevision > 0` (report-progress.sh's
@@ -179,6 +183,30 @@ pub async fn report_progress(opts: &ReportOptions) {
     }
     info!("Bootstrap complete reported");
     record(rec.stage_success());
+    if kind == PayloadKind::Upstream {
+        // cluster-etcd-operator removes the bootstrap member once the
+        // bootstrap is complete; with no operator the bootstrap does it.
+        record(rec.stage_start(REMOVE_MEMBER_STAGE));
+        match crate::masters::expected_masters(&opts.dirs.work) {
+            Ok(masters) => {
+                let c = loop {
+                    match client(&opts.kubeconfig).await {
+                        Ok(c) => break c,
+                        Err(e) => {
+                            info!("waiting for the API to record the etcd member removal ({e})");
+                            tokio::time::sleep(POLL).await;
+                        }
+                    }
+                };
+                crate::masters::remove_bootstrap_member(&opts.dirs.work, &masters, c, POLL).await;
+                record(rec.stage_success());
+            }
+            Err(e) => {
+                warn!("the bootstrap etcd member stays: {e}");
+                record(rec.stage_failure("report-progress", &e));
+            }
+        }
+    }
     record(rec.service_end(None));
 }
 

@@ -33,6 +33,9 @@ pub const CHECK_LIMIT: Duration = Duration::from_secs(60);
 /// starts again).
 pub const ETCD_LIMIT: Duration = Duration::from_secs(20 * 60);
 
+/// How often the handover to the masters looks again (upstream payload).
+pub const HANDOVER_PASS: Duration = Duration::from_secs(2);
+
 /// The patch `cvo-overrides` applies (written by the installer into
 /// bootstrap.ign).
 pub const CVO_PATCH: &str = "original_cvo_overrides.patch";
@@ -198,7 +201,32 @@ impl NodeStages {
     }
 
     fn start_mcs(&mut self) -> Result<(), StageFailure> {
-        let state = okd_mcs::McsState::from_bootstrap_node(self.work()).map_err(fail)?;
+        // The masters of an upstream payload get this program and the unit
+        // that runs `okd-install node control-plane` (okd_bootstrap::masters).
+        let program = std::env::current_exe().map_err(fail)?;
+        let sha512 = {
+            use sha2::Digest as _;
+            let mut f = std::fs::File::open(&program)
+                .map_err(|e| fail(format!("{}: {e}", program.display())))?;
+            let mut h = sha2::Sha512::new();
+            std::io::copy(&mut f, &mut h)
+                .map_err(|e| fail(format!("{}: {e}", program.display())))?;
+            h.finalize()
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        };
+        let server = self.api_int()?;
+        let host = url_host(&server.server).unwrap_or("localhost").to_string();
+        let url = format!(
+            "https://{host}:{}{}",
+            self.opts.mcs_listen.port(),
+            okd_mcs::NODE_PROGRAM_ROUTE
+        );
+        let mc = crate::masters::node_program_machine_config(&url, &sha512);
+        let mut state =
+            okd_mcs::McsState::from_bootstrap_node_with(self.work(), vec![mc]).map_err(fail)?;
+        state.set_node_program(program);
         let listener = okd_mcs::bind(self.opts.mcs_listen).map_err(fail)?;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let addr = self.opts.mcs_listen;
@@ -332,6 +360,27 @@ impl NodeStages {
         Ok(())
     }
 
+    /// The handover to the masters (upstream payload), through the
+    /// api-int kubeconfig (the bootstrap's API before the teardown, the
+    /// masters' after).
+    async fn handover(&mut self) -> Result<crate::masters::Handover, StageFailure> {
+        let masters = crate::masters::expected_masters(self.work()).map_err(fail)?;
+        let cluster = okd_cluster::Cluster::from_kubeconfig(&self.work().join("auth/kubeconfig"))
+            .await
+            .map_err(fail)?;
+        let r = self.release()?;
+        let etcd_image = r.image_for("etcd").map_err(fail)?.to_string();
+        let hyperkube = r.image_for("hyperkube").map_err(fail)?.to_string();
+        crate::masters::Handover::new(
+            &self.opts.dirs.work,
+            masters,
+            cluster.client(),
+            &etcd_image,
+            &hyperkube,
+        )
+        .map_err(fail)
+    }
+
     async fn cvo_overrides(&mut self) -> Result<(), StageFailure> {
         restore_cvo_overrides(
             &self.work().join(CVO_PATCH),
@@ -374,9 +423,31 @@ impl NodeStages {
             o.progress.clone(),
             self.opts.dirs.issue.clone(),
         ));
+        // With an upstream payload the bootstrap itself moves etcd and the
+        // control plane to the masters while cluster-bootstrap waits for
+        // their pods (the etcd and control-plane operators' part).
+        let handover =
+            if kind == PayloadKind::Upstream && self.opts.topology != Topology::SingleNode {
+                match self.handover().await {
+                    Ok(h) => Some(tokio::spawn(async move { h.run(HANDOVER_PASS).await })),
+                    Err(e) => {
+                        warn!(
+                            "cannot hand etcd and the control plane to the masters: {}",
+                            e.message
+                        );
+                        None
+                    }
+                }
+            } else {
+                None
+            };
         let result = okd_cluster_bootstrap::start(&o).await;
         watcher.abort();
         let _ = watcher.await;
+        if let Some(h) = handover {
+            h.abort();
+            let _ = h.await;
+        }
         let report = result.map_err(fail)?;
         info!(
             "cluster-bootstrap done: {} steps, events {:?}",
@@ -653,9 +724,19 @@ impl okd_bootkube::Stages for NodeStages {
                     self.operator_render(stage.name, "cluster-etcd-operator")
                         .await
                 }
-                PayloadKind::Upstream => Err(fail(
-                    "moving etcd from the bootstrap to the masters is not built yet for this payload (the second bootstrap issue); the bootstrap keeps etcd",
-                )),
+                PayloadKind::Upstream => {
+                    // cluster-etcd-operator's wait-for-ceo waits until etcd
+                    // runs on the masters; here the bootstrap finishes the
+                    // handover itself and returns when every master is a
+                    // healthy voter with its control plane.
+                    let h = self.handover().await?;
+                    info!(
+                        "waiting for etcd and the control plane on {} master(s)",
+                        h.masters().len()
+                    );
+                    h.run(HANDOVER_PASS).await;
+                    Ok(())
+                }
             },
             "check-api-url" => self.check_stage(true).await,
             "check-api-int-url" => self.check_stage(false).await,

@@ -92,12 +92,10 @@ pub fn apply(root: &Path, node: &str, bundle: &Bundle) -> Result<bool, Installer
             message: format!("the bundle is for node {:?}, this is {node:?}", bundle.node),
         });
     }
-    bundle
-        .check()
-        .map_err(|message| InstallerError::Bundle {
-            secret: secret.clone(),
-            message,
-        })?;
+    bundle.check().map_err(|message| InstallerError::Bundle {
+        secret: secret.clone(),
+        message,
+    })?;
     if bundle.revision <= applied(root) {
         return Ok(false);
     }
@@ -215,21 +213,39 @@ mod tests {
         use std::os::unix::fs::PermissionsExt as _;
         let d = tempfile::tempdir().unwrap();
         let root = d.path();
-        let key = BundleFile::new("/etc/kubernetes/static-pod-resources/etcd-member/etcd-peer.key", 0o600, b"k1");
-        let pod = BundleFile::new("/etc/kubernetes/manifests/etcd-member-pod.yaml", 0o644, b"pod");
+        let key = BundleFile::new(
+            "/etc/kubernetes/static-pod-resources/etcd-member/etcd-peer.key",
+            0o600,
+            b"k1",
+        );
+        let pod = BundleFile::new(
+            "/etc/kubernetes/manifests/etcd-member-pod.yaml",
+            0o644,
+            b"pod",
+        );
         assert!(apply(root, "master-0", &bundle(1, vec![key.clone(), pod.clone()])).unwrap());
         assert_eq!(applied(root), 1);
         let kp = root.join("etc/kubernetes/static-pod-resources/etcd-member/etcd-peer.key");
         assert_eq!(std::fs::read(&kp).unwrap(), b"k1");
-        assert_eq!(std::fs::metadata(&kp).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(&kp).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
         // The same revision again (a restarted program) writes nothing.
         let changed = BundleFile::new(key.path.clone(), 0o600, b"k2");
         assert!(!apply(root, "master-0", &bundle(1, vec![changed.clone()])).unwrap());
         assert_eq!(std::fs::read(&kp).unwrap(), b"k1");
-        let api = BundleFile::new("/etc/kubernetes/manifests/kube-apiserver-pod.yaml", 0o644, b"api");
+        let api = BundleFile::new(
+            "/etc/kubernetes/manifests/kube-apiserver-pod.yaml",
+            0o644,
+            b"api",
+        );
         assert!(apply(root, "master-0", &bundle(2, vec![key, pod, api])).unwrap());
         assert_eq!(applied(root), 2);
-        assert!(root.join("etc/kubernetes/manifests/kube-apiserver-pod.yaml").exists());
+        assert!(
+            root.join("etc/kubernetes/manifests/kube-apiserver-pod.yaml")
+                .exists()
+        );
     }
 
     #[test]
@@ -239,7 +255,10 @@ mod tests {
         let mut b = bundle(1, vec![BundleFile::new("/etc/kubernetes/x", 0o644, b"x")]);
         b.node = "master-1".into();
         let e = apply(root, "master-0", &b).unwrap_err().to_string();
-        assert!(e.contains("okd-control-plane-master-0") && e.contains("master-1"), "{e}");
+        assert!(
+            e.contains("okd-control-plane-master-0") && e.contains("master-1"),
+            "{e}"
+        );
         let b = bundle(
             1,
             vec![

@@ -341,7 +341,13 @@ pub fn master_pods(
             ),
             (
                 "kube-controller-manager-pod.yaml".into(),
-                pod_at("kube-controller-manager", "kube-system", hyperkube_image, kcm, d),
+                pod_at(
+                    "kube-controller-manager",
+                    "kube-system",
+                    hyperkube_image,
+                    kcm,
+                    d,
+                ),
             ),
             (
                 "kube-scheduler-pod.yaml".into(),

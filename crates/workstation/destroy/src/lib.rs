@@ -99,6 +99,15 @@ pub enum DestroyError {
     /// serve answered with an error or the exchange broke off.
     #[error("taking the bootstrap out of okd-install serve's pools")]
     Serve(#[source] okd_serve_api::ControlError),
+    /// The bootstrap's etcd member may still be needed (or the cluster
+    /// cannot say): removing the bootstrap could lose etcd quorum.
+    #[error(
+        "the bootstrap's etcd member may still be needed: {reason}. Removing the bootstrap now could lose etcd quorum and every object created so far; wait for `okd-install wait-for bootstrap-complete` to finish, or give --force if the bootstrap is gone already"
+    )]
+    EtcdNeeded {
+        /// What the cluster says, or why it cannot be asked.
+        reason: String,
+    },
     /// A file of `<dir>/bastion/` could not be read.
     #[error("reading {}", path.display())]
     Read {
@@ -127,6 +136,15 @@ pub struct DestroyReport {
     pub haproxy_commands: Vec<String>,
     /// The text for the user (stdout).
     pub text: String,
+}
+
+/// Checks `metadata.json` before anything else is asked: it exists, and
+/// names platform none or baremetal. Returns the platform.
+///
+/// # Errors
+/// As [`destroy_bootstrap`] for metadata.json.
+pub fn check_metadata(dir: &Path) -> Result<String, DestroyError> {
+    platform(dir)
 }
 
 /// The platform key of `metadata.json`: `none` when it names none.
@@ -264,6 +282,50 @@ fn inventory(dir: &Path) -> Result<Inventory, DestroyError> {
             )
             .into())
         })
+}
+
+/// How long [`etcd_gate`] waits for the API.
+pub const GATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Refuses while the bootstrap's etcd member is still a member (or the
+/// cluster cannot be asked), as `destroy bootstrap` and `serve
+/// remove-bootstrap` do before they act: asks `etcds/cluster` for
+/// `EtcdBootstrapMemberRemoved` through `<dir>/auth/kubeconfig`
+/// (openshift-install's `wait-for bootstrap-complete` waits for the same
+/// condition before it says the bootstrap may go).
+///
+/// # Errors
+/// [`DestroyError::EtcdNeeded`] with the condition, or with why the
+/// cluster could not be asked (no kubeconfig, unreachable API, refused
+/// credentials).
+pub async fn etcd_gate(dir: &Path) -> Result<(), DestroyError> {
+    let needed = |reason: String| DestroyError::EtcdNeeded { reason };
+    let kc = dir.join("auth/kubeconfig");
+    let ask = async {
+        let c = okd_cluster::Cluster::from_kubeconfig(&kc)
+            .await
+            .map_err(|e| e.to_string())?;
+        okd_cluster::openshift::bootstrap_member_kept(c.client())
+            .await
+            .map_err(|e| {
+                c.api_error("/apis/operator.openshift.io/v1/etcds/cluster", e)
+                    .to_string()
+            })
+    };
+    match tokio::time::timeout(GATE_TIMEOUT, ask).await {
+        Err(_) => Err(needed(format!(
+            "the cluster's API did not answer in {} s",
+            GATE_TIMEOUT.as_secs()
+        ))),
+        Ok(Err(e)) => Err(needed(format!("cannot ask the cluster: {e}"))),
+        Ok(Ok(Some(why))) => Err(needed(why)),
+        Ok(Ok(None)) => {
+            info!(
+                "the bootstrap's etcd member is removed (etcds/cluster EtcdBootstrapMemberRemoved=True)"
+            );
+            Ok(())
+        }
+    }
 }
 
 /// `okd-install destroy bootstrap --dir dir`.
