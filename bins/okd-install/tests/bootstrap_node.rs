@@ -759,7 +759,36 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         }],
         "{members:?}"
     );
-    // Every object created through the bootstrap is still there.
+    // The bootstrap switched off after the handover: the master alone
+    // keeps quorum and answers through the balancer, and every object
+    // created through the bootstrap is still there.
+    bl.host.power_off();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = kubectl(&["get", "--raw", "/readyz"]);
+        if out.stdout == b"ok" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the API without the bootstrap: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let out = kubectl(&[
+        "get",
+        "-f",
+        root.join("opt/openshift/manifests").to_str().unwrap(),
+        "-o",
+        "name",
+    ]);
+    assert!(
+        out.status.success(),
+        "an object is gone with the bootstrap: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).lines().count() >= listed);
     let out = kubectl(&[
         "get",
         "configmap",
@@ -771,6 +800,24 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
     ]);
     assert!(
         out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // destroy bootstrap asks the cluster and goes ahead: the member is gone.
+    let out = bl
+        .lab
+        .cmd(&bl.lab.bastion.ns, BIN)
+        .args(["destroy", "bootstrap", "--dir"])
+        .arg(&assets)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "destroy bootstrap: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("EtcdBootstrapMemberRemoved=True"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

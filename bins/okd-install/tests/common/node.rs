@@ -527,6 +527,15 @@ impl NodeHost {
 
 impl Drop for NodeHost {
     fn drop(&mut self) {
+        self.power_off();
+    }
+}
+
+impl NodeHost {
+    /// Kills the host at once, as a machine switched off: every process
+    /// of it (by its PID namespace's PID 1), then its cgroups. Its root
+    /// folder stays. Called again (or on drop) it does nothing more.
+    pub fn power_off(&mut self) {
         // unshare --kill-child: SIGKILL to the host's PID 1 ends every
         // process of its PID namespace (containerd, the shims, the pods).
         let pid1 = std::fs::read_to_string(format!(
