@@ -31,9 +31,8 @@ use base64::Engine as _;
 
 use common::bootlab::{BootLab, MIRROR, prerequisites, wait_for_log};
 use common::kube::tail;
-use common::node::{Kubelet, NodeHost};
 use common::payload;
-use common::serve::{BASTION, ignite_in};
+use common::serve::BASTION;
 
 const VERSION: &str = "4.15.0-0.okd-upstream-e2e";
 const MASTER_IP: &str = common::bootlab::MASTER;
@@ -400,66 +399,13 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
     );
     assert_eq!(csr_state("client-intruder"), "", "{approved}");
     // A master's real Ignition fetches its config from the bootstrap's
-    // machine-config server through serve's balancer on 22623.
-    let (ok, ign_log, master_root) = ignite_in(
-        &bl.lab.nodes[1].ns,
-        &assets.join("master.ign"),
-        &t.join("m"),
-        60,
-    );
-    assert!(ok, "master Ignition:\n{}", tail(&ign_log, 30));
-    assert!(
-        master_root.join("etc/kubernetes/kubeconfig").exists(),
-        "the master config from the bootstrap MCS lays down the kubelet kubeconfig"
-    );
-
-    // The master joins (issue #21 item 1): its kubelet, with the bootstrap
-    // kubeconfig its Ignition laid down, files its client CSR; the
-    // bootstrap's approve-csr approves it after the identity checks, then
-    // the serving CSR; the Node registers and becomes Ready.
-    // The OS image's part on a real master: containerd pulls through the
-    // mirror (CRI-O would read the MachineConfig's registries.conf) and
-    // trusts its CA.
-    let anchors = "etc/pki/ca-trust/source/anchors";
-    std::fs::create_dir_all(master_root.join(anchors)).unwrap();
-    std::fs::copy(
-        root.join(anchors).join("ca.crt"),
-        master_root.join(anchors).join("ca.crt"),
-    )
-    .unwrap();
-    common::node::write_mirror_config(
-        &master_root,
-        "quay.io",
-        MIRROR,
-        "/etc/pki/ca-trust/source/anchors/ca.crt",
-        common::bootlab::LOGIN,
-    );
-    // The master config carries okd-install, fetched by the real Ignition
-    // from the bootstrap's machine-config server and checked against its
-    // sha512, and the unit that runs `okd-install node control-plane`.
-    assert_eq!(
-        std::fs::read(master_root.join("usr/local/bin/okd-install")).unwrap(),
-        std::fs::read(&bl.node_program).unwrap(),
-        "the master's okd-install is the bootstrap's"
-    );
-    let unit =
-        std::fs::read_to_string(master_root.join("etc/systemd/system/okd-control-plane.service"))
-            .unwrap();
-    assert!(
-        unit.contains("/usr/local/bin/okd-install node control-plane"),
-        "{unit}"
-    );
-    let mut master = NodeHost::start_as(
-        &bl.lab.nodes[1].ns,
-        "master",
-        MASTER_IP,
-        "10.128.1.0/24",
-        &master_root,
-        &kit.join("kubelet"),
-        &[],
-        Kubelet::Join,
-    );
-    master.use_nameserver(BASTION);
+    // machine-config server through serve's balancer on 22623 (with
+    // okd-install and okd-control-plane.service); the master joins (issue
+    // #21 item 1): its kubelet, with the bootstrap kubeconfig its Ignition
+    // laid down, files its client CSR; the bootstrap's approve-csr
+    // approves it after the identity checks, then the serving CSR; the
+    // Node registers and becomes Ready.
+    let (mut master, _master_root) = bl.master(1, "master", MASTER_IP, &kit.join("kubelet"));
     let joined = Instant::now();
     let deadline = joined + Duration::from_secs(180);
     loop {
@@ -698,98 +644,23 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
     // etcd member removed (the master keeps quorum alone) and
     // EtcdBootstrapMemberRemoved published; wait-for bootstrap-complete
     // from the bastion returns 0.
-    let progress_log = t.join("progress.log");
-    let mut progress = bl.spawn_unit(
-        "/usr/local/bin/report-progress.sh",
-        &["/opt/openshift/auth/kubeconfig"],
-        &progress_log,
-        b"bootstrap\0report-progress",
-    );
-    let out = bl
-        .lab
-        .cmd(&bl.lab.bastion.ns, BIN)
-        .args(["wait-for", "bootstrap-complete", "--dir"])
-        .arg(&assets)
-        .args(["--timeouts", "api=120s,bootstrap=300s,etcd=300s"])
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{said}\nprogress:\n{}",
-        tail(
-            &std::fs::read_to_string(&progress_log).unwrap_or_default(),
-            30
-        )
-    );
-    assert!(
-        said.contains("Bootstrap etcd member has been removed"),
-        "{said}"
-    );
-    assert_eq!(
-        progress
-            .wait_exit(Duration::from_secs(30))
-            .map(|s| s.success()),
-        Some(true),
-        "{}",
-        std::fs::read_to_string(&progress_log).unwrap_or_default()
-    );
+    bl.complete("api=120s,bootstrap=300s,etcd=300s");
     let to_complete = handover_start.elapsed();
     // etcd: the master alone, a healthy voter.
-    let tls = root.join("opt/openshift/tls");
-    let ns = bl.lab.nodes[1].ns.clone();
-    let members = common::kube::in_netns(&ns, move || async move {
-        let http = okd_bootstrap::checks::client(
-            &tls.join("etcd-ca-bundle.crt"),
-            Some((&tls.join("etcd-client.crt"), &tls.join("etcd-client.key"))),
-        )
-        .unwrap();
-        okd_bootstrap::members::Members::new(http, vec![format!("https://{MASTER_IP}:2379")])
-            .judged()
-            .await
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
-        members.iter().map(|(_, j)| j.clone()).collect::<Vec<_>>(),
+        bl.etcd_members(1, vec![format!("https://{MASTER_IP}:2379")]),
         [okd_bootstrap::handover::Member {
             name: "master".into(),
             learner: false,
             healthy: true
-        }],
-        "{members:?}"
+        }]
     );
     // The bootstrap switched off after the handover: the master alone
-    // keeps quorum and answers through the balancer, and every object
-    // created through the bootstrap is still there.
-    bl.host.power_off();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let out = kubectl(&["get", "--raw", "/readyz"]);
-        if out.stdout == b"ok" {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the API without the bootstrap: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    let out = kubectl(&[
-        "get",
-        "-f",
-        root.join("opt/openshift/manifests").to_str().unwrap(),
-        "-o",
-        "name",
-    ]);
-    assert!(
-        out.status.success(),
-        "an object is gone with the bootstrap: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).lines().count() >= listed);
-    let out = kubectl(&[
+    // keeps quorum and answers through the balancer, every object created
+    // through the bootstrap is still there; destroy bootstrap asks the
+    // cluster and goes ahead.
+    bl.without_bootstrap(listed);
+    let out = bl.kubectl(&[
         "get",
         "configmap",
         "-n",
@@ -803,24 +674,7 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // destroy bootstrap asks the cluster and goes ahead: the member is gone.
-    let out = bl
-        .lab
-        .cmd(&bl.lab.bastion.ns, BIN)
-        .args(["destroy", "bootstrap", "--dir"])
-        .arg(&assets)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "destroy bootstrap: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("EtcdBootstrapMemberRemoved=True"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    bl.destroy_bootstrap();
     eprintln!(
         "handover: cb-bootstrap's pod wait to .bootkube.done {:.1} s, to bootstrap complete (member removed) {:.1} s",
         to_done.as_secs_f64(),

@@ -26,6 +26,14 @@ use super::{example_dir, okd_ok, repo};
 pub const BOOTSTRAP: &str = "192.168.120.102";
 /// A master's address.
 pub const MASTER: &str = "192.168.120.103";
+/// The three masters of [`BootLab::start_with`]`(…, 3, …)`: name, address,
+/// MAC (the single-master example's master becomes `master0`; .104 stays
+/// its worker's).
+pub const HA_MASTERS: [(&str, &str, &str); 3] = [
+    ("master0", "192.168.120.103", "52:54:00:12:01:03"),
+    ("master1", "192.168.120.105", "52:54:00:12:01:05"),
+    ("master2", "192.168.120.106", "52:54:00:12:01:06"),
+];
 /// The mirror registry (on the bastion).
 pub const MIRROR: &str = "registry.okd.example:5000";
 /// The mirror's login.
@@ -168,16 +176,51 @@ impl BootLab {
         podman: bool,
         build: impl FnOnce(&Path) -> Payload,
     ) -> BootLab {
+        Self::start_with(pre, prefix, kubelet, podman, 1, build)
+    }
+
+    /// [`BootLab::start`] for `masters` control-plane replicas: 1 (the
+    /// single-master example as it is; `nodes[1]` is its master) or 3
+    /// (the example with `controlPlane.replicas: 3` and its master
+    /// replaced by [`HA_MASTERS`], `nodes[1..4]`).
+    pub fn start_with(
+        pre: &Prereqs,
+        prefix: &str,
+        kubelet: Option<&Path>,
+        podman: bool,
+        masters: usize,
+        build: impl FnOnce(&Path) -> Payload,
+    ) -> BootLab {
+        assert!(masters == 1 || masters == 3, "1 or 3 masters");
         let scratch = tempfile::tempdir().unwrap();
         let t = scratch.path();
         let ex = example_dir("baremetal-single-master");
         let assets = ex.path().to_path_buf();
         let exdir = repo().join("examples/baremetal-single-master");
-        std::fs::copy(
-            exdir.join("agent-config.yaml"),
-            assets.join("agent-config.yaml"),
-        )
-        .unwrap();
+        let agent = std::fs::read_to_string(exdir.join("agent-config.yaml")).unwrap();
+        let agent = if masters == 1 {
+            agent
+        } else {
+            // The master's block, repeated for each of HA_MASTERS.
+            let start = agent.find("  - hostname: master\n").unwrap();
+            let end = agent.find("  - hostname: worker1\n").unwrap();
+            let block = &agent[start..end];
+            let blocks: String = HA_MASTERS
+                .iter()
+                .map(|(name, ip, mac)| {
+                    block
+                        .replace("hostname: master\n", &format!("hostname: {name}\n"))
+                        .replace("52:54:00:12:01:03", mac)
+                        .replace("192.168.120.103", ip)
+                })
+                .collect();
+            let ic = assets.join("install-config.yaml");
+            let text = std::fs::read_to_string(&ic).unwrap();
+            assert!(text.contains("  replicas: 1 "), "{text}");
+            std::fs::write(&ic, text.replacen("  replicas: 1 ", "  replicas: 3 ", 1)).unwrap();
+            format!("{}{blocks}{}", &agent[..start], &agent[end..])
+        };
+        std::fs::write(assets.join("agent-config.yaml"), agent).unwrap();
         let bastion_cfg = std::fs::read_to_string(exdir.join("bastion-config.yaml"))
             .unwrap()
             .replace(
@@ -187,12 +230,17 @@ impl BootLab {
         std::fs::write(assets.join("bastion-config.yaml"), bastion_cfg).unwrap();
 
         let prefix = format!("{prefix}{}", std::process::id() % 100000);
-        let mut lab = Lab::new(
-            &prefix,
-            BASTION,
-            &[("bs", BOOTSTRAP), ("m", MASTER)],
-            "okd.example",
-        );
+        let hosts: Vec<(&str, &str)> = if masters == 1 {
+            vec![("bs", BOOTSTRAP), ("m", MASTER)]
+        } else {
+            vec![
+                ("bs", BOOTSTRAP),
+                ("m", HA_MASTERS[0].1),
+                ("m1", HA_MASTERS[1].1),
+                ("m2", HA_MASTERS[2].1),
+            ]
+        };
+        let mut lab = Lab::new(&prefix, BASTION, &hosts, "okd.example");
         let bastion_etc = PathBuf::from("/etc/netns").join(&lab.bastion.ns);
         std::fs::create_dir_all(&bastion_etc).unwrap();
         std::fs::write(
@@ -324,6 +372,217 @@ impl BootLab {
             ex,
             scratch,
         }
+    }
+
+    /// A master on `lab.nodes[node]` named `name` at `ip`, as it boots:
+    /// its real Ignition runs `master.ign` (the pointer config) in its
+    /// network namespace, getting its config from the bootstrap's
+    /// machine-config server through serve's balancer on 22623; checks
+    /// that config laid down the kubelet kubeconfig, okd-install (the
+    /// bootstrap's program, fetched from the bootstrap and checked
+    /// against its sha512) and `okd-control-plane.service`; adds the OS
+    /// image's part (containerd pulling through the mirror, trusting its
+    /// CA: CRI-O on a real master reads the MachineConfig's
+    /// registries.conf); starts the host with `kubelet` joining the
+    /// cluster, resolving through serve's DNS. The master's root folder is
+    /// `<scratch>/<name>`. Returns the host and its root.
+    pub fn master(&self, node: usize, name: &str, ip: &str, kubelet: &Path) -> (NodeHost, PathBuf) {
+        let (ok, ign_log, root) = super::serve::ignite_in(
+            &self.lab.nodes[node].ns,
+            &self.assets.join("master.ign"),
+            &self.scratch.path().join(name),
+            120,
+        );
+        assert!(ok, "{name}'s Ignition:\n{}", tail(&ign_log, 30));
+        assert!(
+            root.join("etc/kubernetes/kubeconfig").exists(),
+            "the master config from the bootstrap MCS lays down the kubelet kubeconfig"
+        );
+        assert_eq!(
+            std::fs::read(root.join("usr/local/bin/okd-install")).unwrap(),
+            std::fs::read(&self.node_program).unwrap(),
+            "{name}'s okd-install is the bootstrap's"
+        );
+        let unit =
+            std::fs::read_to_string(root.join("etc/systemd/system/okd-control-plane.service"))
+                .unwrap();
+        assert!(
+            unit.contains("/usr/local/bin/okd-install node control-plane"),
+            "{unit}"
+        );
+        let anchors = "etc/pki/ca-trust/source/anchors";
+        std::fs::create_dir_all(root.join(anchors)).unwrap();
+        std::fs::copy(
+            self.root.join(anchors).join("ca.crt"),
+            root.join(anchors).join("ca.crt"),
+        )
+        .unwrap();
+        write_mirror_config(
+            &root,
+            "quay.io",
+            MIRROR,
+            "/etc/pki/ca-trust/source/anchors/ca.crt",
+            LOGIN,
+        );
+        let host = Self::restart_master(&self.lab.nodes[node].ns, node, name, ip, &root, kubelet);
+        (host, root)
+    }
+
+    /// Starts (again) the master host of [`BootLab::master`] from its
+    /// root folder: the same certificates, etcd data and static pods, as a
+    /// machine powered on again.
+    pub fn restart_master(
+        ns: &str,
+        node: usize,
+        name: &str,
+        ip: &str,
+        root: &Path,
+        kubelet: &Path,
+    ) -> NodeHost {
+        let host = NodeHost::start_as(
+            ns,
+            name,
+            ip,
+            &format!("10.128.{node}.0/24"),
+            root,
+            kubelet,
+            &[],
+            super::node::Kubelet::Join,
+        );
+        host.use_nameserver(BASTION);
+        host
+    }
+
+    /// `kubectl` on the bastion with `auth/kubeconfig`, to the API
+    /// through serve's balancer.
+    pub fn kubectl(&self, args: &[&str]) -> std::process::Output {
+        self.lab
+            .cmd(&self.lab.bastion.ns, "kubectl")
+            .arg("--kubeconfig")
+            .arg(self.assets.join("auth/kubeconfig"))
+            .arg(format!("--server=https://{BASTION}:6443"))
+            .arg("--tls-server-name=api.okd.example")
+            .args(["--request-timeout=20s"])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// The etcd members and their health as `lab.nodes[from]` sees them,
+    /// asked at `endpoints` (client URLs) with the etcd client certificate
+    /// (`okd_bootstrap::members`, as the handover asks).
+    pub fn etcd_members(
+        &self,
+        from: usize,
+        endpoints: Vec<String>,
+    ) -> Vec<okd_bootstrap::handover::Member> {
+        let tls = self.root.join("opt/openshift/tls");
+        let ns = self.lab.nodes[from].ns.clone();
+        super::kube::in_netns(&ns, move || async move {
+            let http = okd_bootstrap::checks::client(
+                &tls.join("etcd-ca-bundle.crt"),
+                Some((&tls.join("etcd-client.crt"), &tls.join("etcd-client.key"))),
+            )
+            .unwrap();
+            okd_bootstrap::members::Members::new(http, endpoints)
+                .judged()
+                .await
+        })
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .map(|(_, j)| j)
+        .collect()
+    }
+
+    /// progress.service and `wait-for bootstrap-complete` from the
+    /// bastion (limits `timeouts`): asserts it exits 0 after the etcd
+    /// member's removal and that progress.service ends; returns
+    /// progress.service's log.
+    pub fn complete(&self, timeouts: &str) -> String {
+        let progress_log = self.scratch.path().join("progress.log");
+        let mut progress = self.spawn_unit(
+            "/usr/local/bin/report-progress.sh",
+            &["/opt/openshift/auth/kubeconfig"],
+            &progress_log,
+            b"bootstrap\0report-progress",
+        );
+        let out = self
+            .lab
+            .cmd(&self.lab.bastion.ns, BIN)
+            .args(["wait-for", "bootstrap-complete", "--dir"])
+            .arg(&self.assets)
+            .args(["--timeouts", timeouts])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        let progress_text = || std::fs::read_to_string(&progress_log).unwrap_or_default();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{said}\nprogress:\n{}",
+            tail(&progress_text(), 30)
+        );
+        assert!(
+            said.contains("Bootstrap etcd member has been removed"),
+            "{said}"
+        );
+        assert_eq!(
+            progress
+                .wait_exit(Duration::from_secs(60))
+                .map(|s| s.success()),
+            Some(true),
+            "{}",
+            progress_text()
+        );
+        progress_text()
+    }
+
+    /// The bootstrap switched off: the API answers through the balancer
+    /// from the masters alone, and every object of the install's
+    /// manifests (at least `listed`) is still there.
+    pub fn without_bootstrap(&mut self, listed: usize) {
+        self.host.power_off();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let out = self.kubectl(&["get", "--raw", "/readyz"]);
+            if out.stdout == b"ok" {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the API without the bootstrap: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        let out = self.kubectl(&[
+            "get",
+            "-f",
+            self.root.join("opt/openshift/manifests").to_str().unwrap(),
+            "-o",
+            "name",
+        ]);
+        assert!(
+            out.status.success(),
+            "an object is gone with the bootstrap: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).lines().count() >= listed);
+    }
+
+    /// `destroy bootstrap` (no `--force`) from the bastion: it asks the
+    /// cluster, finds the etcd member removed and goes ahead.
+    pub fn destroy_bootstrap(&self) {
+        let out = self
+            .lab
+            .cmd(&self.lab.bastion.ns, BIN)
+            .args(["destroy", "bootstrap", "--dir"])
+            .arg(&self.assets)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "destroy bootstrap: {err}");
+        assert!(err.contains("EtcdBootstrapMemberRemoved=True"), "{err}");
     }
 
     /// Runs release-image.service's script in the host; panics when it

@@ -323,7 +323,10 @@ impl NodeHost {
         if mode == Kubelet::Join {
             kcfg.push_str("serverTLSBootstrap: true\nrotateCertificates: true\n");
         }
-        write_default(&root.join("etc/kubernetes/kubelet-host.yaml"), &kcfg);
+        // This start's cgroup: written on every start (a host started
+        // again gets a new one).
+        std::fs::create_dir_all(root.join("etc/kubernetes")).unwrap();
+        std::fs::write(root.join("etc/kubernetes/kubelet-host.yaml"), &kcfg).unwrap();
         std::fs::create_dir_all(root.join("etc/kubernetes/manifests")).unwrap();
         for d in cgroup_dirs(&cgroup) {
             std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
@@ -337,6 +340,9 @@ impl NodeHost {
         )
         .unwrap();
         let pause = pause_image(root);
+        // A host started again from its root folder (a machine powered on
+        // again) is up only once this start says so.
+        let _ = std::fs::remove_file(root.join(".init-state"));
         let log = std::fs::File::create(root.join(".init.log")).unwrap();
         let init = Command::new("nsenter")
             .arg(format!("--net=/run/netns/{ns}"))
