@@ -646,6 +646,23 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
     // from the bastion returns 0.
     bl.complete("api=120s,bootstrap=300s,etcd=300s");
     let to_complete = handover_start.elapsed();
+    // The handover's progress where wait-for's progress line reads etcd
+    // (etcds/cluster, EtcdMembersAvailable), beside the removal.
+    let out = bl.kubectl(&[
+        "get",
+        "etcds.operator.openshift.io",
+        "cluster",
+        "-o",
+        "jsonpath={range .status.conditions[*]}{.type}={.status} {.message}{\"\\n\"}{end}",
+    ]);
+    let conds = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        conds.contains(
+            "EtcdMembersAvailable=True master: voting etcd member, control plane handed over"
+        ) && conds.contains("EtcdBootstrapMemberRemoved=True"),
+        "{conds} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // etcd: the master alone, a healthy voter.
     assert_eq!(
         bl.etcd_members(1, vec![format!("https://{MASTER_IP}:2379")]),

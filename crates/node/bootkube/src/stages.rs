@@ -103,6 +103,15 @@ pub const STAGES: &[Stage] = &[
         only: Only::WithBootstrap,
         ..always("wait-for-ceo")
     },
+    // Single node: bootstrap-in-place.sh's stages in their place.
+    Stage {
+        only: Only::SingleNode,
+        ..done("stop-etcd")
+    },
+    Stage {
+        only: Only::SingleNode,
+        ..done("master-ignition")
+    },
     always("check-api-url"),
     always("check-api-int-url"),
 ];

@@ -167,6 +167,13 @@ fn single_node_runs_its_own_stages_and_skips_etcd_once_stopped() {
     assert!(!started.contains(&"wait-for-etcd".to_string()));
     assert!(!started.contains(&"cvo-overrides".to_string()));
     assert!(!started.contains(&"wait-for-ceo".to_string()));
+    // bootstrap-in-place.sh's stages, in cvo-overrides' and wait-for-ceo's
+    // place; stop-etcd is done already.
+    assert!(!started.contains(&"stop-etcd".to_string()));
+    let mi = started.iter().position(|n| n == "master-ignition");
+    let cb = started.iter().position(|n| n == "cb-bootstrap");
+    let check = started.iter().position(|n| n == "check-api-url");
+    assert!(mi.is_some() && cb < mi && mi < check, "{started:?}");
 }
 
 /// The child of [`a_killed_run_resumes_at_its_stage_and_repeats_none`]:

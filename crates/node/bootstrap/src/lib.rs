@@ -26,6 +26,7 @@
 pub mod approve;
 pub mod checks;
 pub mod handover;
+pub mod in_place;
 pub mod masters;
 pub mod members;
 pub mod operators;

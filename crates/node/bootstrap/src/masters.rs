@@ -503,6 +503,31 @@ impl Handover {
                         }
                     }
                     let done = states.iter().all(|(_, s)| *s == MasterState::Done);
+                    if states != last {
+                        // Where wait-for's progress line looks (the etcd
+                        // operator's EtcdMembersAvailable condition).
+                        let message = states
+                            .iter()
+                            .map(|(n, st)| format!("{n}: {st}"))
+                            .collect::<Vec<_>>()
+                            .join("; ");
+                        let (status, reason) = if done {
+                            (true, "AsExpected")
+                        } else {
+                            (false, "HandoverInProgress")
+                        };
+                        if let Err(e) = set_etcd_condition(
+                            &self.client,
+                            MEMBERS_CONDITION,
+                            status,
+                            reason,
+                            &message,
+                        )
+                        .await
+                        {
+                            tracing::debug!("publishing the handover's progress: {e}");
+                        }
+                    }
                     last = states;
                     last_err.clear();
                     if done {
@@ -636,21 +661,75 @@ pub async fn remove_bootstrap_member(
 pub const REMOVED_REASON: &str = "BootstrapMemberRemoved";
 
 async fn publish_removed(client: &kube::Client) -> Result<(), String> {
+    set_etcd_condition(
+        client,
+        REMOVED_CONDITION,
+        true,
+        REMOVED_REASON,
+        "the bootstrap etcd member was removed by the bootstrap node (upstream payload)",
+    )
+    .await
+}
+
+/// The condition `wait-for bootstrap-complete` and `destroy bootstrap`
+/// wait for.
+pub const REMOVED_CONDITION: &str = "EtcdBootstrapMemberRemoved";
+
+/// The condition whose message `wait-for`'s progress line shows for etcd
+/// (cluster-etcd-operator sets it from its member health); here each
+/// master's place in the handover.
+pub const MEMBERS_CONDITION: &str = "EtcdMembersAvailable";
+
+/// Sets condition `type_` on `etcds.operator.openshift.io/cluster`'s
+/// status, keeping the other conditions (read, changed, written back as
+/// a merge patch of the whole list); `lastTransitionTime` moves only when
+/// the status changes.
+///
+/// # Errors
+/// The object cannot be read or written (the message names it).
+pub async fn set_etcd_condition(
+    client: &kube::Client,
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: &str,
+) -> Result<(), String> {
     let api = okd_cluster::openshift::etcds(client.clone());
+    let what = "etcds.operator.openshift.io/cluster";
+    let obj = api
+        .get_opt("cluster")
+        .await
+        .map_err(|e| format!("{what}: {e}"))?
+        .ok_or_else(|| format!("{what} does not exist yet"))?;
+    let mut conditions: Vec<serde_json::Value> = obj
+        .data
+        .pointer("/status/conditions")
+        .and_then(|c| c.as_array())
+        .cloned()
+        .unwrap_or_default();
+    let status = if status { "True" } else { "False" };
     let now = k8s_openapi::jiff::Timestamp::now().to_string();
-    let patch = serde_json::json!({
-        "status": {"conditions": [{
-            "type": "EtcdBootstrapMemberRemoved",
-            "status": "True",
-            "reason": REMOVED_REASON,
-            "message": "the bootstrap etcd member was removed by the bootstrap node (upstream payload)",
-            "lastTransitionTime": now,
-        }]}
+    let old = conditions.iter().position(|c| c["type"] == type_);
+    let since = match old {
+        Some(i) if conditions[i]["status"] == status => conditions[i]["lastTransitionTime"].clone(),
+        _ => serde_json::Value::String(now),
+    };
+    let c = serde_json::json!({
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": since,
     });
+    match old {
+        Some(i) => conditions[i] = c,
+        None => conditions.push(c),
+    }
+    let patch = serde_json::json!({"status": {"conditions": conditions}});
     api.patch_status("cluster", &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map(|_| ())
-        .map_err(|e| format!("etcds.operator.openshift.io/cluster: {e}"))
+        .map_err(|e| format!("{what}: {e}"))
 }
 
 #[cfg(test)]

@@ -33,6 +33,9 @@ pub const CHECK_LIMIT: Duration = Duration::from_secs(60);
 /// starts again).
 pub const ETCD_LIMIT: Duration = Duration::from_secs(20 * 60);
 
+/// How long single node's `stop-etcd` waits for etcd to stop.
+pub const STOP_ETCD_LIMIT: Duration = Duration::from_secs(5 * 60);
+
 /// How often the handover to the masters looks again (upstream payload).
 pub const HANDOVER_PASS: Duration = Duration::from_secs(2);
 
@@ -68,6 +71,9 @@ pub struct NodeOptions {
     pub required_pods: Option<Vec<String>>,
     /// cluster-bootstrap's waits (API, pods); `None`: its defaults (20 min).
     pub cluster_bootstrap_timeout: Option<Duration>,
+    /// etcd's data directory on this node (`/var/lib/etcd`), which single
+    /// node's `master-ignition` embeds.
+    pub etcd_data: PathBuf,
 }
 
 impl NodeOptions {
@@ -83,6 +89,7 @@ impl NodeOptions {
             mcs_listen: SocketAddr::from(([0, 0, 0, 0], 22623)),
             required_pods: None,
             cluster_bootstrap_timeout: None,
+            etcd_data: PathBuf::from(okd_bootstrap_render::etcd::DATA_DIR),
         }
     }
 }
@@ -96,6 +103,7 @@ pub struct NodeStages {
         tokio::task::JoinHandle<()>,
         tokio::sync::oneshot::Sender<()>,
     )>,
+    mcs_state: Option<Arc<okd_mcs::McsState>>,
 }
 
 fn fail(e: impl std::fmt::Display) -> StageFailure {
@@ -115,6 +123,7 @@ impl NodeStages {
             release: None,
             node_ip: None,
             mcs: None,
+            mcs_state: None,
         };
         let w = &s.opts.dirs.work;
         // An OpenShift payload's machine-config server is the MCO's static
@@ -203,38 +212,49 @@ impl NodeStages {
     fn start_mcs(&mut self) -> Result<(), StageFailure> {
         // The masters of an upstream payload get this program and the unit
         // that runs `okd-install node control-plane` (okd_bootstrap::masters).
-        let program = std::env::current_exe().map_err(fail)?;
-        let sha512 = {
-            use sha2::Digest as _;
-            let mut f = std::fs::File::open(&program)
-                .map_err(|e| fail(format!("{}: {e}", program.display())))?;
-            let mut h = sha2::Sha512::new();
-            std::io::copy(&mut f, &mut h)
-                .map_err(|e| fail(format!("{}: {e}", program.display())))?;
-            h.finalize()
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-        };
-        let server = self.api_int()?;
-        let host = url_host(&server.server).unwrap_or("localhost").to_string();
-        let url = format!(
-            "https://{host}:{}{}",
-            self.opts.mcs_listen.port(),
-            okd_mcs::NODE_PROGRAM_ROUTE
-        );
-        let mc = crate::masters::node_program_machine_config(&url, &sha512);
+        // Single node: the node itself becomes the master (master.ign
+        // embeds the program); nothing to hand over.
+        let mut extra = Vec::new();
+        let mut served = None;
+        if self.opts.topology == Topology::WithBootstrap {
+            let program = std::env::current_exe().map_err(fail)?;
+            let sha512 = {
+                use sha2::Digest as _;
+                let mut f = std::fs::File::open(&program)
+                    .map_err(|e| fail(format!("{}: {e}", program.display())))?;
+                let mut h = sha2::Sha512::new();
+                std::io::copy(&mut f, &mut h)
+                    .map_err(|e| fail(format!("{}: {e}", program.display())))?;
+                h.finalize()
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect::<String>()
+            };
+            let server = self.api_int()?;
+            let host = url_host(&server.server).unwrap_or("localhost").to_string();
+            let url = format!(
+                "https://{host}:{}{}",
+                self.opts.mcs_listen.port(),
+                okd_mcs::NODE_PROGRAM_ROUTE
+            );
+            extra.push(crate::masters::node_program_machine_config(&url, &sha512));
+            served = Some(program);
+        }
         let mut state =
-            okd_mcs::McsState::from_bootstrap_node_with(self.work(), vec![mc]).map_err(fail)?;
-        state.set_node_program(program);
+            okd_mcs::McsState::from_bootstrap_node_with(self.work(), extra).map_err(fail)?;
+        if let Some(program) = served {
+            state.set_node_program(program);
+        }
         let listener = okd_mcs::bind(self.opts.mcs_listen).map_err(fail)?;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let addr = self.opts.mcs_listen;
+        let state = Arc::new(state);
+        self.mcs_state = Some(state.clone());
         let task = tokio::spawn(async move {
             let shutdown = async move {
                 let _ = rx.await;
             };
-            if let Err(e) = okd_mcs::serve_tls(listener, Arc::new(state), None, shutdown).await {
+            if let Err(e) = okd_mcs::serve_tls(listener, state, None, shutdown).await {
                 warn!("the bootstrap machine-config server on {addr} stopped: {e}");
             }
         });
@@ -379,6 +399,98 @@ impl NodeStages {
             &hyperkube,
         )
         .map_err(fail)
+    }
+
+    /// Single node's `master-ignition`: the master config of this node's
+    /// machine-config server (in this process for an upstream payload; the
+    /// MCO's bootstrap pod on `localhost:22624` for an OKD/OCP payload),
+    /// then [`crate::in_place::master_ignition`] into `master.ign` (0600).
+    async fn master_ignition(&mut self) -> Result<(), StageFailure> {
+        let original: Vec<u8> = match self.kind()? {
+            PayloadKind::Upstream => {
+                if self.mcs_state.is_none() {
+                    self.start_mcs()?;
+                }
+                let state = self.mcs_state.as_ref().expect("started");
+                match state.body("master", okd_mcs::SpecVersion::V3(2)) {
+                    Some(Ok(b)) => b.to_vec(),
+                    Some(Err(e)) => {
+                        return Err(fail(format!("the master config as spec 3.2.0: {e}")));
+                    }
+                    None => return Err(fail("the machine-config server has no master pool")),
+                }
+            }
+            PayloadKind::Openshift => {
+                let client = reqwest::Client::builder()
+                    .timeout(checks::REQUEST_TIMEOUT)
+                    .build()
+                    .map_err(fail)?;
+                let url = "http://localhost:22624/config/master";
+                poll(
+                    "the master config (http://localhost:22624/config/master)",
+                    ETCD_LIMIT,
+                    || {
+                        let client = client.clone();
+                        async move {
+                            let r = client
+                                .get(url)
+                                .header(
+                                    "Accept",
+                                    "application/vnd.coreos.ignition+json;version=3.2.0",
+                                )
+                                .send()
+                                .await
+                                .map_err(|e| checks::cause(&e))?;
+                            if !r.status().is_success() {
+                                return Err(format!("{url}: HTTP {}", r.status()));
+                            }
+                            r.bytes()
+                                .await
+                                .map(|b| b.to_vec())
+                                .map_err(|e| checks::cause(&e))
+                        }
+                    },
+                )
+                .await
+                .map_err(fail)?
+            }
+        };
+        okd_fs::write_atomic(
+            &self.work().join(crate::in_place::ORIGINAL_MASTER_IGN),
+            &original,
+            0o600,
+        )
+        .map_err(fail)?;
+        let node_ip = self.node_ip().await?;
+        let hyperkube = self
+            .release()?
+            .image_for("hyperkube")
+            .map_err(fail)?
+            .to_string();
+        let p = crate::in_place::InPlace {
+            work: self.opts.dirs.work.clone(),
+            etc_kubernetes: self.opts.etc_kubernetes.clone(),
+            etcd_data: self.opts.etcd_data.clone(),
+            node_ip,
+            hyperkube_image: hyperkube,
+            program: std::env::current_exe().ok(),
+        };
+        let cfg = crate::in_place::master_ignition(&p, &original).map_err(fail)?;
+        let json = cfg.to_json();
+        okd_fs::write_atomic(
+            &self.work().join(crate::in_place::MASTER_IGN),
+            json.as_bytes(),
+            0o600,
+        )
+        .map_err(fail)?;
+        info!(
+            "wrote {} ({} files, {} units, {} bytes) for install-to-disk",
+            self.work().join(crate::in_place::MASTER_IGN).display(),
+            cfg.storage.files.len(),
+            cfg.systemd.units.len(),
+            json.len()
+        );
+        Ok(())
     }
 
     async fn cvo_overrides(&mut self) -> Result<(), StageFailure> {
@@ -738,6 +850,23 @@ impl okd_bootkube::Stages for NodeStages {
                     Ok(())
                 }
             },
+            "stop-etcd" => {
+                crate::in_place::stop_etcd_pod(&self.opts.etc_kubernetes).map_err(fail)?;
+                let tls = self.work().join("tls");
+                let client = checks::client(
+                    &tls.join("etcd-ca-bundle.crt"),
+                    Some((&tls.join("etcd-client.crt"), &tls.join("etcd-client.key"))),
+                )
+                .map_err(fail)?;
+                crate::in_place::wait_etcd_stopped(
+                    &client,
+                    "https://localhost:2379/health",
+                    STOP_ETCD_LIMIT,
+                )
+                .await
+                .map_err(fail)
+            }
+            "master-ignition" => self.master_ignition().await,
             "check-api-url" => self.check_stage(true).await,
             "check-api-int-url" => self.check_stage(false).await,
             other => Err(fail(format!("no implementation for stage {other}"))),
