@@ -211,9 +211,9 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err((e, code)) => {
             let text = okd_assets::chain(e.as_ref());
-            // The node commands run on the bootstrap, where the asset
+            // The node commands run on the nodes, where the asset
             // directory's files are not made by `create`.
-            let hint = if matches!(cli.cmd, Cmd::Bootstrap(_)) {
+            let hint = if matches!(cli.cmd, Cmd::Bootstrap(_) | Cmd::Node(_)) {
                 None
             } else {
                 missing_file_hint(&cli.dir, &text)
