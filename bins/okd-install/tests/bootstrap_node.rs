@@ -38,6 +38,26 @@ const VERSION: &str = "4.15.0-0.okd-upstream-e2e";
 const MASTER_IP: &str = common::bootlab::MASTER;
 const BIN: &str = env!("CARGO_BIN_EXE_okd-install");
 
+/// `kubectl` arguments for the ConfigMap the fixed manifest creates.
+const FIXED: &[&str] = &[
+    "get",
+    "configmap",
+    "-n",
+    "default",
+    "okd-test-fixed",
+    "-o",
+    "name",
+];
+
+/// Asserts a kubectl run succeeded, with its stderr otherwise.
+fn assert_ok(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_creation() {
     let Some(pre) = prerequisites() else {
@@ -531,20 +551,7 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         );
         std::thread::sleep(Duration::from_millis(300));
     }
-    let out = kubectl(&[
-        "get",
-        "configmap",
-        "-n",
-        "default",
-        "okd-test-fixed",
-        "-o",
-        "name",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&kubectl(FIXED));
     for stage in [
         "openshift-manifests",
         "etcd-bootstrap",
@@ -677,20 +684,7 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
     // through the bootstrap is still there; destroy bootstrap asks the
     // cluster and goes ahead.
     bl.without_bootstrap(listed);
-    let out = bl.kubectl(&[
-        "get",
-        "configmap",
-        "-n",
-        "default",
-        "okd-test-fixed",
-        "-o",
-        "name",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&bl.kubectl(FIXED));
     bl.destroy_bootstrap();
     eprintln!(
         "handover: cb-bootstrap's pod wait to .bootkube.done {:.1} s, to bootstrap complete (member removed) {:.1} s",

@@ -336,13 +336,7 @@ impl BootLab {
 
         // The bootstrap host from bootstrap.ign, pulling through the mirror.
         let root = apply_ignition(&assets.join("bootstrap.ign"), &t.join("bs"));
-        write_mirror_config(
-            &root,
-            "quay.io",
-            MIRROR,
-            "/etc/pki/ca-trust/source/anchors/ca.crt",
-            LOGIN,
-        );
+        pull_through_mirror(&root);
         if podman {
             let ca = std::fs::read(root.join("etc/pki/ca-trust/source/anchors/ca.crt")).unwrap();
             write_podman_config(&root, MIRROR, &ca);
@@ -417,13 +411,7 @@ impl BootLab {
             root.join(anchors).join("ca.crt"),
         )
         .unwrap();
-        write_mirror_config(
-            &root,
-            "quay.io",
-            MIRROR,
-            "/etc/pki/ca-trust/source/anchors/ca.crt",
-            LOGIN,
-        );
+        pull_through_mirror(&root);
         let host = Self::restart_master(&self.lab.nodes[node].ns, node, name, ip, &root, kubelet);
         (host, root)
     }
@@ -664,6 +652,19 @@ pub fn spawn_in(
         }
         p
     }
+}
+
+/// containerd of the host at `root` pulls `quay.io` images through the
+/// mirror with its login, trusting the CA bootstrap.ign's trust bundle
+/// lays down.
+fn pull_through_mirror(root: &Path) {
+    write_mirror_config(
+        root,
+        "quay.io",
+        MIRROR,
+        "/etc/pki/ca-trust/source/anchors/ca.crt",
+        LOGIN,
+    );
 }
 
 /// Waits up to `limit` for `what` in `log` while the host runs.

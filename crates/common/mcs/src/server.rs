@@ -114,19 +114,13 @@ async fn node_program(
     let Some(path) = app.state.node_program() else {
         return text(StatusCode::NOT_FOUND, "404 page not found", head);
     };
-    let file = match tokio::fs::File::open(path).await {
-        Ok(f) => f,
-        Err(e) => {
-            tracing::error!("cannot serve the node program {}: {e}", path.display());
-            return text(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "node program unreadable",
-                head,
-            );
-        }
+    let opened = async {
+        let f = tokio::fs::File::open(path).await?;
+        let len = f.metadata().await?.len();
+        Ok::<_, std::io::Error>((f, len))
     };
-    let len = match file.metadata().await {
-        Ok(m) => m.len(),
+    let (file, len) = match opened.await {
+        Ok(v) => v,
         Err(e) => {
             tracing::error!("cannot serve the node program {}: {e}", path.display());
             return text(

@@ -92,6 +92,22 @@ impl BundleFile {
 }
 
 impl Bundle {
+    /// The bundle of Secret `name`'s data (`data`: the Secret's decoded
+    /// data map, as the API client gives it).
+    ///
+    /// # Errors
+    /// No [`BUNDLE_KEY`], or not a bundle; the message names the Secret.
+    pub fn from_secret_data(
+        name: &str,
+        data: Option<&std::collections::BTreeMap<String, Vec<u8>>>,
+    ) -> Result<Bundle, String> {
+        let bytes = data
+            .and_then(|d| d.get(BUNDLE_KEY))
+            .ok_or_else(|| format!("Secret {NAMESPACE}/{name} has no {BUNDLE_KEY}"))?;
+        serde_json::from_slice(bytes)
+            .map_err(|e| format!("Secret {NAMESPACE}/{name}: {BUNDLE_KEY}: {e}"))
+    }
+
     /// Checks what a master is about to write: absolute paths under
     /// `/etc/kubernetes/` without `..`, modes at most 0755, base64
     /// contents.

@@ -144,6 +144,13 @@ pub struct Handover {
     networks: Networks,
 }
 
+/// A Secret's data as plain bytes by key.
+pub fn secret_data(s: &Secret) -> Option<std::collections::BTreeMap<String, Vec<u8>>> {
+    s.data
+        .as_ref()
+        .map(|d| d.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect())
+}
+
 /// The etcd endpoints to ask: the bootstrap member, then the masters.
 fn endpoints(masters: &[Master]) -> Vec<String> {
     let mut e = vec![format!("https://localhost:{}", etcd::CLIENT_PORT)];
@@ -218,14 +225,7 @@ impl Handover {
         else {
             return Ok(None);
         };
-        let data = s
-            .data
-            .as_ref()
-            .and_then(|d| d.get(BUNDLE_KEY))
-            .ok_or_else(|| format!("Secret {NAMESPACE}/{name} has no {BUNDLE_KEY}"))?;
-        serde_json::from_slice(&data.0)
-            .map(Some)
-            .map_err(|e| format!("Secret {NAMESPACE}/{name}: {BUNDLE_KEY}: {e}"))
+        Bundle::from_secret_data(&name, secret_data(&s).as_ref()).map(Some)
     }
 
     /// Writes `bundle` into the master's Secret (created, or replaced by a

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
-use okd_types::control_plane::{BUNDLE_KEY, Bundle, NAMESPACE, secret_name};
+use okd_types::control_plane::{Bundle, NAMESPACE, secret_name};
 use tracing::info;
 
 /// The record of the applied revision, under `/etc/kubernetes`.
@@ -144,12 +144,8 @@ async fn fetch(client: &kube::Client, node: &str) -> Result<Option<Bundle>, Stri
         Ok(s) => {
             let data = s
                 .data
-                .as_ref()
-                .and_then(|d| d.get(BUNDLE_KEY))
-                .ok_or_else(|| format!("Secret {NAMESPACE}/{name} has no {BUNDLE_KEY}"))?;
-            serde_json::from_slice(&data.0)
-                .map(Some)
-                .map_err(|e| format!("Secret {NAMESPACE}/{name}: {BUNDLE_KEY}: {e}"))
+                .map(|d| d.into_iter().map(|(k, v)| (k, v.0)).collect());
+            Bundle::from_secret_data(&name, data.as_ref()).map(Some)
         }
         Err(kube::Error::Api(e)) if e.code == 404 || e.code == 403 => Ok(None),
         Err(e) => Err(format!("reading Secret {NAMESPACE}/{name}: {e}")),
