@@ -51,6 +51,20 @@ pub enum BootstrapCmd {
         #[arg(long, default_value = "/var/log/openshift")]
         records: PathBuf,
     },
+    /// Single node, after the reboot from the installation disk (the unit
+    /// master.ign carries): reports the bootstrap complete, restores the CVO
+    /// overrides, approves this node's CSRs until it is Ready, cleans up.
+    PostReboot {
+        /// The kubeconfig to this node's API [default: <work>/auth/kubeconfig-loopback].
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// The asset directory on the node.
+        #[arg(long, default_value = "/opt/openshift")]
+        work: PathBuf,
+        /// Where the service record goes.
+        #[arg(long, default_value = "/var/log/openshift")]
+        records: PathBuf,
+    },
     /// bootkube.service: bootkube's stages, resumed at the first not done.
     Bootkube {
         /// The bootstrap's address [default: $OPENSHIFT_INSTALL_BOOTSTRAP_NODE_IP,
@@ -185,6 +199,23 @@ pub fn command(cmd: &BootstrapCmd) -> Result<(), Failure> {
             };
             rt.block_on(okd_bootstrap::report::report_progress(&opts));
             Ok(())
+        }
+        BootstrapCmd::PostReboot {
+            kubeconfig,
+            work,
+            records,
+        } => {
+            let mut opts = okd_bootstrap::post_reboot::PostRebootOptions::node();
+            if !okd_bootstrap::post_reboot::is_done(work) {
+                okd_bootstrap::check_node(work).map_err(|e| fail(anyhow!(e)))?;
+            }
+            opts.kubeconfig = kubeconfig
+                .clone()
+                .unwrap_or_else(|| work.join("auth/kubeconfig-loopback"));
+            opts.work = work.clone();
+            opts.records = records.clone();
+            rt.block_on(okd_bootstrap::post_reboot::post_reboot(&opts))
+                .map_err(|e| fail(anyhow!(e)))
         }
         BootstrapCmd::Bootkube {
             node_ip,

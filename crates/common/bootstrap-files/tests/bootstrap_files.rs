@@ -665,8 +665,12 @@ fn install_to_disk_uses_the_installation_disk() {
     let s = String::from_utf8(script(&d, "/usr/local/bin/install-to-disk.sh")).unwrap();
     assert!(s.contains("INSTALLATION_DISK='/dev/sda'"), "{s}");
     assert!(s.contains(
-        "coreos-installer install -n -i /opt/openshift/master.ign \"${INSTALLATION_DISK}\""
-    ));
+        "\"${COREOS_INSTALLER}\" install -n -i /opt/openshift/master.ign \"${EXTRA_ARGS[@]}\" \"${INSTALLATION_DISK}\""
+    ), "{s}");
+    // Without the hooks: coreos-installer from PATH and shutdown's reboot,
+    // as openshift/installer's install-to-disk.sh.
+    assert!(s.contains("COREOS_INSTALLER=\"${OKD_INSTALL_COREOS_INSTALLER:-coreos-installer}\""));
+    assert!(s.contains("shutdown -r +1 \"Bootstrap completed, server is going to reboot.\""));
 }
 
 /// bootstrap-cluster-gather.sh leaves a note saying why it gathered no API

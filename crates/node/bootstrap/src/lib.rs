@@ -22,6 +22,10 @@
 //!   from `mco-bootstrap` until `cvo-overrides`), the DNS and readyz checks
 //!   and `wait-for-etcd` ([`checks`]), and cluster-bootstrap
 //!   (okd-cluster-bootstrap).
+//! - On a single node (bootstrap-in-place), [`in_place`] builds the master
+//!   config the node boots from after `install-to-disk`, and
+//!   [`post_reboot::post_reboot`] is what that config's unit runs after the
+//!   reboot, to `status: complete`.
 
 pub mod approve;
 pub mod checks;
@@ -30,6 +34,7 @@ pub mod in_place;
 pub mod masters;
 pub mod members;
 pub mod operators;
+pub mod post_reboot;
 pub mod progress;
 pub mod release;
 pub mod report;

@@ -136,6 +136,32 @@ async fn wait_for_ha_api(opts: &ReportOptions, kind: PayloadKind) {
     }
 }
 
+/// Creates ConfigMap `kube-system/bootstrap` with `status: complete`, the
+/// object `wait-for bootstrap-complete` waits for (report-progress.sh and
+/// bootstrap-in-place-post-reboot.sh: `oc create configmap bootstrap -n
+/// kube-system --from-literal status=complete`); one that exists already
+/// counts as done.
+///
+/// # Errors
+/// The API refused or could not be reached (the message says which).
+pub async fn create_bootstrap_complete(client: kube::Client) -> Result<(), String> {
+    let cms: Api<ConfigMap> = Api::namespaced(client, "kube-system");
+    let cm = ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some("bootstrap".into()),
+            namespace: Some("kube-system".into()),
+            ..Default::default()
+        },
+        data: Some([("status".to_string(), "complete".to_string())].into()),
+        ..Default::default()
+    };
+    match cms.create(&PostParams::default(), &cm).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        Err(e) => Err(format!("ConfigMap kube-system/bootstrap: {e}")),
+    }
+}
+
 /// Runs `progress.service` to the end: never fails, waits as long as it
 /// must (the unit runs until the bootstrap is complete).
 pub async fn report_progress(opts: &ReportOptions) {
@@ -157,21 +183,7 @@ pub async fn report_progress(opts: &ReportOptions) {
     loop {
         let attempt = async {
             let c = client(&opts.kubeconfig).await?;
-            let cms: Api<ConfigMap> = Api::namespaced(c, "kube-system");
-            let cm = ConfigMap {
-                metadata: kube::api::ObjectMeta {
-                    name: Some("bootstrap".into()),
-                    namespace: Some("kube-system".into()),
-                    ..Default::default()
-                },
-                data: Some([("status".to_string(), "complete".to_string())].into()),
-                ..Default::default()
-            };
-            match cms.create(&PostParams::default(), &cm).await {
-                Ok(_) => Ok(()),
-                Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
-                Err(e) => Err(e.to_string()),
-            }
+            create_bootstrap_complete(c).await
         };
         match attempt.await {
             Ok(()) => break,
