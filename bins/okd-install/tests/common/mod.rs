@@ -6,6 +6,7 @@ pub mod bootlab;
 pub mod browser;
 pub mod contract;
 pub mod dashboard;
+pub mod guest;
 pub mod kube;
 pub mod manifests;
 pub mod netns;

@@ -77,7 +77,8 @@ pub fn applied(root: &Path) -> u32 {
 }
 
 /// Writes `bundle`'s files under `root` in order (parents 0755, each file
-/// atomically with its mode), then records its revision. A revision at
+/// atomically with its mode), then records its revision; the temporary
+/// files a killed run left in those directories are removed first. A revision at
 /// or below the recorded one is left alone. Returns whether it wrote.
 ///
 /// # Errors
@@ -98,6 +99,23 @@ pub fn apply(root: &Path, node: &str, bundle: &Bundle) -> Result<bool, Installer
     })?;
     if bundle.revision <= applied(root) {
         return Ok(false);
+    }
+    // A run killed while writing left its temporary files (okd-fs names
+    // them `.okd-install-*`; the kubelet skips dot files): gone before
+    // this run writes. One program per node writes here (its unit).
+    let dirs: std::collections::BTreeSet<PathBuf> = bundle
+        .files
+        .iter()
+        .filter_map(|f| {
+            root.join(f.path.trim_start_matches('/'))
+                .parent()
+                .map(Path::to_path_buf)
+        })
+        .collect();
+    for d in &dirs {
+        for p in okd_fs::sweep_temp_files(d, &[okd_fs::TEMP_PREFIX], 0)? {
+            info!("removed {}, left by a run that was stopped", p.display());
+        }
     }
     for f in &bundle.files {
         let data = f.data().map_err(|message| InstallerError::Bundle {
