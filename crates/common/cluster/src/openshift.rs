@@ -247,6 +247,12 @@ pub fn operator_summary<O: std::ops::Deref<Target = DynamicObject>>(ops: &[O]) -
     s
 }
 
+/// The condition on `etcds.operator.openshift.io/cluster` that says the
+/// bootstrap's etcd member is gone (cluster-etcd-operator
+/// `pkg/operator/bootstrapteardown`); `wait-for bootstrap-complete` and
+/// `destroy bootstrap` wait for it to be `True`.
+pub const BOOTSTRAP_MEMBER_REMOVED: &str = "EtcdBootstrapMemberRemoved";
+
 /// Whether the bootstrap's etcd member is gone, as
 /// `etcds.operator.openshift.io/cluster` says (condition
 /// `EtcdBootstrapMemberRemoved`, set by cluster-etcd-operator's bootstrap
@@ -277,17 +283,19 @@ pub async fn bootstrap_member_kept(client: kube::Client) -> Result<Option<String
         .and_then(|c| c.as_array())
         .and_then(|cs| {
             cs.iter()
-                .find(|c| c["type"] == "EtcdBootstrapMemberRemoved")
+                .find(|c| c["type"] == BOOTSTRAP_MEMBER_REMOVED)
                 .cloned()
         });
     Ok(match cond {
         Some(c) if c["status"] == "True" => None,
         Some(c) => Some(format!(
-            "etcds/cluster: EtcdBootstrapMemberRemoved is {} ({}: {})",
+            "etcds/cluster: {BOOTSTRAP_MEMBER_REMOVED} is {} ({}: {})",
             c["status"].as_str().unwrap_or("?"),
             c["reason"].as_str().unwrap_or(""),
             c["message"].as_str().unwrap_or("")
         )),
-        None => Some("etcds/cluster has no EtcdBootstrapMemberRemoved condition yet: the bootstrap's etcd member is still a member".into()),
+        None => Some(format!(
+            "etcds/cluster has no {BOOTSTRAP_MEMBER_REMOVED} condition yet: the bootstrap's etcd member is still a member"
+        )),
     })
 }

@@ -28,6 +28,7 @@
 //!   reboot, to `status: complete`.
 
 pub mod approve;
+pub mod bootstrap_member;
 pub mod checks;
 pub mod handover;
 pub mod in_place;

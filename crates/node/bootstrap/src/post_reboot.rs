@@ -391,11 +391,11 @@ pub async fn post_reboot(opts: &PostRebootOptions) -> Result<(), String> {
             master.name
         );
         for (type_, reason) in [
-            (crate::masters::MEMBERS_CONDITION, "AsExpected"),
-            (crate::masters::REMOVED_CONDITION, IN_PLACE_REASON),
+            (crate::bootstrap_member::MEMBERS_CONDITION, "AsExpected"),
+            (crate::bootstrap_member::REMOVED_CONDITION, IN_PLACE_REASON),
         ] {
             until_ok(&format!("etcds/cluster {type_}"), poll, || {
-                crate::masters::set_etcd_condition(&c, type_, true, reason, &message)
+                crate::bootstrap_member::set_etcd_condition(&c, type_, true, reason, &message)
             })
             .await;
         }

@@ -210,7 +210,13 @@ pub async fn report_progress(opts: &ReportOptions) {
                         }
                     }
                 };
-                crate::masters::remove_bootstrap_member(&opts.dirs.work, &masters, c, POLL).await;
+                crate::bootstrap_member::remove_bootstrap_member(
+                    &opts.dirs.work,
+                    &masters,
+                    c,
+                    POLL,
+                )
+                .await;
                 record(rec.stage_success());
             }
             Err(e) => {

@@ -9,7 +9,7 @@
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine as _;
 use okd_bootstrap::handover::{BOOTSTRAP_MEMBER, Keep, can_remove_bootstrap};
@@ -92,26 +92,6 @@ async fn kv(
     serde_json::from_slice(&r.bytes().await.unwrap()).unwrap()
 }
 
-async fn eventually<T, F, Fut>(what: &str, secs: u64, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, String>>,
-{
-    let start = Instant::now();
-    loop {
-        match f().await {
-            Ok(v) => return v,
-            Err(e) => {
-                assert!(
-                    start.elapsed() < Duration::from_secs(secs),
-                    "{what} after {secs} s: {e}"
-                );
-                tokio::time::sleep(Duration::from_millis(300)).await;
-            }
-        }
-    }
-}
-
 #[tokio::test]
 async fn a_master_joins_as_a_learner_and_the_bootstrap_member_goes_only_when_it_may() {
     let Some(bin) = okd_test_utils::kube_tool("etcd") else {
@@ -135,10 +115,13 @@ async fn a_master_joins_as_a_learner_and_the_bootstrap_member_goes_only_when_it_
     ));
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
     let members = Members::new(http.clone(), vec![boot_client.clone()]);
-    let list = eventually("the bootstrap etcd answers", 30, || async {
-        members.list().await.map_err(|e| e.to_string())
-    })
-    .await;
+    let list = okd_bootstrap::checks::poll(
+        "the bootstrap etcd answers",
+        Duration::from_secs(30),
+        || async { members.list().await.map_err(|e| e.to_string()) },
+    )
+    .await
+    .unwrap();
     assert_eq!(list.len(), 1);
     assert_eq!(list[0].name, BOOTSTRAP_MEMBER);
     let put = kv(
@@ -171,23 +154,31 @@ async fn a_master_joins_as_a_learner_and_the_bootstrap_member_goes_only_when_it_
         "existing",
     );
     // Promoted once it has caught up (etcd refuses before that).
-    eventually("the learner is promoted", 60, || async {
-        members.promote(id).await.map_err(|e| e.to_string())
-    })
-    .await;
-    let judged = eventually("both members are healthy voters", 30, || async {
-        let j: Vec<_> = members
-            .judged()
-            .await
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .map(|(_, j)| j)
-            .collect();
-        can_remove_bootstrap(&j, 1)
-            .map(|()| j.clone())
-            .map_err(|k| k.to_string())
-    })
-    .await;
+    okd_bootstrap::checks::poll(
+        "the learner is promoted",
+        Duration::from_secs(60),
+        || async { members.promote(id).await.map_err(|e| e.to_string()) },
+    )
+    .await
+    .unwrap();
+    let judged = okd_bootstrap::checks::poll(
+        "both members are healthy voters",
+        Duration::from_secs(30),
+        || async {
+            let j: Vec<_> = members
+                .judged()
+                .await
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(|(_, j)| j)
+                .collect();
+            can_remove_bootstrap(&j, 1)
+                .map(|()| j.clone())
+                .map_err(|k| k.to_string())
+        },
+    )
+    .await
+    .unwrap();
     assert_eq!(judged.len(), 2);
     // Three masters expected: one is not enough.
     assert_eq!(
@@ -206,33 +197,44 @@ async fn a_master_joins_as_a_learner_and_the_bootstrap_member_goes_only_when_it_
         .id;
     // etcd itself refuses while the master has not been connected long
     // enough ("unhealthy cluster", its strict reconfiguration check).
-    eventually("the bootstrap member is removed", 30, || async {
-        members.remove(boot_id).await.map_err(|e| e.to_string())
-    })
-    .await;
+    okd_bootstrap::checks::poll(
+        "the bootstrap member is removed",
+        Duration::from_secs(30),
+        || async { members.remove(boot_id).await.map_err(|e| e.to_string()) },
+    )
+    .await
+    .unwrap();
     drop(boot.take());
     let on_master = Members::new(http.clone(), vec![master_client.clone()]);
-    let left = eventually("the master answers alone", 30, || async {
-        on_master.list().await.map_err(|e| e.to_string())
-    })
-    .await;
+    let left = okd_bootstrap::checks::poll(
+        "the master answers alone",
+        Duration::from_secs(30),
+        || async { on_master.list().await.map_err(|e| e.to_string()) },
+    )
+    .await
+    .unwrap();
     assert_eq!(left.len(), 1, "{left:?}");
     assert_eq!(left[0].name, "master");
     assert!(!left[0].is_learner);
-    let got = eventually("the key is read from the master", 30, || async {
-        let v = kv(
-            &http,
-            &master_client,
-            "/v3/kv/range",
-            serde_json::json!({"key": b64("/registry/okd-test")}),
-        )
-        .await;
-        v.pointer("/kvs/0/value")
-            .and_then(|x| x.as_str())
-            .map(str::to_string)
-            .ok_or_else(|| v.to_string())
-    })
-    .await;
+    let got = okd_bootstrap::checks::poll(
+        "the key is read from the master",
+        Duration::from_secs(30),
+        || async {
+            let v = kv(
+                &http,
+                &master_client,
+                "/v3/kv/range",
+                serde_json::json!({"key": b64("/registry/okd-test")}),
+            )
+            .await;
+            v.pointer("/kvs/0/value")
+                .and_then(|x| x.as_str())
+                .map(str::to_string)
+                .ok_or_else(|| v.to_string())
+        },
+    )
+    .await
+    .unwrap();
     assert_eq!(got, b64("written on the bootstrap"));
     let judged = judge(&on_master).await;
     assert_eq!(can_remove_bootstrap(&judged, 1), Err(Keep::AlreadyRemoved));

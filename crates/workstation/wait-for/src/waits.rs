@@ -140,7 +140,7 @@ pub async fn etcd_bootstrap_removed(
             match ev {
                 Ok(Event::Apply(o) | Event::InitApply(o)) => {
                     let c = conditions(&o);
-                    if condition(&c, "EtcdBootstrapMemberRemoved")
+                    if condition(&c, okd_cluster::openshift::BOOTSTRAP_MEMBER_REMOVED)
                         .is_some_and(|c| c.status == "True")
                     {
                         return true;
