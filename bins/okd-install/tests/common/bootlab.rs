@@ -36,6 +36,8 @@ pub const HA_MASTERS: [(&str, &str, &str); 3] = [
 ];
 /// The mirror registry (on the bastion).
 pub const MIRROR: &str = "registry.okd.example:5000";
+/// The single node's installation disk (`bootstrapInPlace.installationDisk`).
+pub const INSTALLATION_DISK: &str = "/dev/vda";
 /// The mirror's login.
 pub const LOGIN: (&str, &str) = ("okd", "s3cret");
 const BIN: &str = env!("CARGO_BIN_EXE_okd-install");
@@ -180,9 +182,13 @@ impl BootLab {
     }
 
     /// [`BootLab::start`] for `masters` control-plane replicas: 1 (the
-    /// single-master example as it is; `nodes[1]` is its master) or 3
+    /// single-master example as it is; `nodes[1]` is its master), 3
     /// (the example with `controlPlane.replicas: 3` and its master
-    /// replaced by [`HA_MASTERS`], `nodes[1..4]`).
+    /// replaced by [`HA_MASTERS`], `nodes[1..4]`), or 0: single node,
+    /// bootstrap-in-place (the example with `bootstrapInPlace` on
+    /// [`INSTALLATION_DISK`], `create single-node-ignition-config`; the host
+    /// on `nodes[0]` is the example's master, named `master` at [`MASTER`],
+    /// booted from `bootstrap-in-place-for-live-iso.ign`).
     pub fn start_with(
         pre: &Prereqs,
         prefix: &str,
@@ -191,14 +197,26 @@ impl BootLab {
         masters: usize,
         build: impl FnOnce(&Path) -> Payload,
     ) -> BootLab {
-        assert!(masters == 1 || masters == 3, "1 or 3 masters");
+        assert!(
+            [0, 1, 3].contains(&masters),
+            "0 (single node), 1 or 3 masters"
+        );
+        let single = masters == 0;
         let scratch = tempfile::tempdir().unwrap();
         let t = scratch.path();
         let ex = example_dir("baremetal-single-master");
         let assets = ex.path().to_path_buf();
         let exdir = repo().join("examples/baremetal-single-master");
         let agent = std::fs::read_to_string(exdir.join("agent-config.yaml")).unwrap();
-        let agent = if masters == 1 {
+        if single {
+            let ic = assets.join("install-config.yaml");
+            let mut text = std::fs::read_to_string(&ic).unwrap();
+            text.push_str(&format!(
+                "bootstrapInPlace:\n  installationDisk: {INSTALLATION_DISK}\n"
+            ));
+            std::fs::write(&ic, text).unwrap();
+        }
+        let agent = if masters <= 1 {
             agent
         } else {
             // The master's block, repeated for each of HA_MASTERS.
@@ -230,7 +248,9 @@ impl BootLab {
         std::fs::write(assets.join("bastion-config.yaml"), bastion_cfg).unwrap();
 
         let prefix = format!("{prefix}{}", std::process::id() % 100000);
-        let hosts: Vec<(&str, &str)> = if masters == 1 {
+        let hosts: Vec<(&str, &str)> = if single {
+            vec![("m", MASTER)]
+        } else if masters == 1 {
             vec![("bs", BOOTSTRAP), ("m", MASTER)]
         } else {
             vec![
@@ -305,14 +325,16 @@ impl BootLab {
             .output()
             .unwrap();
         ok(&out, "strip");
+        let (target, ign) = if single {
+            (
+                "single-node-ignition-config",
+                "bootstrap-in-place-for-live-iso.ign",
+            )
+        } else {
+            ("ignition-configs", "bootstrap.ign")
+        };
         let out = Command::new(BIN)
-            .args([
-                "create",
-                "ignition-configs",
-                "--release-version",
-                "4.15",
-                "--dir",
-            ])
+            .args(["create", target, "--release-version", "4.15", "--dir"])
             .arg(&assets)
             .env(
                 "OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE",
@@ -321,7 +343,7 @@ impl BootLab {
             .env("OKD_INSTALL_NODE_BINARY", &node_program)
             .output()
             .unwrap();
-        ok(&out, "create ignition-configs");
+        ok(&out, target);
 
         // serve on the bastion: DNS (api, api-int, registry) and the
         // balancer. No machine-config server of its own: 22623 goes to the
@@ -335,7 +357,7 @@ impl BootLab {
         wait_ready(&serve_log);
 
         // The bootstrap host from bootstrap.ign, pulling through the mirror.
-        let root = apply_ignition(&assets.join("bootstrap.ign"), &t.join("bs"));
+        let root = apply_ignition(&assets.join(ign), &t.join("bs"));
         pull_through_mirror(&root);
         if podman {
             let ca = std::fs::read(root.join("etc/pki/ca-trust/source/anchors/ca.crt")).unwrap();
@@ -343,10 +365,15 @@ impl BootLab {
         }
         let started = Instant::now();
         let none = PathBuf::from("none");
+        let (name, ip) = if single {
+            ("master", MASTER)
+        } else {
+            ("bootstrap", BOOTSTRAP)
+        };
         let host = NodeHost::start(
             &lab.nodes[0].ns,
-            "bootstrap",
-            BOOTSTRAP,
+            name,
+            ip,
             "10.128.0.0/24",
             &root,
             kubelet.unwrap_or(&none),
@@ -487,6 +514,44 @@ impl BootLab {
     /// member's removal and that progress.service ends; returns
     /// progress.service's log.
     pub fn complete(&self, timeouts: &str) -> String {
+        self.complete_with(timeouts, false)
+    }
+
+    /// [`BootLab::complete`]; with `kill_after_report`, progress.service
+    /// is killed (SIGKILL) as soon as it has reported the bootstrap
+    /// complete, while it removes the bootstrap etcd member, and started
+    /// again: it ends the same, and the member is removed at most once in
+    /// its two runs. Returns both runs' logs.
+    pub fn complete_with(&self, timeouts: &str, kill_after_report: bool) -> String {
+        let mut first = String::new();
+        if kill_after_report {
+            let log = self.scratch.path().join("progress-killed.log");
+            let p = self.spawn_unit(
+                "/usr/local/bin/report-progress.sh",
+                &["/opt/openshift/auth/kubeconfig"],
+                &log,
+                b"bootstrap\0report-progress",
+            );
+            let start = Instant::now();
+            loop {
+                first = std::fs::read_to_string(&log).unwrap_or_default();
+                if first.contains("Bootstrap complete reported") {
+                    break;
+                }
+                assert!(
+                    start.elapsed() < Duration::from_secs(600),
+                    "progress.service reported nothing in 600 s:\n{}",
+                    tail(&first, 30)
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            drop(p);
+            first = std::fs::read_to_string(&log).unwrap_or_default();
+            eprintln!(
+                "progress.service killed after reporting the bootstrap complete; member removed before the kill: {}",
+                first.contains("removed the bootstrap etcd member")
+            );
+        }
         let progress_log = self.scratch.path().join("progress.log");
         let mut progress = self.spawn_unit(
             "/usr/local/bin/report-progress.sh",
@@ -522,7 +587,12 @@ impl BootLab {
             "{}",
             progress_text()
         );
-        progress_text()
+        let both = format!("{first}{}", progress_text());
+        assert!(
+            both.matches("removed the bootstrap etcd member").count() <= 1,
+            "the bootstrap member is removed once:\n{both}"
+        );
+        both
     }
 
     /// The bootstrap switched off: the API answers through the balancer
@@ -655,8 +725,9 @@ pub fn spawn_in(
 }
 
 /// Each stage's end from the bootstrap's service records
-/// (`/var/log/openshift/bootkube.json` and `progress.json` under `root`),
-/// in seconds since bootkube's first start (the records' resolution is
+/// (`/var/log/openshift/bootkube.json`, `progress.json` and, on a single
+/// node after its reboot, `post-reboot.json` under `root`), in seconds
+/// since the first record (the records' resolution is
 /// one second), one line per stage end: `<unit> <stage> <at> (+<since the
 /// previous end>)`; a restart's repeated stages show again. For the
 /// benchmark (bench/bootstrap.sh).
@@ -671,16 +742,14 @@ pub fn stage_times(root: &Path) -> String {
     };
     let mut ends: Vec<(i64, String)> = Vec::new();
     let mut first = None;
-    for unit in ["bootkube", "progress"] {
+    for unit in ["bootkube", "progress", "post-reboot"] {
         let text = std::fs::read_to_string(root.join(format!("var/log/openshift/{unit}.json")))
             .unwrap_or_default();
         for e in okd_service_record::parse_entries(text.as_bytes()).unwrap_or_default() {
             let Some(t) = secs(&e.timestamp) else {
                 continue;
             };
-            if unit == "bootkube" {
-                first = Some(first.map_or(t, |f: i64| f.min(t)));
-            }
+            first = Some(first.map_or(t, |f: i64| f.min(t)));
             if e.phase == "stage end" {
                 ends.push((t, format!("{unit} {} ({})", e.stage, e.result)));
             }
@@ -704,7 +773,7 @@ pub fn stage_times(root: &Path) -> String {
 /// containerd of the host at `root` pulls `quay.io` images through the
 /// mirror with its login, trusting the CA bootstrap.ign's trust bundle
 /// lays down.
-fn pull_through_mirror(root: &Path) {
+pub fn pull_through_mirror(root: &Path) {
     write_mirror_config(
         root,
         "quay.io",
