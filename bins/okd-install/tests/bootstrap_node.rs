@@ -190,19 +190,6 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
 
     // The API through serve's load balancer: api from the bastion, api-int
     // from the bootstrap host (through serve's DNS).
-    let kubeconfig = assets.join("auth/kubeconfig");
-    let kubectl = |args: &[&str]| {
-        bl.lab
-            .cmd(&bl.lab.bastion.ns, "kubectl")
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .arg(format!("--server=https://{BASTION}:6443"))
-            .arg("--tls-server-name=api.okd.example")
-            .args(["--request-timeout=20s"])
-            .args(args)
-            .output()
-            .unwrap()
-    };
     let kubectl_as = |kc: &std::path::Path, args: &[&str]| {
         bl.lab
             .cmd(&bl.lab.bastion.ns, "kubectl")
@@ -215,7 +202,7 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
             .output()
             .unwrap()
     };
-    let out = kubectl(&["get", "--raw", "/readyz"]);
+    let out = bl.kubectl(&["get", "--raw", "/readyz"]);
     assert_eq!(
         out.stdout,
         b"ok",
@@ -242,19 +229,7 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         String::from_utf8_lossy(&out.stderr)
     );
     // Every manifest of the install exists in the API.
-    let out = kubectl(&[
-        "get",
-        "-f",
-        root.join("opt/openshift/manifests").to_str().unwrap(),
-        "-o",
-        "name",
-    ]);
-    assert!(
-        out.status.success(),
-        "a manifest is missing from the API: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let listed = String::from_utf8_lossy(&out.stdout).lines().count();
+    let listed = bl.manifest_objects("missing from the API");
     assert!(listed > 20, "{listed} objects");
 
     // The bootstrap's etcd over TLS with its client certificate, as the
@@ -291,7 +266,7 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
 
     // The node's progress, published into its API: serve's dashboard and
     // `wait-for bootstrap-complete` show bootkube running cluster-bootstrap.
-    let out = kubectl(&[
+    let out = bl.kubectl(&[
         "get",
         "configmap",
         "-n",
@@ -391,7 +366,7 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         );
     }
     let csr_state = |name: &str| {
-        let out = kubectl(&[
+        let out = bl.kubectl(&[
             "get",
             "csr",
             name,
@@ -430,7 +405,7 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
     let joined = Instant::now();
     let deadline = joined + Duration::from_secs(180);
     loop {
-        let out = kubectl(&[
+        let out = bl.kubectl(&[
             "get",
             "node",
             "master",
@@ -455,7 +430,7 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
     }
     // One line per CSR: signer, requester, conditions.
     let csr_lines = || {
-        let out = kubectl(&[
+        let out = bl.kubectl(&[
             "get",
             "csr",
             "-o",
@@ -552,7 +527,7 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         );
         std::thread::sleep(Duration::from_millis(300));
     }
-    assert_ok(&kubectl(FIXED));
+    assert_ok(&bl.kubectl(FIXED));
     for stage in [
         "openshift-manifests",
         "etcd-bootstrap",
@@ -637,7 +612,7 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
         std::fs::read_to_string(&cp_log).unwrap_or_default()
     );
     // The API through the balancer is the master's now.
-    let out = kubectl(&["get", "pod", "-n", "kube-system", "-o", "name"]);
+    let out = bl.kubectl(&["get", "pod", "-n", "kube-system", "-o", "name"]);
     let pods = String::from_utf8_lossy(&out.stdout).into_owned();
     for p in [
         "kube-apiserver-master",

@@ -613,6 +613,13 @@ impl BootLab {
             );
             std::thread::sleep(Duration::from_millis(500));
         }
+        assert!(self.manifest_objects("gone with the bootstrap") >= listed);
+    }
+
+    /// Every object of the install's manifests (the bootstrap's
+    /// `/opt/openshift/manifests`) read back through the balancer; asserts
+    /// each is there (`when` says when one was lost) and returns how many.
+    pub fn manifest_objects(&self, when: &str) -> usize {
         let out = self.kubectl(&[
             "get",
             "-f",
@@ -622,10 +629,10 @@ impl BootLab {
         ]);
         assert!(
             out.status.success(),
-            "an object is gone with the bootstrap: {}",
+            "an object of the manifests is {when}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(String::from_utf8_lossy(&out.stdout).lines().count() >= listed);
+        String::from_utf8_lossy(&out.stdout).lines().count()
     }
 
     /// `destroy bootstrap` (no `--force`) from the bastion: it asks the

@@ -271,6 +271,66 @@ pub fn master_ignition(p: &InPlace, original: &[u8]) -> Result<Config, String> {
     Ok(cfg)
 }
 
+/// The machine-config server's master config for an OKD/OCP payload:
+/// `GET http://localhost:22624/config/master` with `Accept:
+/// application/vnd.coreos.ignition+json;version=3.2.0` (the MCO's bootstrap
+/// pod; bootstrap-in-place.sh's `curl`), retried up to `limit`.
+///
+/// # Errors
+/// No answer with status 2xx within `limit` (the last reason).
+pub async fn fetch_master_config(limit: Duration) -> Result<Vec<u8>, String> {
+    let client = reqwest::Client::builder()
+        .timeout(crate::checks::REQUEST_TIMEOUT)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let url = "http://localhost:22624/config/master";
+    crate::checks::poll(&format!("the master config ({url})"), limit, || {
+        let client = client.clone();
+        async move {
+            let r = client
+                .get(url)
+                .header(
+                    "Accept",
+                    "application/vnd.coreos.ignition+json;version=3.2.0",
+                )
+                .send()
+                .await
+                .map_err(|e| crate::checks::cause(&e))?;
+            if !r.status().is_success() {
+                return Err(format!("{url}: HTTP {}", r.status()));
+            }
+            r.bytes()
+                .await
+                .map(|b| b.to_vec())
+                .map_err(|e| crate::checks::cause(&e))
+        }
+    })
+    .await
+}
+
+/// Stage `master-ignition`'s output: `original` kept as
+/// `<work>/`[`ORIGINAL_MASTER_IGN`] and [`master_ignition`]'s config as
+/// `<work>/`[`MASTER_IGN`], both 0600 (they hold keys), atomically.
+///
+/// # Errors
+/// [`master_ignition`]'s, or a file cannot be written.
+pub fn write_master_ign(p: &InPlace, original: &[u8]) -> Result<(), String> {
+    okd_fs::write_atomic(&p.work.join(ORIGINAL_MASTER_IGN), original, 0o600)
+        .map_err(|e| e.to_string())?;
+    let cfg = master_ignition(p, original)?;
+    let json = cfg.to_json();
+    let out = p.work.join(MASTER_IGN);
+    okd_fs::write_atomic(&out, json.as_bytes(), 0o600).map_err(|e| e.to_string())?;
+    info!(
+        "wrote {} ({} files, {} units, {} bytes) for install-to-disk",
+        out.display(),
+        cfg.storage.files.len(),
+        cfg.systemd.units.len(),
+        json.len()
+    );
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

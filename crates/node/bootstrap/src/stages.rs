@@ -410,47 +410,10 @@ impl NodeStages {
                     None => return Err(fail("the machine-config server has no master pool")),
                 }
             }
-            PayloadKind::Openshift => {
-                let client = reqwest::Client::builder()
-                    .timeout(checks::REQUEST_TIMEOUT)
-                    .build()
-                    .map_err(fail)?;
-                let url = "http://localhost:22624/config/master";
-                poll(
-                    "the master config (http://localhost:22624/config/master)",
-                    ETCD_LIMIT,
-                    || {
-                        let client = client.clone();
-                        async move {
-                            let r = client
-                                .get(url)
-                                .header(
-                                    "Accept",
-                                    "application/vnd.coreos.ignition+json;version=3.2.0",
-                                )
-                                .send()
-                                .await
-                                .map_err(|e| checks::cause(&e))?;
-                            if !r.status().is_success() {
-                                return Err(format!("{url}: HTTP {}", r.status()));
-                            }
-                            r.bytes()
-                                .await
-                                .map(|b| b.to_vec())
-                                .map_err(|e| checks::cause(&e))
-                        }
-                    },
-                )
+            PayloadKind::Openshift => crate::in_place::fetch_master_config(ETCD_LIMIT)
                 .await
-                .map_err(fail)?
-            }
+                .map_err(fail)?,
         };
-        okd_fs::write_atomic(
-            &self.work().join(crate::in_place::ORIGINAL_MASTER_IGN),
-            &original,
-            0o600,
-        )
-        .map_err(fail)?;
         let node_ip = self.node_ip().await?;
         let hyperkube = self
             .release()?
@@ -465,22 +428,7 @@ impl NodeStages {
             hyperkube_image: hyperkube,
             program: std::env::current_exe().ok(),
         };
-        let cfg = crate::in_place::master_ignition(&p, &original).map_err(fail)?;
-        let json = cfg.to_json();
-        okd_fs::write_atomic(
-            &self.work().join(crate::in_place::MASTER_IGN),
-            json.as_bytes(),
-            0o600,
-        )
-        .map_err(fail)?;
-        info!(
-            "wrote {} ({} files, {} units, {} bytes) for install-to-disk",
-            self.work().join(crate::in_place::MASTER_IGN).display(),
-            cfg.storage.files.len(),
-            cfg.systemd.units.len(),
-            json.len()
-        );
-        Ok(())
+        crate::in_place::write_master_ign(&p, &original).map_err(fail)
     }
 
     async fn cvo_overrides(&mut self) -> Result<(), StageFailure> {
