@@ -206,8 +206,12 @@ pub fn command(cmd: &BootstrapCmd) -> Result<(), Failure> {
             records,
         } => {
             let mut opts = okd_bootstrap::post_reboot::PostRebootOptions::node();
-            if !okd_bootstrap::post_reboot::is_done(work) {
-                okd_bootstrap::check_node(work).map_err(|e| fail(anyhow!(e)))?;
+            let marker = work.join("auth/kubeconfig-loopback");
+            if !okd_bootstrap::post_reboot::is_done(work) && !marker.is_file() {
+                return Err(fail(anyhow!(
+                    "{} is missing: this is not a single node booted from its master.ign (the master-ignition stage puts that file there); `okd-install bootstrap post-reboot` runs from that node's bootkube.service after the reboot",
+                    marker.display()
+                )));
             }
             opts.kubeconfig = kubeconfig
                 .clone()
