@@ -1,0 +1,557 @@
+//! The kcli-style parameter file of `okd-install create cluster`
+//! (`parameters.yml`): the keys karmab/kcli-openshift4 documents (its
+//! `README.md`, "Create a parameters.yml", and the keys its `run.py` and
+//! VM plans `masters.yml`/`workers.yml` read), each with the default that
+//! project documents, and the checks made before anything is created.
+//!
+//! Unlike kcli, which merges the file over its defaults and ignores what it
+//! does not know, a key that is not one of [`KEYS`] is an error naming it,
+//! and so is a value of the wrong type: a typo (`worker_memmory`) must not
+//! silently give a default.
+//!
+//! Sizes: memory in MiB, disks in GB (kcli's units).
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Which OpenShift/OKD release stream the cluster installs (kcli-openshift4
+/// `version`; `upstream` is OKD).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Version {
+    /// Nightly builds (kcli-openshift4's default).
+    #[default]
+    Nightly,
+    /// CI builds (need a CI pull secret).
+    Ci,
+    /// The stable channel.
+    Stable,
+    /// OKD.
+    Upstream,
+}
+
+/// A parameter file, every key with its default filled in.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Parameters {
+    /// `version`: the release stream. Default `nightly`.
+    pub version: Version,
+    /// `tag`: the release tag within the stream (e.g. `4.5`). Default none.
+    pub tag: Option<String>,
+    /// `cluster`: the cluster name, and the VM name prefix. Default `testk`.
+    pub cluster: String,
+    /// `domain`: the base domain. Default `karmalabs.com`.
+    pub domain: String,
+    /// `network_type`: `OpenShiftSDN` (default) or `OVNKubernetes`.
+    pub network_type: String,
+    /// `pub_key`: the SSH public key file. Default `~/.ssh/id_rsa.pub`.
+    pub pub_key: PathBuf,
+    /// `keys`: more SSH public keys (their text). Default none.
+    pub keys: Vec<String>,
+    /// `pull_secret`: the pull secret file. Default `./openshift_pull.json`
+    /// (not needed with `version: upstream`).
+    pub pull_secret: PathBuf,
+    /// `image`: the CoreOS disk image on the hypervisor. Default none.
+    pub image: Option<String>,
+    /// `helper_image`: the image of kcli's temporary helper VMs. Default
+    /// `CentOS-7-x86_64-GenericCloud.qcow2` (okd-install needs no helper
+    /// VM; the key is accepted for compatibility).
+    pub helper_image: String,
+    /// `helper_sleep`: seconds kcli waits for a helper VM. Default 15.
+    pub helper_sleep: u32,
+    /// `masters`: control-plane VMs. Default 1.
+    pub masters: u32,
+    /// `workers`: worker VMs. Default 0.
+    pub workers: u32,
+    /// `network`: the libvirt network of every VM. Default `default`.
+    pub network: String,
+    /// `extra_networks`: more libvirt networks, one NIC each. Default none.
+    pub extra_networks: Vec<String>,
+    /// `master_memory`, MiB. Default 8192.
+    pub master_memory: u32,
+    /// `worker_memory`, MiB. Default 8192.
+    pub worker_memory: u32,
+    /// `bootstrap_memory`, MiB. Default 4096.
+    pub bootstrap_memory: u32,
+    /// `numcpus`: vCPUs of every VM. Default 4.
+    pub numcpus: u32,
+    /// `bootstrap_numcpus`: vCPUs of the bootstrap VM. Default: `numcpus`.
+    pub bootstrap_numcpus: Option<u32>,
+    /// `disk_size`: each node's first disk, GB. Default 30.
+    pub disk_size: u32,
+    /// `extra_disk`: whether each node gets a second disk. Default false.
+    pub extra_disk: bool,
+    /// `extra_disks`: more disks per node, GB each. Default none.
+    pub extra_disks: Vec<u32>,
+    /// `api_ip`: the API VIP. Default none (kcli then looks for a free
+    /// address with a temporary VM).
+    pub api_ip: Option<IpAddr>,
+    /// `ingress_ip`: the ingress VIP. Default none (the API VIP serves both).
+    pub ingress_ip: Option<IpAddr>,
+    /// `public_api_ip`: the API's public address (OpenStack floating IP).
+    pub public_api_ip: Option<IpAddr>,
+    /// `bootstrap_api_ip`: the bootstrap's own address for the API.
+    pub bootstrap_api_ip: Option<IpAddr>,
+    /// `bootstrap_mac`: the bootstrap VM's MAC. Default: generated.
+    pub bootstrap_mac: Option<String>,
+    /// `bootstrap_ip`: the bootstrap VM's address. Default: DHCP.
+    pub bootstrap_ip: Option<IpAddr>,
+    /// `bootstrap_helper_mac`: the helper VM's MAC (kcli).
+    pub bootstrap_helper_mac: Option<String>,
+    /// `bootstrap_helper_ip`: the helper VM's address (kcli).
+    pub bootstrap_helper_ip: Option<IpAddr>,
+    /// `master_macs`: the masters' MACs, in order. Default: generated.
+    pub master_macs: Vec<String>,
+    /// `worker_macs`: the workers' MACs, in order. Default: generated.
+    pub worker_macs: Vec<String>,
+    /// `dhcp_ip`: kcli's DHCP helper VM's address.
+    pub dhcp_ip: Option<IpAddr>,
+    /// `dhcp_netmask`: that helper's netmask.
+    pub dhcp_netmask: Option<String>,
+    /// `dhcp_gateway`: that helper's gateway.
+    pub dhcp_gateway: Option<IpAddr>,
+    /// `dhcp_dns`: that helper's DNS server.
+    pub dhcp_dns: Option<IpAddr>,
+    /// `autostart`: whether libvirt starts the VMs with the host. Default false.
+    pub autostart: bool,
+    /// `macosx`: kcli's macOS client mode (no /etc/hosts edits). Default false.
+    pub macosx: bool,
+    /// `numa`: NUMA settings for the workers (kcli plan syntax), kept as given.
+    pub numa: Option<serde_yaml_ng::Value>,
+    /// `numamode`: the workers' NUMA mode.
+    pub numamode: Option<String>,
+    /// `cpupinning`: the workers' CPU pinning (kcli plan syntax), kept as given.
+    pub cpupinning: Option<serde_yaml_ng::Value>,
+    /// `pcidevices`: PCI devices passed through to the first worker.
+    pub pcidevices: Vec<String>,
+    /// `ca`: more CA certificates to trust (PEM), the install-config's
+    /// `additionalTrustBundle`.
+    pub ca: Option<String>,
+}
+
+impl Default for Parameters {
+    fn default() -> Parameters {
+        Parameters {
+            version: Version::Nightly,
+            tag: None,
+            cluster: "testk".into(),
+            domain: "karmalabs.com".into(),
+            network_type: "OpenShiftSDN".into(),
+            pub_key: PathBuf::from("~/.ssh/id_rsa.pub"),
+            keys: Vec::new(),
+            pull_secret: PathBuf::from("./openshift_pull.json"),
+            image: None,
+            helper_image: "CentOS-7-x86_64-GenericCloud.qcow2".into(),
+            helper_sleep: 15,
+            masters: 1,
+            workers: 0,
+            network: "default".into(),
+            extra_networks: Vec::new(),
+            master_memory: 8192,
+            worker_memory: 8192,
+            bootstrap_memory: 4096,
+            numcpus: 4,
+            bootstrap_numcpus: None,
+            disk_size: 30,
+            extra_disk: false,
+            extra_disks: Vec::new(),
+            api_ip: None,
+            ingress_ip: None,
+            public_api_ip: None,
+            bootstrap_api_ip: None,
+            bootstrap_mac: None,
+            bootstrap_ip: None,
+            bootstrap_helper_mac: None,
+            bootstrap_helper_ip: None,
+            master_macs: Vec::new(),
+            worker_macs: Vec::new(),
+            dhcp_ip: None,
+            dhcp_netmask: None,
+            dhcp_gateway: None,
+            dhcp_dns: None,
+            autostart: false,
+            macosx: false,
+            numa: None,
+            numamode: None,
+            cpupinning: None,
+            pcidevices: Vec::new(),
+            ca: None,
+        }
+    }
+}
+
+/// Every key a parameter file may have, in the order of [`Parameters`].
+pub const KEYS: &[&str] = &[
+    "version",
+    "tag",
+    "cluster",
+    "domain",
+    "network_type",
+    "pub_key",
+    "keys",
+    "pull_secret",
+    "image",
+    "helper_image",
+    "helper_sleep",
+    "masters",
+    "workers",
+    "network",
+    "extra_networks",
+    "master_memory",
+    "worker_memory",
+    "bootstrap_memory",
+    "numcpus",
+    "bootstrap_numcpus",
+    "disk_size",
+    "extra_disk",
+    "extra_disks",
+    "api_ip",
+    "ingress_ip",
+    "public_api_ip",
+    "bootstrap_api_ip",
+    "bootstrap_mac",
+    "bootstrap_ip",
+    "bootstrap_helper_mac",
+    "bootstrap_helper_ip",
+    "master_macs",
+    "worker_macs",
+    "dhcp_ip",
+    "dhcp_netmask",
+    "dhcp_gateway",
+    "dhcp_dns",
+    "autostart",
+    "macosx",
+    "numa",
+    "numamode",
+    "cpupinning",
+    "pcidevices",
+    "ca",
+];
+
+/// The network types a parameter file may name.
+pub const NETWORK_TYPES: &[&str] = &["OpenShiftSDN", "OVNKubernetes"];
+
+/// Why a parameter file was refused; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ParamError {
+    /// The file cannot be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Not YAML, not a mapping, an unknown key, or a value of the wrong
+    /// type (the YAML library's message, which names the key and the line).
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, and where.
+        message: String,
+    },
+    /// A value breaks a rule.
+    #[error("{path}: {key}: {rule}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The key.
+        key: &'static str,
+        /// The rule, with the value.
+        rule: String,
+    },
+}
+
+/// Reads and checks the parameter file at `path` ([`parse`]).
+///
+/// # Errors
+/// [`ParamError`], naming the file, the key and the rule.
+pub fn load(path: &Path) -> Result<Parameters, ParamError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ParamError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(&text, path)
+}
+
+/// Parses parameter file `text` (`path` names it in errors): YAML mapping
+/// of [`KEYS`], missing keys take their defaults, an empty file is all
+/// defaults; then [`Parameters::check`].
+///
+/// # Errors
+/// [`ParamError::Parse`] for YAML, unknown keys and wrong types;
+/// [`ParamError::Invalid`] for a value that breaks a rule.
+pub fn parse(text: &str, path: &Path) -> Result<Parameters, ParamError> {
+    let parse_err = |message: String| ParamError::Parse {
+        path: path.to_path_buf(),
+        message,
+    };
+    let value: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(text).map_err(|e| parse_err(e.to_string()))?;
+    let p = match value {
+        serde_yaml_ng::Value::Null => Parameters::default(),
+        serde_yaml_ng::Value::Mapping(_) => {
+            serde_yaml_ng::from_str(text).map_err(|e| parse_err(e.to_string()))?
+        }
+        _ => {
+            return Err(parse_err(
+                "a parameter file is a YAML mapping of keys (e.g. `masters: 3`)".into(),
+            ));
+        }
+    };
+    p.check(path)?;
+    Ok(p)
+}
+
+/// Whether `s` is a MAC address written as six two-digit hex pairs with
+/// colons (`52:54:00:12:01:03`).
+pub fn is_mac(s: &str) -> bool {
+    let parts: Vec<&str> = s.split(':').collect();
+    parts.len() == 6
+        && parts
+            .iter()
+            .all(|p| p.len() == 2 && p.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+/// Whether `s` is a DNS label (RFC 1123: lowercase letters, digits and
+/// `-`, not at either end, 1 to 63 characters).
+fn is_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+impl Parameters {
+    /// The rules a parameter file must keep before anything is created:
+    /// `cluster` a DNS label short enough for `<cluster>-master-<n>` VM
+    /// names, `domain` DNS labels, at least one master, a known
+    /// `network_type`, sizes above zero, every MAC well formed and used
+    /// once, no more MACs than VMs of their role, the ingress VIP apart
+    /// from the API VIP and of the same family.
+    ///
+    /// # Errors
+    /// [`ParamError::Invalid`] for the first rule broken, naming `path`
+    /// and the key.
+    pub fn check(&self, path: &Path) -> Result<(), ParamError> {
+        let bad = |key: &'static str, rule: String| ParamError::Invalid {
+            path: path.to_path_buf(),
+            key,
+            rule,
+        };
+        // kcli names VMs <cluster>-master-<n> and <cluster>-bootstrap; a
+        // libvirt domain name has no fixed limit, but the node's host name
+        // (a DNS label) does.
+        if !is_label(&self.cluster) || self.cluster.len() > 63 - "-bootstrap".len() {
+            return Err(bad(
+                "cluster",
+                format!(
+                    "{:?} must be a DNS label (lowercase letters, digits, '-') of at most {} characters, so that <cluster>-bootstrap and <cluster>-master-N are host names",
+                    self.cluster,
+                    63 - "-bootstrap".len()
+                ),
+            ));
+        }
+        if self
+            .domain
+            .split('.')
+            .any(|l| !is_label(&l.to_ascii_lowercase()))
+        {
+            return Err(bad(
+                "domain",
+                format!("{:?} must be DNS labels separated by dots", self.domain),
+            ));
+        }
+        if self.masters == 0 {
+            return Err(bad("masters", "at least one master is needed".into()));
+        }
+        if !NETWORK_TYPES.contains(&self.network_type.as_str()) {
+            return Err(bad(
+                "network_type",
+                format!(
+                    "{:?} is not one of {}",
+                    self.network_type,
+                    NETWORK_TYPES.join(", ")
+                ),
+            ));
+        }
+        for (key, v) in [
+            ("master_memory", self.master_memory),
+            ("worker_memory", self.worker_memory),
+            ("bootstrap_memory", self.bootstrap_memory),
+            ("numcpus", self.numcpus),
+            ("disk_size", self.disk_size),
+        ] {
+            if v == 0 {
+                return Err(bad(key, "must be more than 0".into()));
+            }
+        }
+        if self.bootstrap_numcpus == Some(0) {
+            return Err(bad("bootstrap_numcpus", "must be more than 0".into()));
+        }
+        if self.extra_disks.contains(&0) {
+            return Err(bad(
+                "extra_disks",
+                "every disk needs a size above 0 GB".into(),
+            ));
+        }
+        for (key, macs, count) in [
+            ("master_macs", &self.master_macs, self.masters),
+            ("worker_macs", &self.worker_macs, self.workers),
+        ] {
+            if macs.len() > count as usize {
+                return Err(bad(
+                    key,
+                    format!(
+                        "{} MACs for {count} VMs (the {} key)",
+                        macs.len(),
+                        if key == "master_macs" {
+                            "masters"
+                        } else {
+                            "workers"
+                        }
+                    ),
+                ));
+            }
+        }
+        let mut seen: BTreeMap<String, &'static str> = BTreeMap::new();
+        let all = self
+            .master_macs
+            .iter()
+            .map(|m| ("master_macs", m))
+            .chain(self.worker_macs.iter().map(|m| ("worker_macs", m)))
+            .chain(self.bootstrap_mac.iter().map(|m| ("bootstrap_mac", m)))
+            .chain(
+                self.bootstrap_helper_mac
+                    .iter()
+                    .map(|m| ("bootstrap_helper_mac", m)),
+            );
+        for (key, mac) in all {
+            if !is_mac(mac) {
+                return Err(bad(
+                    key,
+                    format!("{mac:?} is not a MAC address (six hex pairs with colons)"),
+                ));
+            }
+            if let Some(first) = seen.insert(mac.to_ascii_lowercase(), key) {
+                return Err(bad(key, format!("{mac} is given twice (also in {first})")));
+            }
+        }
+        if let (Some(api), Some(ingress)) = (self.api_ip, self.ingress_ip)
+            && api.is_ipv4() != ingress.is_ipv4()
+        {
+            return Err(bad(
+                "ingress_ip",
+                format!("{ingress} and api_ip {api} are of different IP families"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The bootstrap VM's vCPUs: `bootstrap_numcpus`, else `numcpus`.
+    pub fn bootstrap_cpus(&self) -> u32 {
+        self.bootstrap_numcpus.unwrap_or(self.numcpus)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(text: &str) -> Result<Parameters, ParamError> {
+        parse(text, Path::new("parameters.yml"))
+    }
+
+    #[test]
+    fn an_empty_file_is_every_default() {
+        let d = p("").unwrap();
+        assert_eq!(d, Parameters::default());
+        assert_eq!(d.cluster, "testk");
+        assert_eq!((d.masters, d.workers), (1, 0));
+        assert_eq!(d.version, Version::Nightly);
+        assert_eq!(d.bootstrap_cpus(), 4);
+        assert_eq!(p("# only a comment\n").unwrap(), d);
+    }
+
+    #[test]
+    fn every_key_is_accepted_and_an_unknown_one_is_named() {
+        // Each documented key with a value of its type.
+        let all = "version: upstream\ntag: '4.5'\ncluster: c\ndomain: d.example\nnetwork_type: OVNKubernetes\npub_key: k.pub\nkeys: [ssh-ed25519 AAAA]\npull_secret: ps.json\nimage: img.qcow2\nhelper_image: h.qcow2\nhelper_sleep: 5\nmasters: 3\nworkers: 2\nnetwork: n\nextra_networks: [n2]\nmaster_memory: 1\nworker_memory: 1\nbootstrap_memory: 1\nnumcpus: 1\nbootstrap_numcpus: 2\ndisk_size: 1\nextra_disk: true\nextra_disks: [10]\napi_ip: 10.0.0.5\ningress_ip: 10.0.0.6\npublic_api_ip: 1.2.3.4\nbootstrap_api_ip: 10.0.0.7\nbootstrap_mac: 52:54:00:00:00:01\nbootstrap_ip: 10.0.0.8\nbootstrap_helper_mac: 52:54:00:00:00:02\nbootstrap_helper_ip: 10.0.0.9\nmaster_macs: ['52:54:00:00:01:01']\nworker_macs: ['52:54:00:00:02:01']\ndhcp_ip: 10.0.0.2\ndhcp_netmask: 255.255.255.0\ndhcp_gateway: 10.0.0.1\ndhcp_dns: 10.0.0.1\nautostart: true\nmacosx: false\nnuma: {cores: 2}\nnumamode: strict\ncpupinning: {vcpu: 0}\npcidevices: ['0000:00:1f.0']\nca: cert\n";
+        let given: Vec<&str> = all.lines().map(|l| l.split(':').next().unwrap()).collect();
+        assert_eq!(given, KEYS, "the test covers every key, in order");
+        let v = p(all).unwrap();
+        assert_eq!(v.version, Version::Upstream);
+        assert_eq!(v.bootstrap_cpus(), 2);
+        assert_eq!(v.api_ip, Some("10.0.0.5".parse().unwrap()));
+        let e = p("masters: 3\nworker_memmory: 4096\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("parameters.yml: ") && e.contains("unknown field `worker_memmory`"),
+            "{e}"
+        );
+        assert!(e.contains("line 2"), "{e}");
+    }
+
+    #[test]
+    fn wrong_types_and_broken_rules_are_named() {
+        for (text, key, said) in [
+            ("masters: three\n", "masters", "invalid type"),
+            ("api_ip: 10.0.0\n", "api_ip", "invalid IP address"),
+            ("version: latest\n", "version", "unknown variant `latest`"),
+            ("- a\n- b\n", "", "YAML mapping"),
+        ] {
+            let e = p(text).unwrap_err().to_string();
+            assert!(e.contains(said) && e.contains(key), "{text}: {e}");
+        }
+        for (text, said) in [
+            (
+                "cluster: Test_K\n",
+                "cluster: \"Test_K\" must be a DNS label",
+            ),
+            ("masters: 0\n", "masters: at least one master"),
+            (
+                "network_type: Calico\n",
+                "network_type: \"Calico\" is not one of",
+            ),
+            ("worker_memory: 0\n", "worker_memory: must be more than 0"),
+            (
+                "masters: 1\nmaster_macs: ['52:54:00:00:00:01', '52:54:00:00:00:02']\n",
+                "master_macs: 2 MACs for 1 VMs",
+            ),
+            (
+                "workers: 1\nworker_macs: ['52:54:00:00:00:0g']\n",
+                "worker_macs: \"52:54:00:00:00:0g\" is not a MAC address",
+            ),
+            (
+                "workers: 1\nmaster_macs: ['52:54:00:00:00:01']\nworker_macs: ['52:54:00:00:00:01']\n",
+                "worker_macs: 52:54:00:00:00:01 is given twice (also in master_macs)",
+            ),
+            (
+                "api_ip: 10.0.0.5\ningress_ip: fd00::5\n",
+                "ingress_ip: fd00::5 and api_ip 10.0.0.5 are of different IP families",
+            ),
+            ("extra_disks: [0]\n", "extra_disks: every disk needs a size"),
+        ] {
+            let e = p(text).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("parameters.yml: {said}")),
+                "{text}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_missing_file_is_named() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("nope.yml");
+        let e = load(&f).unwrap_err().to_string();
+        assert!(e.contains("nope.yml"), "{e}");
+    }
+}
