@@ -460,6 +460,154 @@ impl Parameters {
     }
 }
 
+/// A VM's role in the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The temporary bootstrap VM.
+    Bootstrap,
+    /// A control-plane VM.
+    Master,
+    /// A worker VM.
+    Worker,
+}
+
+/// One VM of the cluster as the parameter file describes it (kcli-openshift4
+/// `masters.yml`, `workers.yml` and the bootstrap in `run.py`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Vm {
+    /// `<cluster>-bootstrap`, `<cluster>-master-<n>`, `<cluster>-worker-<n>`
+    /// (n from 0), also its host name.
+    pub name: String,
+    /// Its role.
+    pub role: Role,
+    /// Memory, MiB.
+    pub memory_mib: u32,
+    /// vCPUs.
+    pub cpus: u32,
+    /// Disk sizes, GB: `disk_size`, then `extra_disks` (masters and
+    /// workers), or one more of `disk_size` with `extra_disk: true` and no
+    /// `extra_disks`.
+    pub disks_gb: Vec<u32>,
+    /// The first NIC's network (`network`), then `extra_networks`.
+    pub networks: Vec<String>,
+    /// The first NIC's MAC: the one the file gives for this VM, else
+    /// [`generated_mac`].
+    pub mac: String,
+}
+
+/// A stable MAC for VM `name` in the locally administered qemu range
+/// `52:54:00:xx:xx:xx`, from an FNV-1a hash of the name: the same VM gets
+/// the same MAC on every run (kcli draws `00:16:3e` MACs at random, so a
+/// re-run or a scale cannot find them again).
+pub fn generated_mac(name: &str) -> String {
+    let h = fnv1a(name.as_bytes());
+    format!(
+        "52:54:00:{:02x}:{:02x}:{:02x}",
+        (h >> 16) & 0xff,
+        (h >> 8) & 0xff,
+        h & 0xff
+    )
+}
+
+fn fnv1a(data: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in data {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// The VRRP `virtual_router_id` of the cluster's API VIP (the ingress VIP
+/// uses the next one): 1 to 253 from an FNV-1a hash of `<cluster>.<domain>`.
+/// kcli computes `hash(cluster) % 254 + 1` with Python's per-process salted
+/// string hash, so the id changes between runs unless saved; this one is
+/// the same on every run and machine.
+pub fn virtual_router_id(cluster: &str, domain: &str) -> u8 {
+    (fnv1a(format!("{cluster}.{domain}").as_bytes()) % 253) as u8 + 1
+}
+
+impl Parameters {
+    /// The VMs the file describes, bootstrap first, then masters and
+    /// workers in order.
+    ///
+    /// # Errors
+    /// [`ParamError::Invalid`] (naming `path`) when a generated MAC
+    /// collides with another VM's MAC (given or generated); give that VM's
+    /// MAC in the file then.
+    pub fn vms(&self, path: &Path) -> Result<Vec<Vm>, ParamError> {
+        let mut disks = vec![self.disk_size];
+        if !self.extra_disks.is_empty() {
+            disks.extend(&self.extra_disks);
+        } else if self.extra_disk {
+            disks.push(self.disk_size);
+        }
+        let mut networks = vec![self.network.clone()];
+        networks.extend(self.extra_networks.iter().cloned());
+        let mut vms = vec![Vm {
+            name: format!("{}-bootstrap", self.cluster),
+            role: Role::Bootstrap,
+            memory_mib: self.bootstrap_memory,
+            cpus: self.bootstrap_cpus(),
+            disks_gb: vec![self.disk_size],
+            networks: vec![self.network.clone()],
+            mac: String::new(),
+        }];
+        vms[0].mac = self
+            .bootstrap_mac
+            .clone()
+            .unwrap_or_else(|| generated_mac(&vms[0].name));
+        for (role, count, memory, macs, word) in [
+            (
+                Role::Master,
+                self.masters,
+                self.master_memory,
+                &self.master_macs,
+                "master",
+            ),
+            (
+                Role::Worker,
+                self.workers,
+                self.worker_memory,
+                &self.worker_macs,
+                "worker",
+            ),
+        ] {
+            for i in 0..count as usize {
+                let name = format!("{}-{word}-{i}", self.cluster);
+                let mac = macs.get(i).cloned().unwrap_or_else(|| generated_mac(&name));
+                vms.push(Vm {
+                    name,
+                    role,
+                    memory_mib: memory,
+                    cpus: self.numcpus,
+                    disks_gb: disks.clone(),
+                    networks: networks.clone(),
+                    mac,
+                });
+            }
+        }
+        let mut seen: BTreeMap<String, &str> = BTreeMap::new();
+        for vm in &vms {
+            if let Some(other) = seen.insert(vm.mac.to_ascii_lowercase(), &vm.name) {
+                return Err(ParamError::Invalid {
+                    path: path.to_path_buf(),
+                    key: match vm.role {
+                        Role::Bootstrap => "bootstrap_mac",
+                        Role::Master => "master_macs",
+                        Role::Worker => "worker_macs",
+                    },
+                    rule: format!(
+                        "{} would get MAC {}, which {other} has; give its MAC in the file",
+                        vm.name, vm.mac
+                    ),
+                });
+            }
+        }
+        Ok(vms)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -545,6 +693,77 @@ mod tests {
                 "{text}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn the_vms_follow_the_file_and_keep_their_macs_across_runs() {
+        let v = p("cluster: c1\nmasters: 3\nworkers: 2\nmaster_memory: 16384\nextra_disks: [10, 20]\nextra_networks: [storage]\nmaster_macs: ['52:54:00:aa:00:01']\n")
+            .unwrap();
+        let vms = v.vms(Path::new("parameters.yml")).unwrap();
+        let names: Vec<&str> = vms.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "c1-bootstrap",
+                "c1-master-0",
+                "c1-master-1",
+                "c1-master-2",
+                "c1-worker-0",
+                "c1-worker-1"
+            ]
+        );
+        assert_eq!(vms[0].role, Role::Bootstrap);
+        assert_eq!((vms[0].memory_mib, vms[0].cpus), (4096, 4));
+        assert_eq!(vms[0].disks_gb, [30], "the bootstrap gets no extra disks");
+        assert_eq!(vms[1].memory_mib, 16384);
+        assert_eq!(vms[1].disks_gb, [30, 10, 20]);
+        assert_eq!(vms[1].networks, ["default", "storage"]);
+        assert_eq!(vms[1].mac, "52:54:00:aa:00:01", "a given MAC");
+        assert_eq!(vms[4].memory_mib, 8192);
+        // Generated MACs: qemu's range, stable, all different.
+        assert_eq!(vms[2].mac, generated_mac("c1-master-1"));
+        assert!(
+            vms.iter()
+                .all(|m| is_mac(&m.mac) && m.mac.starts_with("52:54:00:"))
+        );
+        assert_eq!(v.vms(Path::new("parameters.yml")).unwrap(), vms);
+        let mut macs: Vec<&str> = vms.iter().map(|m| m.mac.as_str()).collect();
+        macs.sort_unstable();
+        macs.dedup();
+        assert_eq!(macs.len(), vms.len());
+        // extra_disk without extra_disks: a second disk of disk_size.
+        let v = p("extra_disk: true\n").unwrap();
+        assert_eq!(v.vms(Path::new("p")).unwrap()[1].disks_gb, [30, 30]);
+    }
+
+    #[test]
+    fn a_given_mac_that_a_generated_one_repeats_is_refused_by_name() {
+        let taken = generated_mac("c1-master-1");
+        let v = p(&format!(
+            "cluster: c1\nmasters: 2\nworkers: 1\nworker_macs: ['{taken}']\n"
+        ))
+        .unwrap();
+        let e = v.vms(Path::new("parameters.yml")).unwrap_err().to_string();
+        assert!(
+            e.contains("c1-worker-0") || e.contains("c1-master-1"),
+            "{e}"
+        );
+        assert!(
+            e.contains(&taken) && e.contains("give its MAC in the file"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_virtual_router_id_is_stable_and_in_range() {
+        let a = virtual_router_id("testk", "karmalabs.com");
+        assert_eq!(a, virtual_router_id("testk", "karmalabs.com"));
+        assert!((1..=253).contains(&a));
+        let ids: std::collections::BTreeSet<u8> = (0..200)
+            .map(|i| virtual_router_id(&format!("c{i}"), "example.com"))
+            .collect();
+        assert!(ids.len() > 100, "spread over the range: {} ids", ids.len());
+        assert!(ids.iter().all(|i| (1..=253).contains(i)));
     }
 
     #[test]

@@ -30,4 +30,20 @@ fn the_kcli_example_loads() {
     assert_eq!(p.network_type, "OpenShiftSDN");
     assert_eq!(p.ingress_ip, None);
     assert!(!p.autostart);
+    // The VMs: a bootstrap, three masters, two workers, MACs generated.
+    let vms = p.vms(&path).unwrap();
+    let names: Vec<&str> = vms.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "testk-bootstrap",
+            "testk-master-0",
+            "testk-master-1",
+            "testk-master-2",
+            "testk-worker-0",
+            "testk-worker-1"
+        ]
+    );
+    assert_eq!(vms[0].memory_mib, 4096);
+    assert!(vms.iter().all(|v| v.networks == ["default"]));
 }
