@@ -230,7 +230,7 @@ fn three_masters_take_over_etcd_and_the_control_plane_and_the_bootstrap_leaves()
     bl.destroy_bootstrap();
     eprintln!(
         "3 masters, each stage's end (s since bootkube's first start):\n{}",
-        common::bootlab::stage_times(&root)
+        common::stage_times::stage_times(&root)
     );
     eprintln!(
         "3 masters: bootstrap host start to .bootkube.done {:.1} s (with both faults), to bootstrap complete {:.1} s",

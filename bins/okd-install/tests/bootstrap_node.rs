@@ -675,7 +675,7 @@ fn the_bootstrap_node_runs_bootkube_through_the_mirror_to_the_end_of_manifest_cr
     bl.destroy_bootstrap();
     eprintln!(
         "1 master, each stage's end (s since bootkube's first start):\n{}",
-        common::bootlab::stage_times(&root)
+        common::stage_times::stage_times(&root)
     );
     eprintln!(
         "handover: cb-bootstrap's pod wait to .bootkube.done {:.1} s, to bootstrap complete (member removed) {:.1} s",

@@ -35,7 +35,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::bootlab::{self, BootLab, INSTALLATION_DISK, MASTER, prerequisites};
+use common::bootlab::{self, BootLab, INSTALLATION_DISK, MASTER, prerequisites, wait_for_log};
 use common::kube::{apply_ignition, tail};
 use common::{guest, payload};
 
@@ -258,21 +258,12 @@ fn a_single_node_installs_in_place_to_its_disk_and_completes_after_the_reboot() 
             &killed_log,
             b"bootstrap\0post-reboot",
         );
-        let start = Instant::now();
-        loop {
-            let text = std::fs::read_to_string(&killed_log).unwrap_or_default();
-            if text.contains("Bootstrap complete reported") {
-                break;
-            }
-            bl.host.assert_running();
-            assert!(
-                start.elapsed() < Duration::from_secs(420),
-                "post-reboot reported nothing in 420 s:\n{}\nkubelet:\n{}",
-                tail(&text, 30),
-                tail(&bl.host.kubelet_log(), 30)
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_for_log(
+            &killed_log,
+            "Bootstrap complete reported",
+            Duration::from_secs(420),
+            &mut bl.host,
+        );
     } // dropped: SIGKILL
     assert!(
         !new_root.join("opt/openshift/.post-reboot.done").exists(),
@@ -322,7 +313,7 @@ fn a_single_node_installs_in_place_to_its_disk_and_completes_after_the_reboot() 
     );
     eprintln!(
         "post-reboot stage ends:\n{}",
-        bootlab::stage_times(&new_root)
+        common::stage_times::stage_times(&new_root)
     );
 
     // wait-for bootstrap-complete from the bastion.

@@ -13,6 +13,7 @@ pub mod netns;
 pub mod node;
 pub mod payload;
 pub mod serve;
+pub mod stage_times;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;

@@ -30,6 +30,7 @@
 pub mod approve;
 pub mod bootstrap_member;
 pub mod checks;
+mod cvo;
 pub mod handover;
 pub mod in_place;
 pub mod masters;
@@ -46,10 +47,10 @@ use std::time::{Duration, Instant};
 use okd_service_record::Recorder;
 use tracing::{info, warn};
 
+pub use cvo::restore_cvo_overrides;
 pub use release::{PullOptions, PulledRelease};
 pub use stages::{
     CHECK_LIMIT, CVO_PATCH, CVO_RETRY, ETCD_LIMIT, NodeOptions, NodeStages, UPSTREAM_REQUIRED_PODS,
-    restore_cvo_overrides,
 };
 
 /// Checks that `work` is a bootstrap node's asset directory (bootstrap.ign

@@ -42,7 +42,7 @@ use okd_bootstrap_render::control_plane::{self, MASTER_SECRETS, Placement};
 use okd_bootstrap_render::{Networks, etcd};
 use okd_types::control_plane::{BUNDLE_KEY, Bundle, BundleFile, NAMESPACE, secret_name};
 use okd_types::node_identities::{NODE_IDENTITIES_FILE, NodeIdentities};
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::bootstrap_member::{MEMBERS_CONDITION, set_etcd_condition};
 use crate::members::{EtcdMember, Members};
@@ -592,9 +592,86 @@ pub fn node_program_machine_config(program_url: &str, sha512_hex: &str) -> serde
     })
 }
 
+/// Where [`program_sha512`] keeps the program's hash between bootkube
+/// runs, under the asset directory.
+pub const PROGRAM_SHA512_CACHE: &str = ".okd-install-program.sha512";
+
+/// The sha512 (hex) of `program`, the okd-install the masters get: read
+/// from `cache` when it was written for a file of the same length and
+/// modification time, else computed and written there (a debug build's
+/// program takes seconds to hash; bootkube may start many times).
+///
+/// # Errors
+/// The program cannot be read (the message names it).
+pub fn program_sha512(program: &Path, cache: &Path) -> Result<String, String> {
+    use sha2::Digest as _;
+    let meta = std::fs::metadata(program).map_err(|e| format!("{}: {e}", program.display()))?;
+    let stamp = format!(
+        "{} {}",
+        meta.len(),
+        meta.modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos())
+    );
+    if let Ok(text) = std::fs::read_to_string(cache)
+        && let Some((s, hex)) = text.trim().rsplit_once(' ')
+        && s == stamp
+        && hex.len() == 128
+    {
+        return Ok(hex.to_string());
+    }
+    let mut f = std::fs::File::open(program).map_err(|e| format!("{}: {e}", program.display()))?;
+    let mut h = sha2::Sha512::new();
+    std::io::copy(&mut f, &mut h).map_err(|e| format!("{}: {e}", program.display()))?;
+    let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    if let Err(e) = okd_fs::write_atomic(cache, format!("{stamp} {hex}\n").as_bytes(), 0o644) {
+        warn!("cannot keep the program's hash in {}: {e}", cache.display());
+    }
+    Ok(hex)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_program_hash_is_kept_for_the_same_file_and_made_again_for_another() {
+        use sha2::Digest as _;
+        let d = tempfile::tempdir().unwrap();
+        let prog = d.path().join("okd-install");
+        let cache = d.path().join(PROGRAM_SHA512_CACHE);
+        std::fs::write(&prog, b"first program").unwrap();
+        let hex = |b: &[u8]| -> String {
+            sha2::Sha512::digest(b)
+                .iter()
+                .map(|x| format!("{x:02x}"))
+                .collect()
+        };
+        assert_eq!(
+            program_sha512(&prog, &cache).unwrap(),
+            hex(b"first program")
+        );
+        assert!(
+            std::fs::read_to_string(&cache)
+                .unwrap()
+                .contains(&hex(b"first program"))
+        );
+        // Kept: a cache naming this file's length and time is believed.
+        let stamp = std::fs::read_to_string(&cache).unwrap();
+        let (s, _) = stamp.trim().rsplit_once(' ').unwrap();
+        let fake = "ab".repeat(64);
+        std::fs::write(&cache, format!("{s} {fake}\n")).unwrap();
+        assert_eq!(program_sha512(&prog, &cache).unwrap(), fake);
+        // Another program (another length): hashed again.
+        std::fs::write(&prog, b"the second, longer program").unwrap();
+        assert_eq!(
+            program_sha512(&prog, &cache).unwrap(),
+            hex(b"the second, longer program")
+        );
+        let e = program_sha512(&d.path().join("missing"), &cache).unwrap_err();
+        assert!(e.contains("missing"), "{e}");
+    }
 
     #[test]
     fn the_masters_come_from_the_node_identities_marked_master() {

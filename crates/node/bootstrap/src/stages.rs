@@ -218,8 +218,11 @@ impl NodeStages {
         let mut served = None;
         if self.opts.topology == Topology::WithBootstrap {
             let program = std::env::current_exe().map_err(fail)?;
-            let sha512 =
-                program_sha512(&program, &self.work().join(PROGRAM_SHA512_CACHE)).map_err(fail)?;
+            let sha512 = crate::masters::program_sha512(
+                &program,
+                &self.work().join(crate::masters::PROGRAM_SHA512_CACHE),
+            )
+            .map_err(fail)?;
             let server = self.api_int()?;
             let host = url_host(&server.server).unwrap_or("localhost").to_string();
             let url = format!(
@@ -432,7 +435,7 @@ impl NodeStages {
     }
 
     async fn cvo_overrides(&mut self) -> Result<(), StageFailure> {
-        restore_cvo_overrides(
+        crate::restore_cvo_overrides(
             &self.work().join(CVO_PATCH),
             &self.work().join("auth/kubeconfig"),
             CVO_RETRY,
@@ -508,60 +511,6 @@ impl NodeStages {
     }
 }
 
-/// `cvo-overrides`: restores the ClusterVersion's `spec.overrides` the
-/// installer replaced (openshift/installer `cvoignore.go`): a merge patch
-/// of `clusterversion/version` with `patch_file`
-/// (`original_cvo_overrides.patch`) through `kubeconfig` (the api-int
-/// `auth/kubeconfig`), tried every `retry` until it works, as
-/// bootkube.sh's `oc patch` loop does. No patch file: nothing to do.
-///
-/// # Errors
-/// The patch file is unreadable or not JSON.
-pub async fn restore_cvo_overrides(
-    patch_file: &Path,
-    kubeconfig: &Path,
-    retry: Duration,
-) -> Result<(), String> {
-    let text = match std::fs::read(patch_file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            info!("no {}: no CVO overrides to restore", patch_file.display());
-            return Ok(());
-        }
-        Err(e) => return Err(format!("cannot read {}: {e}", patch_file.display())),
-    };
-    let patch: serde_json::Value = serde_json::from_slice(&text)
-        .map_err(|e| format!("{}: not JSON: {e}", patch_file.display()))?;
-    loop {
-        let attempt = async {
-            let c = okd_cluster::Cluster::from_kubeconfig(kubeconfig)
-                .await
-                .map_err(|e| e.to_string())?;
-            okd_cluster::openshift::cluster_versions(c.client())
-                .patch(
-                    "version",
-                    &kube::api::PatchParams::default(),
-                    &kube::api::Patch::Merge(&patch),
-                )
-                .await
-                .map_err(|e| e.to_string())
-        };
-        match attempt.await {
-            Ok(_) => {
-                info!("restored the CVO overrides");
-                return Ok(());
-            }
-            Err(e) => {
-                warn!(
-                    "Trying again to restore CVO overrides in {} s: {e}",
-                    retry.as_secs()
-                );
-                tokio::time::sleep(retry).await;
-            }
-        }
-    }
-}
-
 /// The console message while the API refuses manifests as invalid.
 pub const MANIFESTS_ISSUE_FILE: &str = "61_okd-install-manifests.issue";
 
@@ -608,45 +557,6 @@ async fn refusals_on_console(
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
-}
-
-/// Where [`program_sha512`] keeps the program's hash between bootkube
-/// runs, under the asset directory.
-pub(crate) const PROGRAM_SHA512_CACHE: &str = ".okd-install-program.sha512";
-
-/// The sha512 (hex) of `program`, the okd-install the masters get: read
-/// from `cache` when it was written for a file of the same length and
-/// modification time, else computed and written there (a debug build's
-/// program takes seconds to hash; bootkube may start many times).
-///
-/// # Errors
-/// The program cannot be read (the message names it).
-pub(crate) fn program_sha512(program: &Path, cache: &Path) -> Result<String, String> {
-    use sha2::Digest as _;
-    let meta = std::fs::metadata(program).map_err(|e| format!("{}: {e}", program.display()))?;
-    let stamp = format!(
-        "{} {}",
-        meta.len(),
-        meta.modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos())
-    );
-    if let Ok(text) = std::fs::read_to_string(cache)
-        && let Some((s, hex)) = text.trim().rsplit_once(' ')
-        && s == stamp
-        && hex.len() == 128
-    {
-        return Ok(hex.to_string());
-    }
-    let mut f = std::fs::File::open(program).map_err(|e| format!("{}: {e}", program.display()))?;
-    let mut h = sha2::Sha512::new();
-    std::io::copy(&mut f, &mut h).map_err(|e| format!("{}: {e}", program.display()))?;
-    let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    if let Err(e) = okd_fs::write_atomic(cache, format!("{stamp} {hex}\n").as_bytes(), 0o644) {
-        warn!("cannot keep the program's hash in {}: {e}", cache.display());
-    }
-    Ok(hex)
 }
 
 fn api_host(api_int_server: &str, public: bool) -> Result<String, StageFailure> {
@@ -848,48 +758,5 @@ impl okd_bootkube::Stages for NodeStages {
             "check-api-int-url" => self.check_stage(false).await,
             other => Err(fail(format!("no implementation for stage {other}"))),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_program_hash_is_kept_for_the_same_file_and_made_again_for_another() {
-        use sha2::Digest as _;
-        let d = tempfile::tempdir().unwrap();
-        let prog = d.path().join("okd-install");
-        let cache = d.path().join(PROGRAM_SHA512_CACHE);
-        std::fs::write(&prog, b"first program").unwrap();
-        let hex = |b: &[u8]| -> String {
-            sha2::Sha512::digest(b)
-                .iter()
-                .map(|x| format!("{x:02x}"))
-                .collect()
-        };
-        assert_eq!(
-            program_sha512(&prog, &cache).unwrap(),
-            hex(b"first program")
-        );
-        assert!(
-            std::fs::read_to_string(&cache)
-                .unwrap()
-                .contains(&hex(b"first program"))
-        );
-        // Kept: a cache naming this file's length and time is believed.
-        let stamp = std::fs::read_to_string(&cache).unwrap();
-        let (s, _) = stamp.trim().rsplit_once(' ').unwrap();
-        let fake = "ab".repeat(64);
-        std::fs::write(&cache, format!("{s} {fake}\n")).unwrap();
-        assert_eq!(program_sha512(&prog, &cache).unwrap(), fake);
-        // Another program (another length): hashed again.
-        std::fs::write(&prog, b"the second, longer program").unwrap();
-        assert_eq!(
-            program_sha512(&prog, &cache).unwrap(),
-            hex(b"the second, longer program")
-        );
-        let e = program_sha512(&d.path().join("missing"), &cache).unwrap_err();
-        assert!(e.contains("missing"), "{e}");
     }
 }
