@@ -1,0 +1,72 @@
+//! HAProxy for the routers (karmab/kcli `kvirt/cluster/openshift/haproxy.cfg`;
+//! HAProxy 2.x configuration manual).
+
+use std::fmt::Write as _;
+
+use crate::{Layer, Role};
+
+/// The port of HAProxy's own health URI (`/healthz`) on the masters,
+/// loopback only; the ingress VIP's track script asks it.
+pub const HAPROXY_HEALTH_PORT: u16 = 50936;
+
+/// haproxy.cfg for the masters when there are workers (`None` without
+/// workers: the routers then run on the masters, which hold the ingress
+/// VIP themselves): TCP frontends on the ingress VIP's ports 80 and 443
+/// (bound on every master, held or not, with `ip_nonlocal_bind`), each to
+/// the workers' same port with `balance source` and `check inter 1s`;
+/// `/healthz` on 127.0.0.1:[`HAPROXY_HEALTH_PORT`]. kcli binds 8000/1443
+/// and redirects with iptables; its older version bound the VIP directly,
+/// as here. Check with `haproxy -c -f <file>`.
+pub fn haproxy_cfg(layer: &Layer) -> Option<String> {
+    let workers: Vec<_> = layer
+        .nodes
+        .iter()
+        .filter(|n| n.role == Role::Worker)
+        .collect();
+    if workers.is_empty() {
+        return None;
+    }
+    let vip = match layer.ingress_vip {
+        std::net::IpAddr::V4(v4) => v4.to_string(),
+        std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+    };
+    let mut s = format!(
+        "# HAProxy for the routers of {cd}, okd-install (okd-vip-layer).\n\
+         global\n\
+         \x20 maxconn 20000\n\
+         \x20 log stdout format raw local0\n\
+         \n\
+         defaults\n\
+         \x20 mode tcp\n\
+         \x20 log global\n\
+         \x20 option tcplog\n\
+         \x20 timeout connect 5s\n\
+         \x20 timeout client 1m\n\
+         \x20 timeout server 1m\n\
+         \n\
+         frontend health\n\
+         \x20 mode http\n\
+         \x20 bind 127.0.0.1:{HAPROXY_HEALTH_PORT}\n\
+         \x20 monitor-uri /healthz\n",
+        cd = layer.cluster_domain(),
+    );
+    for (name, port) in [("http", 80), ("https", 443)] {
+        let _ = write!(
+            s,
+            "\nfrontend ingress-{name}\n\
+             \x20 bind {vip}:{port}\n\
+             \x20 default_backend ingress-{name}\n\
+             \n\
+             backend ingress-{name}\n\
+             \x20 balance source\n"
+        );
+        for w in &workers {
+            let addr = match w.ip {
+                std::net::IpAddr::V4(v4) => v4.to_string(),
+                std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+            };
+            let _ = writeln!(s, "  server {} {addr}:{port} check inter 1s", w.name);
+        }
+    }
+    Some(s)
+}
