@@ -29,6 +29,15 @@ pub(crate) enum CreateCmd {
     /// Writes haproxy, keepalived, dnsmasq, BIND and CoreDNS configs and the
     /// PXE tree for the hosts of agent-config.yaml + bastion-config.yaml.
     BastionConfigs,
+    /// Makes a whole cluster of libvirt VMs from a kcli-style parameter
+    /// file: install-config, Ignition configs with the VIP/DNS/LB layer,
+    /// DHCP reservations, volumes and VMs (Ignition through fw_cfg).
+    Cluster {
+        #[command(flatten)]
+        opts: crate::vms::ClusterOpts,
+        #[command(flatten)]
+        release: ReleaseOpts,
+    },
 }
 
 /// The target a `create` word names (`manifests`, `ignition-configs`, ...).
@@ -67,7 +76,21 @@ pub(crate) fn run(dir: &Path, c: &CreateCmd) -> Result<(), Failure> {
         CreateCmd::BastionConfigs => {
             return okd_serve::create_bastion_configs(dir).map_err(fail);
         }
+        CreateCmd::Cluster { opts, release } => {
+            return crate::vms::create_cluster(dir, opts, release);
+        }
     };
+    generate(dir, target, release, source)
+}
+
+/// Runs the asset graph to `target` in `dir` for `release` (exit code 3 for
+/// install-config errors).
+pub(crate) fn generate(
+    dir: &Path,
+    target: Target,
+    release: &ReleaseOpts,
+    source: Option<okd_assets::installconfig::InstallConfigSource>,
+) -> Result<(), Failure> {
     let mut ctx = release_context(dir, release).map_err(fail)?;
     ctx.install_config_source = source;
     if matches!(

@@ -50,6 +50,13 @@ pub enum DestroyCmd {
         #[arg(long)]
         force: bool,
     },
+    /// Removes every VM, volume, DHCP reservation and file `create cluster`
+    /// made (the record vm-cluster.json), and nothing else.
+    Cluster {
+        /// The libvirt connection URI (default: the one the record names).
+        #[arg(long = "libvirt-uri")]
+        libvirt_uri: Option<String>,
+    },
 }
 
 /// Runs `gather ...`.
@@ -79,6 +86,9 @@ pub fn run_destroy(dir: &Path, cmd: &DestroyCmd) -> Result<(), Failure> {
             let report = okd_destroy::destroy_bootstrap(dir).map_err(fail)?;
             print!("{}", report.text);
             Ok(())
+        }
+        DestroyCmd::Cluster { libvirt_uri } => {
+            crate::vms::destroy_cluster(dir, libvirt_uri.as_deref())
         }
     }
 }

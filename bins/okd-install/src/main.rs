@@ -13,6 +13,7 @@ mod mirror;
 mod node;
 mod release;
 mod serve;
+mod vms;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -94,6 +95,15 @@ enum Cmd {
     #[command(subcommand)]
     Node(node::NodeCmd),
     /// Print the asset graph of a target in Graphviz DOT.
+    /// Adds or removes workers of a cluster made by `create cluster`.
+    Scale {
+        /// The number of workers wanted.
+        #[arg(long)]
+        workers: u32,
+        /// The libvirt connection URI (default: the one the record names).
+        #[arg(long = "libvirt-uri")]
+        libvirt_uri: Option<String>,
+    },
     Graph {
         /// Target: install-config, manifests, ignition-configs, single-node-ignition-config.
         #[arg(default_value = "ignition-configs")]
@@ -133,6 +143,10 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         Cmd::Create(c) => create::run(dir, c),
         Cmd::Bootstrap(b) => node::command(b),
         Cmd::Node(n) => node::node_command(n),
+        Cmd::Scale {
+            workers,
+            libvirt_uri,
+        } => vms::scale(dir, *workers, libvirt_uri.as_deref()),
     }
 }
 
@@ -197,7 +211,7 @@ fn main() -> ExitCode {
     };
     let log_dir = matches!(
         cli.cmd,
-        Cmd::Create(_) | Cmd::Gather(_) | Cmd::Destroy(_) | Cmd::WaitFor(_)
+        Cmd::Create(_) | Cmd::Gather(_) | Cmd::Destroy(_) | Cmd::WaitFor(_) | Cmd::Scale { .. }
     )
     .then(|| cli.dir.clone());
     if let Err(e) = logging::init(level, log_dir.as_deref()) {

@@ -45,8 +45,11 @@ pub struct Parameters {
     pub cluster: String,
     /// `domain`: the base domain. Default `karmalabs.com`.
     pub domain: String,
-    /// `network_type`: `OpenShiftSDN` (default) or `OVNKubernetes`.
-    pub network_type: String,
+    /// `network_type`: `OpenShiftSDN` or `OVNKubernetes`. kcli-openshift4
+    /// documents `OpenShiftSDN` as its default, which releases from 4.15 on
+    /// refuse; when the file does not say, the install-config leaves it
+    /// out and the release's own default applies (OVNKubernetes since 4.12).
+    pub network_type: Option<String>,
     /// `pub_key`: the SSH public key file. Default `~/.ssh/id_rsa.pub`.
     pub pub_key: PathBuf,
     /// `keys`: more SSH public keys (their text). Default none.
@@ -139,7 +142,7 @@ impl Default for Parameters {
             tag: None,
             cluster: "testk".into(),
             domain: "karmalabs.com".into(),
-            network_type: "OpenShiftSDN".into(),
+            network_type: None,
             pub_key: PathBuf::from("~/.ssh/id_rsa.pub"),
             keys: Vec::new(),
             pull_secret: PathBuf::from("./openshift_pull.json"),
@@ -278,6 +281,58 @@ pub fn load(path: &Path) -> Result<Parameters, ParamError> {
     parse(&text, path)
 }
 
+/// Reads the parameter file at `path` with kcli's `-P key=value`
+/// overrides on top (they win over the file; each value is read as YAML,
+/// so `workers=2` is a number and `extra_disks=[10]` a list), then
+/// [`Parameters::check`].
+///
+/// # Errors
+/// [`ParamError`]; an override without `=` or of an unknown key names the
+/// override.
+pub fn load_with_overrides(path: &Path, overrides: &[String]) -> Result<Parameters, ParamError> {
+    if overrides.is_empty() {
+        return load(path);
+    }
+    let text = std::fs::read_to_string(path).map_err(|source| ParamError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let bad = |message: String| ParamError::Parse {
+        path: path.to_path_buf(),
+        message,
+    };
+    let mut map = match serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&text)
+        .map_err(|e| bad(e.to_string()))?
+    {
+        serde_yaml_ng::Value::Null => serde_yaml_ng::Mapping::new(),
+        serde_yaml_ng::Value::Mapping(m) => m,
+        _ => {
+            return Err(bad(
+                "a parameter file is a YAML mapping of keys (e.g. `masters: 3`)".into(),
+            ));
+        }
+    };
+    for o in overrides {
+        let Some((key, value)) = o.split_once('=') else {
+            return Err(bad(format!("-P {o}: an override is key=value")));
+        };
+        if !KEYS.contains(&key) {
+            return Err(bad(format!("-P {o}: unknown key {key:?}")));
+        }
+        let v: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(value).map_err(|e| bad(format!("-P {o}: {e}")))?;
+        map.insert(serde_yaml_ng::Value::String(key.to_string()), v);
+    }
+    let merged = serde_yaml_ng::to_string(&map).map_err(|e| bad(e.to_string()))?;
+    parse(&merged, path).map_err(|e| match e {
+        ParamError::Parse { path, message } => ParamError::Parse {
+            path,
+            message: format!("{message} (with the -P overrides {})", overrides.join(" ")),
+        },
+        other => other,
+    })
+}
+
 /// Parses parameter file `text` (`path` names it in errors): YAML mapping
 /// of [`KEYS`], missing keys take their defaults, an empty file is all
 /// defaults; then [`Parameters::check`].
@@ -371,14 +426,12 @@ impl Parameters {
         if self.masters == 0 {
             return Err(bad("masters", "at least one master is needed".into()));
         }
-        if !NETWORK_TYPES.contains(&self.network_type.as_str()) {
+        if let Some(t) = &self.network_type
+            && !NETWORK_TYPES.contains(&t.as_str())
+        {
             return Err(bad(
                 "network_type",
-                format!(
-                    "{:?} is not one of {}",
-                    self.network_type,
-                    NETWORK_TYPES.join(", ")
-                ),
+                format!("{:?} is not one of {}", t, NETWORK_TYPES.join(", ")),
             ));
         }
         for (key, v) in [

@@ -27,7 +27,7 @@ fn the_kcli_example_loads() {
     assert_eq!(p.image.as_deref(), Some("rhcos-qemu.qcow2"));
     assert!(p.master_macs.is_empty() && p.worker_macs.is_empty());
     // Not in the file: the documented defaults.
-    assert_eq!(p.network_type, "OpenShiftSDN");
+    assert_eq!(p.network_type, None, "not given: the release's default");
     assert_eq!(p.ingress_ip, None);
     assert!(!p.autostart);
     // The VMs: a bootstrap, three masters, two workers, MACs generated.

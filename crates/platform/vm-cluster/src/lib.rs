@@ -1,0 +1,439 @@
+//! VMs of an OpenShift/OKD cluster from a kcli-style parameter file, on
+//! libvirt (`okd-install create cluster`, `scale`, `destroy cluster`),
+//! after karmab/kcli-openshift4 `run.py` and karmab/kcli
+//! `kvirt/cluster/openshift/__init__.py` (`create`, `scale`) and
+//! `kvirt/config.py` (`delete_kube`).
+//!
+//! The flow of `create cluster --dir D --paramfile P`:
+//! 1. [`plan`]: everything checked before anything is made — the network
+//!    and its IPv4 subnet, the extra networks, the storage pool, the image,
+//!    the VIPs inside the subnet (the API VIP defaults, as kcli's, to the
+//!    third-from-last address: `.253` of a /24), VM names free, MACs,
+//!    names and addresses not reserved by another host of the network; each
+//!    VM gets a DHCP reservation (its address, so that CoreDNS, HAProxy and
+//!    the inventory can name it);
+//! 2. [`install_config_yaml`] for the caller's asset graph (platform none,
+//!    the network's subnet as the machine network);
+//! 3. [`create_vms`]: each VM's Ignition (bootstrap.ign, or the master or
+//!    worker pointer config, plus its host name and the VIP/DNS/LB layer of
+//!    okd-vip-layer) in `D/vms/<vm>.ign`, handed to the guest through
+//!    fw_cfg; the DHCP reservation, volumes, domain, start; bootstrap, then
+//!    masters, then workers. Every step is recorded in `D/vm-cluster.json`
+//!    ([`state::ClusterState`]) before the next, and a failure removes what
+//!    was made (or lists it with the command that removes it).
+//!
+//! [`scale`] adds or removes workers; [`destroy`] removes every VM, volume,
+//! reservation and file the record names, and nothing else (a domain whose
+//! metadata names another cluster is left alone and reported).
+
+mod ops;
+pub mod state;
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use ipnet::IpNet;
+use okd_libvirt::{LibvirtError, Virsh};
+use okd_paramfile::{Parameters, Role, Vm};
+
+pub use ops::{ScaleReport, create_vms, destroy, scale};
+
+/// What [`plan`], [`create_vms`], [`scale`] and [`destroy`] refuse or fail on.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// The parameter file itself ([`okd_paramfile::ParamError`]).
+    #[error(transparent)]
+    Param(#[from] okd_paramfile::ParamError),
+    /// A parameter that does not fit the hypervisor (a network or pool that
+    /// does not exist, a VIP outside the network, a VM name in use).
+    #[error("{file}: {key}: {rule}")]
+    Invalid {
+        /// The parameter file (or the flag, for `--pool`).
+        file: String,
+        /// The key.
+        key: String,
+        /// The rule, with the value.
+        rule: String,
+    },
+    /// libvirt refused or failed.
+    #[error("libvirt ({uri}): {source}")]
+    Libvirt {
+        /// The connection URI.
+        uri: String,
+        /// virsh's error.
+        source: LibvirtError,
+    },
+    /// A file of the asset directory.
+    #[error("{path}: {message}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A step failed after others had made things; `left` lists what still
+    /// exists, with the command that removes it.
+    #[error("{message}{left}")]
+    Partial {
+        /// The failure.
+        message: String,
+        /// What was made and could not be removed ("" when all was).
+        left: String,
+    },
+}
+
+/// How the VMs are made (command-line options of `create cluster`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// The libvirt connection URI (`qemu:///system`, kcli's default).
+    pub uri: String,
+    /// The storage pool of the VMs' volumes (kcli's `pool`, default `default`).
+    pub pool: String,
+    /// The domain type: `kvm`, or `qemu` for software emulation.
+    pub domain_type: String,
+    /// The `-P key=value` overrides (recorded for `scale`).
+    pub overrides: Vec<String>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            uri: "qemu:///system".into(),
+            pool: "default".into(),
+            domain_type: "kvm".into(),
+            overrides: Vec::new(),
+        }
+    }
+}
+
+/// One VM of the plan: the parameter file's VM and its reserved address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedVm {
+    /// Name, role, memory, CPUs, disks, networks, MAC.
+    pub vm: Vm,
+    /// Its DHCP reservation on the first network.
+    pub ip: IpAddr,
+}
+
+/// Everything checked and decided before anything is made.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The parameters.
+    pub params: Parameters,
+    /// The parameter file.
+    pub param_file: PathBuf,
+    /// The options.
+    pub options: Options,
+    /// The first network's subnet (the install-config's machine network).
+    pub subnet: IpNet,
+    /// The network's own address (its resolver, CoreDNS's upstream).
+    pub gateway: IpAddr,
+    /// The API VIP.
+    pub api_vip: IpAddr,
+    /// The ingress VIP (the API VIP when the file gives none).
+    pub ingress_vip: IpAddr,
+    /// The VMs, bootstrap first.
+    pub vms: Vec<PlannedVm>,
+}
+
+fn libvirt(v: &Virsh) -> impl Fn(LibvirtError) -> ClusterError + '_ {
+    move |source| ClusterError::Libvirt {
+        uri: v.uri().to_string(),
+        source,
+    }
+}
+
+/// Checks `params` (read from `param_file`) against the hypervisor behind
+/// `virsh` and decides the VIPs and each VM's address; makes nothing.
+///
+/// # Errors
+/// [`ClusterError::Invalid`] naming the file and the key: `network` or
+/// `extra_networks` missing or without IPv4, `pool` missing, `image` not
+/// in the pool, `api_ip`/`ingress_ip` outside the network or on its
+/// gateway, `cluster` when a VM of that name exists already, a MAC, name or
+/// address another host of the network reserves, no free address left;
+/// [`ClusterError::Libvirt`] when virsh fails otherwise.
+pub fn plan(
+    virsh: &mut Virsh,
+    params: Parameters,
+    param_file: &Path,
+    options: Options,
+) -> Result<Plan, ClusterError> {
+    let file = param_file.display().to_string();
+    let bad = |key: &str, rule: String| ClusterError::Invalid {
+        file: file.clone(),
+        key: key.to_string(),
+        rule,
+    };
+    let vms = params.vms(param_file)?;
+    let uri = virsh.uri().to_string();
+    let network = match virsh.network(&params.network) {
+        Ok(n) => n,
+        Err(LibvirtError::NotFound { .. }) => {
+            return Err(bad(
+                "network",
+                format!(
+                    "libvirt network {:?} does not exist at {uri} (virsh net-list --all)",
+                    params.network
+                ),
+            ));
+        }
+        Err(e) => return Err(libvirt(virsh)(e)),
+    };
+    let Some(ip) = network.ipv4.clone() else {
+        return Err(bad(
+            "network",
+            format!(
+                "libvirt network {:?} has no IPv4 address, so no subnet for the VIPs and the DHCP reservations",
+                params.network
+            ),
+        ));
+    };
+    for extra in &params.extra_networks {
+        match virsh.network(extra) {
+            Ok(_) => {}
+            Err(LibvirtError::NotFound { .. }) => {
+                return Err(bad(
+                    "extra_networks",
+                    format!("libvirt network {extra:?} does not exist at {uri}"),
+                ));
+            }
+            Err(e) => return Err(libvirt(virsh)(e)),
+        }
+    }
+    match virsh.pool(&options.pool) {
+        Ok(_) => {}
+        Err(LibvirtError::NotFound { .. }) => {
+            return Err(ClusterError::Invalid {
+                file: "--pool".into(),
+                key: "pool".into(),
+                rule: format!(
+                    "libvirt storage pool {:?} does not exist at {uri} (virsh pool-list --all)",
+                    options.pool
+                ),
+            });
+        }
+        Err(e) => return Err(libvirt(virsh)(e)),
+    }
+    if let Some(image) = &params.image
+        && !virsh
+            .volume_exists(&options.pool, image)
+            .map_err(libvirt(virsh))?
+    {
+        return Err(bad(
+            "image",
+            format!(
+                "no volume {image:?} in pool {:?} (virsh vol-list {}); upload the CoreOS qcow2 image there first",
+                options.pool, options.pool
+            ),
+        ));
+    }
+    let subnet = IpNet::new(ip.address, ip.prefix)
+        .map_err(|e| bad("network", format!("{}/{}: {e}", ip.address, ip.prefix)))?
+        .trunc();
+    let api_vip = match params.api_ip {
+        Some(v) => v,
+        None => third_from_last(&subnet).ok_or_else(|| {
+            bad(
+                "api_ip",
+                format!("{subnet} is too small to pick a VIP from; give api_ip"),
+            )
+        })?,
+    };
+    let ingress_vip = params.ingress_ip.unwrap_or(api_vip);
+    for (key, vip) in [("api_ip", api_vip), ("ingress_ip", ingress_vip)] {
+        if !subnet.contains(&vip) || vip == subnet.network() || vip == subnet.broadcast() {
+            return Err(bad(
+                key,
+                format!(
+                    "{vip} is not an address of network {:?} ({subnet})",
+                    params.network
+                ),
+            ));
+        }
+        if vip == ip.address {
+            return Err(bad(
+                key,
+                format!("{vip} is network {:?}'s own address", params.network),
+            ));
+        }
+    }
+    for vm in &vms {
+        if virsh.domain_exists(&vm.name).map_err(libvirt(virsh))? {
+            return Err(bad(
+                "cluster",
+                format!(
+                    "a VM named {} exists already at {uri}: choose another cluster name, or remove it (virsh undefine {})",
+                    vm.name, vm.name
+                ),
+            ));
+        }
+        if let Some(h) = network
+            .dhcp_hosts
+            .iter()
+            .find(|h| h.mac.eq_ignore_ascii_case(&vm.mac) || h.name == vm.name)
+        {
+            return Err(bad(
+                mac_key(vm.role),
+                format!(
+                    "network {:?} already reserves {} for {} ({}); remove that reservation or change {}",
+                    params.network, h.ip, h.name, h.mac, vm.name
+                ),
+            ));
+        }
+    }
+    let mut taken: BTreeSet<IpAddr> = network.dhcp_hosts.iter().map(|h| h.ip).collect();
+    taken.extend([ip.address, api_vip, ingress_vip]);
+    let (first, last) = ip.dhcp_range.unwrap_or_else(|| {
+        let hosts: Vec<IpAddr> = subnet.hosts().take(2).collect();
+        (hosts[0], subnet.broadcast())
+    });
+    let mut free = subnet
+        .hosts()
+        .filter(|a| *a >= first && *a <= last && !taken.contains(a));
+    let mut planned = Vec::new();
+    for vm in vms {
+        let addr = free.next().ok_or_else(|| {
+            bad(
+                "network",
+                format!(
+                    "no free address left in {first}-{last} of network {:?} for {}",
+                    params.network, vm.name
+                ),
+            )
+        })?;
+        planned.push(PlannedVm { vm, ip: addr });
+    }
+    Ok(Plan {
+        params,
+        param_file: param_file.to_path_buf(),
+        options,
+        subnet,
+        gateway: ip.address,
+        api_vip,
+        ingress_vip,
+        vms: planned,
+    })
+}
+
+fn mac_key(role: Role) -> &'static str {
+    match role {
+        Role::Bootstrap => "bootstrap_mac",
+        Role::Master => "master_macs",
+        Role::Worker => "worker_macs",
+    }
+}
+
+/// kcli's VIP pick on a NAT or routed libvirt network: the third address
+/// from the end of an IPv4 subnet (`.253` of a /24), the third of an IPv6 one.
+pub fn third_from_last(subnet: &IpNet) -> Option<IpAddr> {
+    match subnet {
+        IpNet::V4(n) => {
+            let last = u32::from(n.broadcast());
+            let addr = std::net::Ipv4Addr::from(last.checked_sub(2)?);
+            (n.contains(&addr) && addr > n.network()).then_some(IpAddr::V4(addr))
+        }
+        IpNet::V6(n) => n.hosts().nth(2).map(IpAddr::V6),
+    }
+}
+
+/// The install-config of the plan (install-config v1, platform `none`, as
+/// kcli renders `kvirt/cluster/openshift/install-config.yaml` for libvirt):
+/// base domain, name, replicas, network type, the network's subnet as the
+/// machine network, the pull secret and SSH key given as text, and `ca`
+/// as `additionalTrustBundle`.
+pub fn install_config_yaml(plan: &Plan, pull_secret: &str, ssh_key: &str) -> String {
+    let p = &plan.params;
+    let mut v = serde_json::json!({
+        "apiVersion": "v1",
+        "baseDomain": p.domain,
+        "metadata": {"name": p.cluster},
+        "controlPlane": {"name": "master", "hyperthreading": "Enabled", "replicas": p.masters},
+        "compute": [{"name": "worker", "hyperthreading": "Enabled", "replicas": p.workers}],
+        "networking": {
+            "clusterNetwork": [{"cidr": "10.128.0.0/14", "hostPrefix": 23}],
+            "serviceNetwork": ["172.30.0.0/16"],
+            "machineNetwork": [{"cidr": plan.subnet.to_string()}],
+        },
+        "platform": {"none": {}},
+        "pullSecret": pull_secret.trim(),
+        "sshKey": ssh_key.trim(),
+    });
+    if let Some(t) = &p.network_type {
+        v["networking"]["networkType"] = serde_json::Value::String(t.clone());
+    }
+    if let Some(ca) = &p.ca {
+        v["additionalTrustBundle"] = serde_json::Value::String(ca.clone());
+    }
+    serde_yaml_string(&v)
+}
+
+fn serde_yaml_string(v: &serde_json::Value) -> String {
+    // JSON is YAML; one document per line keeps the secrets out of diffs' context.
+    let mut s = String::from(
+        "# install-config from a kcli-style parameter file (okd-install create cluster)\n",
+    );
+    s.push_str(&serde_json::to_string_pretty(v).expect("JSON values serialize"));
+    s.push('\n');
+    s
+}
+
+/// The pull secret kcli uses for OKD when none is given
+/// (karmab/kcli `kvirt/cluster/openshift/fake_pull.json`'s shape: one
+/// registry `fake` with a dummy login).
+pub const FAKE_PULL_SECRET: &str = r#"{"auths":{"fake":{"auth":"aWQ6cGFzcwo="}}}"#;
+
+/// Reads the pull secret the parameters name (relative to the parameter
+/// file's directory when not absolute); with `version: upstream` (OKD) and
+/// no such file, [`FAKE_PULL_SECRET`].
+///
+/// # Errors
+/// [`ClusterError::Invalid`] naming `pull_secret` and the path.
+pub fn read_pull_secret(plan: &Plan) -> Result<String, ClusterError> {
+    let path = relative_to(&plan.param_file, &plan.params.pull_secret);
+    match std::fs::read_to_string(&path) {
+        Ok(s) => Ok(s),
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                && plan.params.version == okd_paramfile::Version::Upstream =>
+        {
+            Ok(FAKE_PULL_SECRET.to_string())
+        }
+        Err(e) => Err(ClusterError::Invalid {
+            file: plan.param_file.display().to_string(),
+            key: "pull_secret".into(),
+            rule: format!("{}: {e}", path.display()),
+        }),
+    }
+}
+
+/// Reads the SSH public key `pub_key` names (`~` is `$HOME`; relative to
+/// the parameter file's directory) plus the `keys` given as text.
+///
+/// # Errors
+/// [`ClusterError::Invalid`] naming `pub_key` and the path.
+pub fn read_ssh_keys(plan: &Plan) -> Result<String, ClusterError> {
+    let p = &plan.params.pub_key;
+    let path = match p.strip_prefix("~") {
+        Ok(rest) => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(rest),
+        Err(_) => relative_to(&plan.param_file, p),
+    };
+    let mut text = std::fs::read_to_string(&path).map_err(|e| ClusterError::Invalid {
+        file: plan.param_file.display().to_string(),
+        key: "pub_key".into(),
+        rule: format!("{}: {e}", path.display()),
+    })?;
+    for k in &plan.params.keys {
+        text = format!("{}\n{}", text.trim_end(), k.trim());
+    }
+    Ok(text.trim().to_string() + "\n")
+}
+
+fn relative_to(param_file: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        param_file.parent().unwrap_or(Path::new(".")).join(p)
+    }
+}

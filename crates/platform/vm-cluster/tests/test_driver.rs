@@ -1,0 +1,352 @@
+//! create, scale and destroy against libvirt's real test driver (one virsh
+//! session per test: the driver's state lives in the client process), with
+//! the checks before anything is made and the clean-up after a failure.
+
+use std::path::PathBuf;
+
+use okd_libvirt::Virsh;
+use okd_vm_cluster::state::ClusterState;
+use okd_vm_cluster::{ClusterError, Options};
+
+/// The test driver's initial state: network `default` (192.168.122.0/24,
+/// DHCP .2-.254, one reservation of someone else's), pool `default` with the
+/// CoreOS image, and one VM of someone else's.
+const NODE: &str = r#"<node>
+  <network>
+    <name>default</name>
+    <bridge name='virbr0'/>
+    <forward mode='nat'/>
+    <ip address='192.168.122.1' netmask='255.255.255.0'>
+      <dhcp>
+        <range start='192.168.122.2' end='192.168.122.254'/>
+        <host mac='52:54:00:99:99:99' name='other-vm' ip='192.168.122.2'/>
+      </dhcp>
+    </ip>
+  </network>
+  <pool type='dir'>
+    <name>default</name>
+    <target><path>/var/lib/libvirt/images</path></target>
+    <volume type='file'>
+      <name>rhcos-qemu.qcow2</name>
+      <capacity unit='GiB'>16</capacity>
+      <target><format type='qcow2'/></target>
+    </volume>
+  </pool>
+  <domain type='test'>
+    <name>other-vm</name>
+    <memory>1048576</memory>
+    <os><type>hvm</type></os>
+  </domain>
+</node>
+"#;
+
+const PARAMS: &str = "cluster: testk\ndomain: karmalabs.com\nimage: rhcos-qemu.qcow2\nmasters: 3\nworkers: 2\ndisk_size: 5\nextra_disks: [2]\napi_ip: 192.168.122.253\ningress_ip: 192.168.122.252\nversion: upstream\n";
+
+struct Lab {
+    dir: tempfile::TempDir,
+    virsh: Virsh,
+}
+
+fn virsh_or_skip() -> bool {
+    okd_test_utils::tool("virsh", &[], Some("libvirt-clients")).is_some()
+}
+
+impl Lab {
+    fn new(node: &str) -> Lab {
+        let dir = tempfile::tempdir().unwrap();
+        let node_file = dir.path().join("node.xml");
+        std::fs::write(&node_file, node).unwrap();
+        let virsh = Virsh::connect(&format!("test://{}", node_file.display())).unwrap();
+        for (name, body) in [
+            (
+                "bootstrap.ign",
+                r#"{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/opt/openshift/marker","contents":{"source":"data:,bootstrap"},"mode":384}]}}"#,
+            ),
+            (
+                "master.ign",
+                r#"{"ignition":{"version":"3.2.0","config":{"merge":[{"source":"https://api-int.testk.karmalabs.com:22623/config/master"}]}}}"#,
+            ),
+            (
+                "worker.ign",
+                r#"{"ignition":{"version":"3.2.0","config":{"merge":[{"source":"https://api-int.testk.karmalabs.com:22623/config/worker"}]}}}"#,
+            ),
+        ] {
+            std::fs::write(dir.path().join("c").join(name), body)
+                .or_else(|_| {
+                    std::fs::create_dir_all(dir.path().join("c"))?;
+                    std::fs::write(dir.path().join("c").join(name), body)
+                })
+                .unwrap();
+        }
+        Lab { dir, virsh }
+    }
+
+    fn cluster_dir(&self) -> PathBuf {
+        self.dir.path().join("c")
+    }
+
+    fn params(&self, text: &str) -> (okd_paramfile::Parameters, PathBuf) {
+        let path = self.dir.path().join("parameters.yml");
+        std::fs::write(&path, text).unwrap();
+        (okd_paramfile::load(&path).unwrap(), path)
+    }
+
+    fn plan(&mut self, text: &str) -> Result<okd_vm_cluster::Plan, ClusterError> {
+        let (p, path) = self.params(text);
+        okd_vm_cluster::plan(
+            &mut self.virsh,
+            p,
+            &path,
+            Options {
+                pool: "default".into(),
+                domain_type: "qemu".into(),
+                ..Options::default()
+            },
+        )
+    }
+
+    /// Domains, volumes and reservations: what must come back after destroy.
+    fn snapshot(&mut self) -> (Vec<String>, Vec<String>, Vec<String>) {
+        let mut d = self.virsh.domains().unwrap();
+        d.sort();
+        let mut v = self.virsh.volumes("default").unwrap();
+        v.sort();
+        let mut h: Vec<String> = self
+            .virsh
+            .network("default")
+            .unwrap()
+            .dhcp_hosts
+            .iter()
+            .map(|h| format!("{} {} {}", h.mac, h.name, h.ip))
+            .collect();
+        h.sort();
+        (d, v, h)
+    }
+}
+
+fn invalid_key(e: ClusterError) -> String {
+    match e {
+        ClusterError::Invalid { key, .. } => key,
+        ClusterError::Param(okd_paramfile::ParamError::Invalid { key, .. }) => key.to_string(),
+        other => panic!("expected a refused key, got {other}"),
+    }
+}
+
+#[test]
+fn create_scale_destroy_leaves_libvirt_as_it_was() {
+    if !virsh_or_skip() {
+        return;
+    }
+    let mut lab = Lab::new(NODE);
+    let before = lab.snapshot();
+    let plan = lab.plan(PARAMS).unwrap();
+    // The other VM's reservation (.2) is skipped.
+    assert_eq!(plan.vms[0].ip.to_string(), "192.168.122.3");
+    let dir = lab.cluster_dir();
+    let state = okd_vm_cluster::create_vms(&dir, &mut lab.virsh, &plan).unwrap();
+    assert_eq!(state.vms.len(), 6);
+    for vm in &state.vms {
+        assert_eq!(
+            lab.virsh.domain_state(&vm.name).unwrap().as_deref(),
+            Some("running"),
+            "{}",
+            vm.name
+        );
+        let xml = lab.virsh.domain_xml(&vm.name).unwrap();
+        let ign = dir.join("vms").join(format!("{}.ign", vm.name));
+        assert!(xml.contains(&format!("file='{}'", ign.display())), "{xml}");
+        assert!(xml.contains("opt/com.coreos/config"), "{xml}");
+        assert!(xml.contains(&vm.mac), "{xml}");
+        assert_eq!(
+            okd_libvirt::domain_owner(&xml),
+            Some(("testk".into(), vm.role.clone()))
+        );
+        let expected_disks = if vm.role == "bootstrap" { 1 } else { 2 };
+        assert_eq!(vm.volumes.len(), expected_disks, "{}", vm.name);
+        use std::os::unix::fs::PermissionsExt as _;
+        assert_eq!(
+            std::fs::metadata(&ign).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        let text = std::fs::read_to_string(&ign).unwrap();
+        assert!(
+            text.contains("/etc/hostname") && text.contains("/etc/okd-vip-layer/Corefile"),
+            "{text}"
+        );
+        if vm.role == "bootstrap" {
+            assert!(text.contains("/opt/openshift/marker") && text.contains("okd-nginx.yaml"));
+        }
+    }
+    let xml = lab.virsh.domain_xml("testk-master-0").unwrap();
+    assert!(
+        xml.contains("8388608") || xml.contains("<memory unit='KiB'>8388608"),
+        "{xml}"
+    );
+    let hosts = lab.virsh.network("default").unwrap().dhcp_hosts;
+    assert_eq!(hosts.len(), 7, "{hosts:?}");
+    // The record says where everything is, 0600 (the VRRP password).
+    let rec = ClusterState::read(&dir).unwrap().unwrap();
+    assert_eq!(rec, state);
+    // A second create from the same directory is refused, nothing made.
+    let again = okd_vm_cluster::create_vms(&dir, &mut lab.virsh, &plan).unwrap_err();
+    assert!(again.to_string().contains("destroy cluster"), "{again}");
+
+    let up = okd_vm_cluster::scale(&dir, &mut lab.virsh, 3).unwrap();
+    assert_eq!(up.added, vec!["testk-worker-2".to_string()]);
+    assert_eq!(
+        lab.virsh.domain_state("testk-worker-2").unwrap().as_deref(),
+        Some("running")
+    );
+    let down = okd_vm_cluster::scale(&dir, &mut lab.virsh, 1).unwrap();
+    assert_eq!(
+        down.removed,
+        vec!["testk-worker-2".to_string(), "testk-worker-1".to_string()]
+    );
+    assert!(!lab.virsh.domain_exists("testk-worker-1").unwrap());
+    let same = okd_vm_cluster::scale(&dir, &mut lab.virsh, 1).unwrap();
+    assert!(same.added.is_empty() && same.removed.is_empty());
+
+    let removed = okd_vm_cluster::destroy(&dir, &mut lab.virsh).unwrap();
+    assert_eq!(removed.len(), 5, "{removed:?}");
+    assert_eq!(lab.snapshot(), before);
+    assert!(!ClusterState::path(&dir).exists());
+    assert!(!dir.join("vms").exists());
+    // The installer's files are the user's: destroy leaves them.
+    assert!(dir.join("bootstrap.ign").exists());
+}
+
+#[test]
+fn bad_input_is_refused_by_key_before_anything_is_made() {
+    if !virsh_or_skip() {
+        return;
+    }
+    let mut lab = Lab::new(NODE);
+    let before = lab.snapshot();
+    for (text, key) in [
+        (
+            PARAMS.replace("api_ip: 192.168.122.253", "api_ip: 10.9.9.9"),
+            "api_ip",
+        ),
+        (
+            PARAMS.replace("ingress_ip: 192.168.122.252", "ingress_ip: 192.168.122.1"),
+            "ingress_ip",
+        ),
+        (PARAMS.to_string() + "network: nosuchnet\n", "network"),
+        (
+            PARAMS.to_string() + "extra_networks: [nosuchnet]\n",
+            "extra_networks",
+        ),
+        (
+            PARAMS.replace("image: rhcos-qemu.qcow2", "image: missing.qcow2"),
+            "image",
+        ),
+        (
+            PARAMS.replace("cluster: testk", "cluster: other")
+                + "bootstrap_mac: '52:54:00:99:99:99'\n",
+            "bootstrap_mac",
+        ),
+    ] {
+        let e = lab.plan(&text).unwrap_err();
+        let msg = e.to_string();
+        assert_eq!(invalid_key(e), key, "{text}");
+        assert!(msg.contains("parameters.yml"), "{msg}");
+    }
+    // A pool that does not exist names the flag.
+    let (p, path) = lab.params(PARAMS);
+    let e = okd_vm_cluster::plan(
+        &mut lab.virsh,
+        p,
+        &path,
+        Options {
+            pool: "nosuchpool".into(),
+            ..Options::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("--pool") && e.to_string().contains("nosuchpool"),
+        "{e}"
+    );
+    // A VM name in use.
+    let e = lab
+        .plan(&PARAMS.replace("cluster: testk", "cluster: other"))
+        .map(|_| ());
+    assert!(e.is_ok(), "other-vm is not other-bootstrap");
+    let node = NODE.replace(
+        "<name>other-vm</name>\n    <memory>",
+        "<name>testk-master-1</name>\n    <memory>",
+    );
+    let mut lab2 = Lab::new(&node);
+    let e = lab2.plan(PARAMS).unwrap_err();
+    let msg = e.to_string();
+    assert_eq!(invalid_key(e), "cluster");
+    assert!(msg.contains("testk-master-1 exists already"), "{msg}");
+    assert_eq!(lab.snapshot(), before, "checks make nothing");
+}
+
+#[test]
+fn a_failure_half_way_removes_what_was_made() {
+    if !virsh_or_skip() {
+        return;
+    }
+    let mut lab = Lab::new(NODE);
+    let before = lab.snapshot();
+    // The test driver's pools hold 100 GiB: the third 40 GB VM does not fit.
+    let plan = lab
+        .plan(
+            &PARAMS
+                .replace("disk_size: 5", "disk_size: 40")
+                .replace("extra_disks: [2]\n", ""),
+        )
+        .unwrap();
+    let dir = lab.cluster_dir();
+    let e = okd_vm_cluster::create_vms(&dir, &mut lab.virsh, &plan).unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, ClusterError::Partial { .. }), "{msg}");
+    assert!(
+        msg.contains("Not enough free space") && msg.contains("removed again"),
+        "{msg}"
+    );
+    assert_eq!(lab.snapshot(), before);
+    assert!(!ClusterState::path(&dir).exists());
+    assert!(!dir.join("vms").exists());
+}
+
+#[test]
+fn destroy_never_touches_a_vm_of_another_cluster() {
+    if !virsh_or_skip() {
+        return;
+    }
+    let mut lab = Lab::new(NODE);
+    let plan = lab
+        .plan(
+            &PARAMS
+                .replace("masters: 3", "masters: 1")
+                .replace("workers: 2", "workers: 0"),
+        )
+        .unwrap();
+    let dir = lab.cluster_dir();
+    let mut state = okd_vm_cluster::create_vms(&dir, &mut lab.virsh, &plan).unwrap();
+    // A record that also names someone else's VM (edited, or a name reused).
+    let mut foreign = state.vms[0].clone();
+    foreign.name = "other-vm".into();
+    foreign.volumes.clear();
+    foreign.reserved = false;
+    foreign.ignition = None;
+    state.vms.insert(0, foreign);
+    state.write(&dir).unwrap();
+    let e = okd_vm_cluster::destroy(&dir, &mut lab.virsh).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("other-vm") && msg.contains("not touched"),
+        "{msg}"
+    );
+    assert_eq!(
+        lab.virsh.domain_state("other-vm").unwrap().as_deref(),
+        Some("running")
+    );
+    assert!(!lab.virsh.domain_exists("testk-master-0").unwrap());
+    let left = ClusterState::read(&dir).unwrap().unwrap();
+    assert_eq!(left.vms.len(), 1);
+    assert_eq!(left.vms[0].name, "other-vm");
+}
