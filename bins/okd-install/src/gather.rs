@@ -49,6 +49,10 @@ pub enum DestroyCmd {
         /// already, or the cluster is being thrown away).
         #[arg(long)]
         force: bool,
+        /// VM clusters (`create cluster`): seconds to wait for the API VIP
+        /// to move from the bootstrap VM to a master before removing the VM.
+        #[arg(long = "vip-timeout", default_value_t = 300)]
+        vip_timeout: u64,
     },
     /// Removes every VM, volume, DHCP reservation and file `create cluster`
     /// made (the record vm-cluster.json), and nothing else.
@@ -80,9 +84,12 @@ pub fn run_gather(dir: &Path, cmd: &GatherCmd) -> Result<(), Failure> {
 /// Runs `destroy ...`; the report goes to stdout.
 pub fn run_destroy(dir: &Path, cmd: &DestroyCmd) -> Result<(), Failure> {
     match cmd {
-        DestroyCmd::Bootstrap { force } => {
+        DestroyCmd::Bootstrap { force, vip_timeout } => {
             okd_destroy::check_metadata(dir).map_err(fail)?;
             etcd_gate(dir, *force)?;
+            if okd_vm_cluster::state::ClusterState::path(dir).exists() {
+                return crate::vms::destroy_bootstrap_vm(dir, *vip_timeout);
+            }
             let report = okd_destroy::destroy_bootstrap(dir).map_err(fail)?;
             print!("{}", report.text);
             Ok(())

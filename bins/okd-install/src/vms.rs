@@ -54,11 +54,17 @@ pub(crate) fn create_cluster(
     // A run that failed after the Ignition configs may be repeated (the
     // state file then holds what it generated); a user's install-config is
     // not overwritten.
-    if dir.join("install-config.yaml").exists() {
-        return Err(fail(anyhow::anyhow!(
-            "{} exists: create cluster writes the install-config from the parameter file; use another directory",
-            dir.join("install-config.yaml").display()
-        )));
+    for theirs in [
+        "install-config.yaml",
+        "agent-config.yaml",
+        "bastion-config.yaml",
+    ] {
+        if dir.join(theirs).exists() && !okd_vm_cluster::inventory_made_here(dir, theirs) {
+            return Err(fail(anyhow::anyhow!(
+                "{} exists: create cluster writes it from the parameter file; use another directory",
+                dir.join(theirs).display()
+            )));
+        }
     }
     let params = okd_paramfile::load_with_overrides(&opts.paramfile, &opts.params)
         .map_err(|e| (e.into(), 3))?;
@@ -88,6 +94,13 @@ pub(crate) fn create_cluster(
         plan.vms.len()
     );
     okd_fs::create_dir_all(dir, 0o755).map_err(fail)?;
+    let (agent, bastion) = okd_vm_cluster::inventory_yaml(&plan);
+    for (name, text) in [
+        ("agent-config.yaml", agent),
+        ("bastion-config.yaml", bastion),
+    ] {
+        okd_fs::write_atomic(&dir.join(name), text.as_bytes(), 0o644).map_err(fail)?;
+    }
     okd_fs::write_atomic(
         &dir.join("install-config.yaml"),
         okd_vm_cluster::install_config_yaml(&plan, &pull, &keys).as_bytes(),
@@ -161,6 +174,24 @@ pub(crate) fn destroy_cluster(dir: &Path, uri: Option<&str>) -> Result<(), Failu
     let removed = okd_vm_cluster::destroy(dir, &mut virsh).map_err(fail)?;
     for n in &removed {
         println!("removed {n}");
+    }
+    Ok(())
+}
+
+/// `destroy bootstrap` for a VM cluster: the bootstrap VM removed once a
+/// master holds the API VIP.
+pub(crate) fn destroy_bootstrap_vm(dir: &Path, vip_timeout: u64) -> Result<(), Failure> {
+    let uri = recorded_uri(dir, None)?;
+    let mut virsh = connect(&uri)?;
+    match okd_vm_cluster::bootstrap::remove_bootstrap(
+        dir,
+        &mut virsh,
+        std::time::Duration::from_secs(vip_timeout),
+    )
+    .map_err(fail)?
+    {
+        Some(name) => println!("removed the bootstrap VM {name}"),
+        None => println!("the bootstrap VM is removed already"),
     }
     Ok(())
 }

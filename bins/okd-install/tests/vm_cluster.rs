@@ -104,6 +104,23 @@ fn the_readme_example_makes_and_removes_its_vms() {
         assert!(dir.join("vms").join(format!("{vm}.ign")).exists(), "{vm}");
     }
     assert!(said.contains("API VIP 192.168.122.253"), "{said}");
+    // The VMs are the install's hosts: the bootstrap approves exactly their CSRs.
+    let agent = std::fs::read_to_string(dir.join("agent-config.yaml")).unwrap();
+    assert!(
+        agent.contains("hostname: testk-worker-1") && agent.contains("macAddress: 52:54:00:"),
+        "{agent}"
+    );
+    let bastion = std::fs::read_to_string(dir.join("bastion-config.yaml")).unwrap();
+    assert!(
+        bastion.contains("apiAddress: 192.168.122.253")
+            && bastion.contains("hostname: testk-bootstrap"),
+        "{bastion}"
+    );
+    let boot = std::fs::read_to_string(dir.join("bootstrap.ign")).unwrap();
+    assert!(
+        boot.contains("/opt/openshift/okd-node-identities.json"),
+        "bootstrap.ign names the VMs"
+    );
     let ic = std::fs::read_to_string(dir.join(".openshift_install_state.json")).unwrap();
     assert!(
         ic.contains("192.168.122.0/24"),
@@ -125,4 +142,216 @@ fn the_readme_example_makes_and_removes_its_vms() {
     let out = okd(&["destroy", "cluster", "--dir", dir_s], tmp.path());
     assert!(!out.status.success());
     assert!(text(&out).contains("no record"), "{}", text(&out));
+}
+
+/// Two network namespaces joined by a veth pair: the "hypervisor" (the
+/// network's address 192.168.122.1) and the host holding the API VIP
+/// 192.168.122.253 with a MAC the test sets. Removed on drop.
+struct VipNet {
+    hv: String,
+    holder: String,
+}
+
+impl VipNet {
+    fn new(mac: &str) -> Option<VipNet> {
+        okd_test_utils::tool("ip", &["/usr/sbin/ip", "/sbin/ip"], Some("iproute2"))?;
+        let id = std::process::id();
+        let net = VipNet {
+            hv: format!("okdhv{id}"),
+            holder: format!("okdvh{id}"),
+        };
+        for ns in [&net.hv, &net.holder] {
+            let st = Command::new("ip")
+                .args(["netns", "add", ns])
+                .status()
+                .unwrap();
+            if !st.success() {
+                assert!(
+                    std::env::var("OKD_REQUIRE_TOOLS").as_deref() != Ok("1"),
+                    "cannot make network namespaces (root needed)"
+                );
+                eprintln!("SKIPPING part of this test: no network namespaces (root needed)");
+                return None;
+            }
+        }
+        let run = |args: &[&str]| {
+            let o = Command::new("ip").args(args).output().unwrap();
+            assert!(
+                o.status.success(),
+                "ip {args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        };
+        run(&[
+            "-n",
+            &net.hv,
+            "link",
+            "add",
+            "hv0",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "vip0",
+            "netns",
+            &net.holder,
+        ]);
+        run(&[
+            "-n",
+            &net.hv,
+            "addr",
+            "add",
+            "192.168.122.1/24",
+            "dev",
+            "hv0",
+        ]);
+        run(&["-n", &net.hv, "link", "set", "hv0", "up"]);
+        run(&["-n", &net.holder, "link", "set", "vip0", "address", mac]);
+        run(&[
+            "-n",
+            &net.holder,
+            "addr",
+            "add",
+            "192.168.122.253/24",
+            "dev",
+            "vip0",
+        ]);
+        run(&["-n", &net.holder, "link", "set", "vip0", "up"]);
+        Some(net)
+    }
+
+    /// The VIP moves to the host with `mac` (keepalived's gratuitous ARP
+    /// is not sent here, so the hypervisor's neighbour entry is flushed).
+    fn move_to(&self, mac: &str) {
+        for args in [
+            vec!["-n", &self.holder, "link", "set", "vip0", "down"],
+            vec!["-n", &self.holder, "link", "set", "vip0", "address", mac],
+            vec!["-n", &self.holder, "link", "set", "vip0", "up"],
+            vec!["-n", &self.hv, "neigh", "flush", "all"],
+        ] {
+            assert!(
+                Command::new("ip").args(&args).status().unwrap().success(),
+                "{args:?}"
+            );
+        }
+    }
+
+    fn okd(&self, args: &[&str], home: &Path) -> Output {
+        Command::new("ip")
+            .args(["netns", "exec", &self.hv, env!("CARGO_BIN_EXE_okd-install")])
+            .args(args)
+            .env("HOME", home)
+            .output()
+            .expect("okd-install runs")
+    }
+}
+
+impl Drop for VipNet {
+    fn drop(&mut self) {
+        for ns in [&self.hv, &self.holder] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+#[test]
+fn destroy_bootstrap_waits_for_the_api_vip_on_a_master() {
+    if okd_test_utils::tool("virsh", &[], Some("libvirt-clients")).is_none() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("id.pub"),
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOkd test\n",
+    )
+    .unwrap();
+    let dir = tmp.path().join("c");
+    let dir_s = dir.to_str().unwrap();
+    let example = example();
+    let pub_key = format!("pub_key={}/id.pub", tmp.path().display());
+    let out = okd(
+        &[
+            "create",
+            "cluster",
+            "--dir",
+            dir_s,
+            "--paramfile",
+            &example,
+            "--libvirt-uri",
+            "test:///default",
+            "--pool",
+            "default-pool",
+            "-P",
+            "version=upstream",
+            "-P",
+            &pub_key,
+            "-P",
+            "image=",
+            "-P",
+            "disk_size=10",
+            "-P",
+            "masters=1",
+            "-P",
+            "workers=0",
+        ],
+        tmp.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("vm-cluster.json")).unwrap()).unwrap();
+    let mac = |name: &str| {
+        record["vms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == name)
+            .unwrap()["mac"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (boot_mac, master_mac) = (mac("testk-bootstrap"), mac("testk-master-0"));
+    let Some(net) = VipNet::new(&boot_mac) else {
+        return;
+    };
+    // The VIP still on the bootstrap: refused after the wait, the VM kept.
+    let args = [
+        "destroy",
+        "bootstrap",
+        "--dir",
+        dir_s,
+        "--force",
+        "--vip-timeout",
+        "3",
+    ];
+    let out = net.okd(&args, tmp.path());
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("still on testk-bootstrap"), "{said}");
+    assert!(
+        said.contains("waiting for the API VIP 192.168.122.253 to move"),
+        "{said}"
+    );
+    let kept = std::fs::read_to_string(dir.join("vm-cluster.json")).unwrap();
+    assert!(kept.contains("testk-bootstrap"));
+    // On the master: the bootstrap VM goes, the record forgets it.
+    net.move_to(&master_mac);
+    let out = net.okd(&args, tmp.path());
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("the API VIP 192.168.122.253 is on testk-master-0"),
+        "{said}"
+    );
+    assert!(
+        said.contains("removed the bootstrap VM testk-bootstrap"),
+        "{said}"
+    );
+    let left = std::fs::read_to_string(dir.join("vm-cluster.json")).unwrap();
+    assert!(!left.contains("testk-bootstrap\""), "{left}");
+    assert!(!dir.join("vms/testk-bootstrap.ign").exists());
+    // Again: nothing to do.
+    let out = net.okd(&args, tmp.path());
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("removed already"), "{}", text(&out));
 }

@@ -71,7 +71,7 @@ pub use domain::{
     DiskSpec, DomainSpec, IGNITION_FW_CFG_NAME, METADATA_NS, NicSpec, domain_owner, domain_xml,
 };
 pub use session::{DEFAULT_TIMEOUT, Virsh};
-pub use xml::{DhcpHost, Network, NetworkIp, Pool};
+pub use xml::{DhcpHost, DnsHost, Network, NetworkIp, Pool};
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 use std::io::Write as _;
 
 use crate::session::Reply;
-use crate::xml::{DhcpHost, Network, Pool, info_field, parse_network, parse_pool};
+use crate::xml::{DhcpHost, DnsHost, Network, Pool, info_field, parse_network, parse_pool};
 use crate::{LibvirtError, Virsh};
 
 impl Virsh {
@@ -308,6 +308,34 @@ impl Virsh {
         Ok(true)
     }
 
+    /// Adds `host` to `network`'s DNS (`net-update <network> add-last
+    /// dns-host '<host ip=…><hostname>…</hostname></host>'`, live and in the
+    /// config as for [`Virsh::add_dhcp_host`]); nothing when an entry for
+    /// the same address and names is there already.
+    ///
+    /// Errors: [`LibvirtError::NotFound`] `{ kind: "network" }`;
+    /// [`LibvirtError::Command`] with libvirt's message.
+    pub fn add_dns_host(&mut self, network: &str, host: &DnsHost) -> Result<(), LibvirtError> {
+        let net = self.network(network)?;
+        if net.dns_hosts.iter().any(|h| h == host) {
+            return Ok(());
+        }
+        self.update_section(network, net.active, "add-last", "dns-host", &host.to_xml())
+    }
+
+    /// Removes the DNS entry equal to `host` from `network`; Ok(false) when
+    /// there is none.
+    ///
+    /// Errors: as [`Virsh::add_dns_host`].
+    pub fn remove_dns_host(&mut self, network: &str, host: &DnsHost) -> Result<bool, LibvirtError> {
+        let net = self.network(network)?;
+        if !net.dns_hosts.iter().any(|h| h == host) {
+            return Ok(false);
+        }
+        self.update_section(network, net.active, "delete", "dns-host", &host.to_xml())?;
+        Ok(true)
+    }
+
     fn update_dhcp_host(
         &mut self,
         network: &str,
@@ -315,14 +343,26 @@ impl Virsh {
         command: &str,
         host: &DhcpHost,
     ) -> Result<(), LibvirtError> {
+        self.update_section(network, active, command, "ip-dhcp-host", &host.to_xml())
+    }
+
+    fn update_section(
+        &mut self,
+        network: &str,
+        active: bool,
+        command: &str,
+        section: &str,
+        xml: &str,
+    ) -> Result<(), LibvirtError> {
         let net_option = format!("--network={network}");
         let command_option = format!("--command={command}");
-        let xml_option = format!("--xml={}", host.to_xml());
+        let section_option = format!("--section={section}");
+        let xml_option = format!("--xml={xml}");
         let mut args = vec![
             "net-update",
             &net_option,
             &command_option,
-            "--section=ip-dhcp-host",
+            &section_option,
             &xml_option,
         ];
         if active {

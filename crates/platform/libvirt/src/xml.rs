@@ -26,6 +26,34 @@ pub struct Network {
     /// Every `<dhcp><host mac=… ip=…/>` of every `<ip>`, in document order
     /// (hosts without `mac`, such as IPv6 ones with `id`, are left out).
     pub dhcp_hosts: Vec<DhcpHost>,
+    /// Every `<dns><host ip=…><hostname>…</hostname></host>`, in document order.
+    pub dns_hosts: Vec<DnsHost>,
+}
+
+/// A name the network's dnsmasq answers, `<dns><host ip='…'><hostname>…`
+/// (libvirt formatnetwork, "Addressing": `dns` `host`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DnsHost {
+    /// The address the names resolve to.
+    pub ip: IpAddr,
+    /// The names, fully qualified.
+    pub hostnames: Vec<String>,
+}
+
+impl DnsHost {
+    /// The one-line `<host>` element for `net-update … dns-host`, every
+    /// value XML-escaped.
+    pub fn to_xml(&self) -> String {
+        let mut xml = format!("<host ip='{}'>", self.ip);
+        for h in &self.hostnames {
+            xml.push_str(&format!(
+                "<hostname>{}</hostname>",
+                crate::domain::escape(h)
+            ));
+        }
+        xml.push_str("</host>");
+        xml
+    }
 }
 
 /// One `<ip>` element of a network.
@@ -123,6 +151,25 @@ pub(crate) fn parse_network(xml: &str, active: bool) -> Result<Network, String> 
             });
         }
     }
+    let mut dns_hosts = Vec::new();
+    for host in child(root, "dns")
+        .into_iter()
+        .flat_map(|d| d.children())
+        .filter(|n| n.has_tag_name("host"))
+    {
+        let Some(addr) = host.attribute("ip") else {
+            continue;
+        };
+        dns_hosts.push(DnsHost {
+            ip: parse_addr(addr, "<dns><host ip>")?,
+            hostnames: host
+                .children()
+                .filter(|n| n.has_tag_name("hostname"))
+                .filter_map(|n| n.text())
+                .map(|t| t.trim().to_owned())
+                .collect(),
+        });
+    }
     Ok(Network {
         name,
         active,
@@ -130,6 +177,7 @@ pub(crate) fn parse_network(xml: &str, active: bool) -> Result<Network, String> 
         forward,
         ipv4,
         dhcp_hosts,
+        dns_hosts,
     })
 }
 
@@ -286,6 +334,7 @@ mod tests {
                 forward: None,
                 ipv4: None,
                 dhcp_hosts: vec![],
+                dns_hosts: vec![],
             }
         );
         let err = net("<ip address='10.0.0.1' netmask='255.0.255.0'/>").unwrap_err();

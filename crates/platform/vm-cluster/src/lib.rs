@@ -26,6 +26,7 @@
 //! reservation and file the record names, and nothing else (a domain whose
 //! metadata names another cluster is left alone and reported).
 
+pub mod bootstrap;
 mod ops;
 pub mod state;
 
@@ -283,7 +284,24 @@ pub fn plan(
             ));
         }
     }
+    let cd = format!("{}.{}", params.cluster, params.domain);
+    for h in &network.dns_hosts {
+        if let Some(name) = h
+            .hostnames
+            .iter()
+            .find(|n| **n == format!("api.{cd}") || **n == format!("api-int.{cd}"))
+        {
+            return Err(bad(
+                "cluster",
+                format!(
+                    "network {:?} already resolves {name} to {} (virsh net-update {} delete dns-host …, or another cluster name)",
+                    params.network, h.ip, params.network
+                ),
+            ));
+        }
+    }
     let mut taken: BTreeSet<IpAddr> = network.dhcp_hosts.iter().map(|h| h.ip).collect();
+    taken.extend(network.dns_hosts.iter().map(|h| h.ip));
     taken.extend([ip.address, api_vip, ingress_vip]);
     let (first, last) = ip.dhcp_range.unwrap_or_else(|| {
         let hosts: Vec<IpAddr> = subnet.hosts().take(2).collect();
@@ -436,4 +454,144 @@ fn relative_to(param_file: &Path, p: &Path) -> PathBuf {
     } else {
         param_file.parent().unwrap_or(Path::new(".")).join(p)
     }
+}
+
+/// The NIC name a q35 guest's first virtio NIC gets (systemd's predictable
+/// names: PCIe root port 1, slot 0), used in the inventory files.
+pub const GUEST_NIC: &str = "enp1s0";
+
+/// The hosts of the plan as okd-install's inventory files, so that the
+/// commands shared with bare metal know the VMs: `agent-config.yaml`
+/// (openshift-install's agent format: each master and worker with its host
+/// name, role, MAC and reserved address) and `bastion-config.yaml` (the
+/// hypervisor's network address as the "bastion", the VIPs as the API and
+/// ingress addresses, the bootstrap VM). From them `create ignition-configs`
+/// puts the node identities into bootstrap.ign, so the bootstrap approves
+/// exactly these VMs' CSRs, and approve-csr, wait-for and serve's dashboard
+/// name them.
+pub fn inventory_yaml(plan: &Plan) -> (String, String) {
+    use std::fmt::Write as _;
+    let p = &plan.params;
+    let prefix = plan.subnet.prefix_len();
+    let family_any = if plan.gateway.is_ipv4() {
+        "0.0.0.0/0"
+    } else {
+        "::/0"
+    };
+    let ipkey = if plan.gateway.is_ipv4() {
+        "ipv4"
+    } else {
+        "ipv6"
+    };
+    let mut agent = format!(
+        "# The VMs of cluster {c} (okd-install create cluster), in openshift-install's agent format.\n\
+         apiVersion: v1beta1\n\
+         kind: AgentConfig\n\
+         metadata:\n\
+         \x20 name: {c}\n\
+         hosts:\n",
+        c = p.cluster
+    );
+    let mut bootstrap = None;
+    for pv in &plan.vms {
+        if pv.vm.role == Role::Bootstrap {
+            bootstrap = Some(pv);
+            continue;
+        }
+        let role = if pv.vm.role == Role::Master {
+            "master"
+        } else {
+            "worker"
+        };
+        let _ = write!(
+            agent,
+            "  - hostname: {name}\n\
+             \x20   role: {role}\n\
+             \x20   rootDeviceHints:\n\
+             \x20     deviceName: /dev/vda\n\
+             \x20   interfaces:\n\
+             \x20     - name: {nic}\n\
+             \x20       macAddress: {mac}\n\
+             \x20   networkConfig:\n\
+             \x20     interfaces:\n\
+             \x20       - name: {nic}\n\
+             \x20         type: ethernet\n\
+             \x20         state: up\n\
+             \x20         mac-address: {mac}\n\
+             \x20         {ipkey}:\n\
+             \x20           enabled: true\n\
+             \x20           dhcp: false\n\
+             \x20           address:\n\
+             \x20             - ip: {ip}\n\
+             \x20               prefix-length: {prefix}\n\
+             \x20     dns-resolver:\n\
+             \x20       config:\n\
+             \x20         server:\n\
+             \x20           - {gw}\n\
+             \x20     routes:\n\
+             \x20       config:\n\
+             \x20         - destination: {family_any}\n\
+             \x20           next-hop-address: {gw}\n\
+             \x20           next-hop-interface: {nic}\n",
+            name = pv.vm.name,
+            nic = GUEST_NIC,
+            mac = pv.vm.mac,
+            ip = pv.ip,
+            gw = plan.gateway,
+        );
+    }
+    let mut bastion = format!(
+        "# The hypervisor's network {net} as the \"bastion\" of cluster {c} (okd-install create cluster):\n\
+         # DNS, the VIPs and the load balancing run on the nodes (okd-vip-layer), so\n\
+         # `okd-install serve` is not needed; the file names the VIPs and the bootstrap VM.\n\
+         apiVersion: v1alpha1\n\
+         kind: BastionConfig\n\
+         metadata:\n\
+         \x20 name: {c}\n\
+         listenAddress: {gw}\n\
+         apiAddress: {api}\n\
+         ingressAddress: {ingress}\n\
+         upstreamResolvers:\n\
+         \x20 - {gw}\n",
+        net = p.network,
+        c = p.cluster,
+        gw = plan.gateway,
+        api = plan.api_vip,
+        ingress = plan.ingress_vip,
+    );
+    if let Some(b) = bootstrap {
+        let _ = write!(
+            bastion,
+            "bootstrap:\n\
+             \x20 hostname: {name}\n\
+             \x20 macAddress: {mac}\n\
+             \x20 interface: {nic}\n\
+             \x20 address: {ip}/{prefix}\n\
+             \x20 gateway: {gw}\n\
+             \x20 installationDisk: /dev/vda\n",
+            name = b.vm.name,
+            mac = b.vm.mac,
+            nic = GUEST_NIC,
+            ip = b.ip,
+            gw = plan.gateway,
+        );
+    }
+    (agent, bastion)
+}
+
+/// The inventory files [`inventory_yaml`] makes.
+pub const INVENTORY_FILES: [&str; 2] = ["agent-config.yaml", "bastion-config.yaml"];
+
+/// Whether inventory file `name` in `dir` was written by `create cluster`
+/// (its first line says so): a repeated run may rewrite it and `destroy
+/// cluster` removes it; a user's own file is never touched.
+pub fn inventory_made_here(dir: &Path, name: &str) -> bool {
+    std::fs::read_to_string(dir.join(name))
+        .map(|t| {
+            t.lines()
+                .next()
+                .unwrap_or("")
+                .contains("(okd-install create cluster)")
+        })
+        .unwrap_or(false)
 }

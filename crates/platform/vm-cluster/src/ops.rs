@@ -275,6 +275,7 @@ pub fn create_vms(
         gateway: plan.gateway,
         virtual_router_id: okd_paramfile::virtual_router_id(&p.cluster, &p.domain),
         auth_pass: random_password(),
+        dns_hosts: Vec::new(),
         vms: Vec::new(),
     };
     // The layer knows every node from the start (addresses are reserved).
@@ -312,6 +313,24 @@ pub fn create_vms(
         };
         files.push(write_vm_ignition(dir, &layer, node, base, &served)?);
     }
+    state.write(dir)?;
+    let cd = format!("{}.{}", p.cluster, p.domain);
+    let dns = okd_libvirt::DnsHost {
+        ip: plan.api_vip,
+        hostnames: vec![format!("api.{cd}"), format!("api-int.{cd}")],
+    };
+    info!(
+        "network {}: api.{cd} and api-int.{cd} at {} for the nodes' first boot",
+        state.network, plan.api_vip
+    );
+    if let Err(source) = virsh.add_dns_host(&state.network, &dns) {
+        let e = ClusterError::Libvirt {
+            uri: state.uri.clone(),
+            source,
+        };
+        return Err(undo(dir, virsh, e, &files));
+    }
+    state.dns_hosts.push(dns);
     state.write(dir)?;
     let bar = progress(plan.vms.len());
     for (pv, ign) in plan.vms.iter().zip(&files) {
@@ -356,7 +375,8 @@ fn undo(dir: &Path, virsh: &mut Virsh, err: ClusterError, files: &[PathBuf]) -> 
 /// Removes every VM the record of `dir` names, newest first: the domain
 /// (powered off, undefined) when its metadata names this cluster, its
 /// volumes, its DHCP reservation and its Ignition file; then the record
-/// and `vms/` when empty. Returns the names of the VMs removed.
+/// and `vms/` when empty, and the inventory files `create cluster` wrote
+/// ([`crate::inventory_made_here`]). Returns the names of the VMs removed.
 ///
 /// A domain whose metadata names another cluster (or none) is not
 /// touched: it stays in the record and the error names it.
@@ -389,13 +409,38 @@ pub fn destroy(dir: &Path, virsh: &mut Virsh) -> Result<Vec<String>, ClusterErro
     keep.reverse();
     state.vms = keep;
     if state.vms.is_empty() {
+        while let Some(h) = state.dns_hosts.last().cloned() {
+            match virsh.remove_dns_host(&state.network, &h) {
+                Ok(_) => {
+                    state.dns_hosts.pop();
+                }
+                Err(e) => {
+                    left.push(format!(
+                        "the DNS entry {:?} of network {}: {e}",
+                        h.hostnames, state.network
+                    ));
+                    break;
+                }
+            }
+        }
+    }
+    if state.vms.is_empty() && state.dns_hosts.is_empty() {
         ClusterState::remove(dir)?;
         let _ = std::fs::remove_dir(dir.join("vms"));
+        for name in crate::INVENTORY_FILES {
+            if crate::inventory_made_here(dir, name) {
+                let _ = std::fs::remove_file(dir.join(name));
+            }
+        }
         Ok(removed)
     } else {
         state.write(dir)?;
         Err(ClusterError::Partial {
-            message: format!("{} VM(s) could not be removed", state.vms.len()),
+            message: format!(
+                "{} VM(s) and {} DNS entr(ies) could not be removed",
+                state.vms.len(),
+                state.dns_hosts.len()
+            ),
             left: format!(
                 ":\n  {}\n(`okd-install destroy cluster --dir {}` tries again; they stay in {})",
                 left.join("\n  "),
@@ -404,6 +449,15 @@ pub fn destroy(dir: &Path, virsh: &mut Virsh) -> Result<Vec<String>, ClusterErro
             ),
         })
     }
+}
+
+/// Removes one VM of the record (see [`destroy`]); the reason as text.
+pub(crate) fn remove_one(
+    virsh: &mut Virsh,
+    state: &ClusterState,
+    vm: &VmRecord,
+) -> Result<(), String> {
+    remove_vm(virsh, state, vm)
 }
 
 fn remove_vm(virsh: &mut Virsh, state: &ClusterState, vm: &VmRecord) -> Result<(), String> {

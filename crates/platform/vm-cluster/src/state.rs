@@ -46,6 +46,11 @@ pub struct ClusterState {
     pub virtual_router_id: u8,
     /// keepalived's VRRP password.
     pub auth_pass: String,
+    /// The network's DNS entries made for the cluster (`api` and `api-int`
+    /// at the API VIP), so a node's Ignition resolves api-int in the
+    /// initramfs, before the layer's CoreDNS runs.
+    #[serde(default)]
+    pub dns_hosts: Vec<okd_libvirt::DnsHost>,
     /// The VMs, in the order they were made.
     pub vms: Vec<VmRecord>,
 }

@@ -111,13 +111,16 @@ impl Lab {
         d.sort();
         let mut v = self.virsh.volumes("default").unwrap();
         v.sort();
-        let mut h: Vec<String> = self
-            .virsh
-            .network("default")
-            .unwrap()
+        let net = self.virsh.network("default").unwrap();
+        let mut h: Vec<String> = net
             .dhcp_hosts
             .iter()
             .map(|h| format!("{} {} {}", h.mac, h.name, h.ip))
+            .chain(
+                net.dns_hosts
+                    .iter()
+                    .map(|d| format!("{} {:?}", d.ip, d.hostnames)),
+            )
             .collect();
         h.sort();
         (d, v, h)
@@ -182,8 +185,16 @@ fn create_scale_destroy_leaves_libvirt_as_it_was() {
         xml.contains("8388608") || xml.contains("<memory unit='KiB'>8388608"),
         "{xml}"
     );
-    let hosts = lab.virsh.network("default").unwrap().dhcp_hosts;
-    assert_eq!(hosts.len(), 7, "{hosts:?}");
+    let net = lab.virsh.network("default").unwrap();
+    assert_eq!(net.dhcp_hosts.len(), 7, "{:?}", net.dhcp_hosts);
+    // api and api-int resolve at the API VIP through the network's own DNS
+    // (a node's Ignition asks it in the initramfs).
+    assert_eq!(net.dns_hosts.len(), 1, "{:?}", net.dns_hosts);
+    assert_eq!(net.dns_hosts[0].ip.to_string(), "192.168.122.253");
+    assert_eq!(
+        net.dns_hosts[0].hostnames,
+        vec!["api.testk.karmalabs.com", "api-int.testk.karmalabs.com"]
+    );
     // The record says where everything is, 0600 (the VRRP password).
     let rec = ClusterState::read(&dir).unwrap().unwrap();
     assert_eq!(rec, state);
