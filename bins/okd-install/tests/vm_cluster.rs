@@ -155,7 +155,12 @@ struct VipNet {
 impl VipNet {
     fn new(mac: &str) -> Option<VipNet> {
         okd_test_utils::tool("ip", &["/usr/sbin/ip", "/sbin/ip"], Some("iproute2"))?;
-        let id = std::process::id();
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let id = format!(
+            "{}x{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        );
         let net = VipNet {
             hv: format!("okdhv{id}"),
             holder: format!("okdvh{id}"),
@@ -206,6 +211,7 @@ impl VipNet {
             "hv0",
         ]);
         run(&["-n", &net.hv, "link", "set", "hv0", "up"]);
+        run(&["-n", &net.hv, "link", "set", "lo", "up"]);
         run(&["-n", &net.holder, "link", "set", "vip0", "address", mac]);
         run(&[
             "-n",
@@ -354,4 +360,92 @@ fn destroy_bootstrap_waits_for_the_api_vip_on_a_master() {
     let out = net.okd(&args, tmp.path());
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("removed already"), "{}", text(&out));
+}
+
+/// serve's status page on the hypervisor's network address lists the VMs as
+/// the install's hosts (from the inventory create cluster wrote).
+#[test]
+fn the_dashboard_shows_the_vms_as_hosts() {
+    if okd_test_utils::tool("virsh", &[], Some("libvirt-clients")).is_none()
+        || okd_test_utils::tool("curl", &[], Some("curl")).is_none()
+    {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("id.pub"),
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOkd test\n",
+    )
+    .unwrap();
+    let dir = tmp.path().join("c");
+    let dir_s = dir.to_str().unwrap();
+    let example = example();
+    let pub_key = format!("pub_key={}/id.pub", tmp.path().display());
+    let out = okd(
+        &[
+            "create",
+            "cluster",
+            "--dir",
+            dir_s,
+            "--paramfile",
+            &example,
+            "--libvirt-uri",
+            "test:///default",
+            "--pool",
+            "default-pool",
+            "-P",
+            "version=upstream",
+            "-P",
+            &pub_key,
+            "-P",
+            "image=",
+            "-P",
+            "disk_size=10",
+        ],
+        tmp.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let Some(net) = VipNet::new("52:54:00:00:00:fe") else {
+        return;
+    };
+    let mut serve = okd_test_utils::ChildGuard(
+        Command::new("ip")
+            .args(["netns", "exec", &net.hv, env!("CARGO_BIN_EXE_okd-install")])
+            .args(["serve", "--services", "status", "--dir", dir_s])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut doc = None;
+    for _ in 0..50 {
+        let o = Command::new("ip")
+            .args(["netns", "exec", &net.hv, "curl", "-sf", "--max-time", "1"])
+            .arg("http://192.168.122.1:9000/status")
+            .output()
+            .unwrap();
+        if o.status.success() {
+            doc = Some(o.stdout);
+            break;
+        }
+        assert!(serve.0.try_wait().unwrap().is_none(), "serve exited");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let doc: okd_serve_api::StatusDocument =
+        serde_json::from_slice(&doc.expect("serve's /status answers within 60 s")).unwrap();
+    let names: Vec<&str> = doc.hosts.iter().map(|h| h.hostname.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "testk-bootstrap",
+            "testk-master-0",
+            "testk-master-1",
+            "testk-master-2",
+            "testk-worker-0",
+            "testk-worker-1"
+        ],
+        "{doc:?}"
+    );
+    assert_eq!(doc.hosts[1].address.to_string(), "192.168.122.3");
+    assert_eq!(doc.hosts[1].fqdn, "testk-master-0.testk.karmalabs.com");
 }
