@@ -30,6 +30,15 @@ pub(crate) struct ClusterOpts {
     /// The libvirt domain type: kvm, or qemu (software emulation).
     #[arg(long = "domain-type", default_value = "kvm", value_parser = ["kvm", "qemu"])]
     domain_type: String,
+    /// Go on as kcli does (without `async`): `wait-for bootstrap-complete`,
+    /// then the bootstrap VM removed once a master holds the API VIP, then
+    /// `wait-for install-complete`.
+    #[arg(long)]
+    wait: bool,
+    /// With --wait: the waits' limits as `key=duration,...` (see
+    /// `wait-for --timeouts`).
+    #[arg(long, requires = "wait")]
+    timeouts: Option<String>,
 }
 
 fn connect(uri: &str) -> Result<Virsh, Failure> {
@@ -131,10 +140,50 @@ pub(crate) fn create_cluster(
         d = state.domain
     );
     println!(
-        "Next: okd-install wait-for bootstrap-complete --dir {dir}; okd-install destroy cluster --dir {dir} removes everything",
-        dir = dir.display()
+        "From this host the names resolve through network {net}'s DNS ({gw}) or these /etc/hosts lines:\n  {api} api.{c}.{d}\n  {ing} console-openshift-console.apps.{c}.{d} oauth-openshift.apps.{c}.{d}",
+        net = state.network,
+        gw = state.gateway,
+        api = state.api_vip,
+        ing = state.ingress_vip,
+        c = state.cluster,
+        d = state.domain
     );
-    Ok(())
+    if !opts.wait {
+        println!(
+            "Next: okd-install wait-for bootstrap-complete --dir {dir}; okd-install destroy bootstrap --dir {dir} then removes the bootstrap VM; okd-install destroy cluster --dir {dir} removes everything",
+            dir = dir.display()
+        );
+        return Ok(());
+    }
+    let wait = okd_wait_for::Options {
+        dir: dir.to_path_buf(),
+        timeouts: opts
+            .timeouts
+            .clone()
+            .or_else(|| std::env::var("OKD_WAIT_FOR_TIMEOUTS").ok()),
+    };
+    let rt = crate::runtime().map_err(fail)?;
+    let waited = |r: Result<(), okd_wait_for::WaitError>, what: &str| {
+        r.map_err(|e| {
+            let code = e.exit_code();
+            (
+                anyhow::Error::new(e).context(format!(
+                    "the VMs are running; `okd-install {what} --dir {}` waits again",
+                    dir.display()
+                )),
+                code,
+            )
+        })
+    };
+    waited(
+        rt.block_on(okd_wait_for::bootstrap_complete(&wait)),
+        "wait-for bootstrap-complete",
+    )?;
+    destroy_bootstrap_vm(dir, 300)?;
+    waited(
+        rt.block_on(okd_wait_for::install_complete(&wait)),
+        "wait-for install-complete",
+    )
 }
 
 fn recorded_uri(dir: &Path, uri: Option<&str>) -> Result<String, Failure> {

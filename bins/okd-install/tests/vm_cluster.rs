@@ -449,3 +449,56 @@ fn the_dashboard_shows_the_vms_as_hosts() {
     assert_eq!(doc.hosts[1].address.to_string(), "192.168.122.3");
     assert_eq!(doc.hosts[1].fqdn, "testk-master-0.testk.karmalabs.com");
 }
+
+/// `--wait` goes on into `wait-for bootstrap-complete`; when that fails it
+/// exits with wait-for's own code, and the VMs stay for another wait.
+#[test]
+fn wait_fails_with_wait_fors_code_and_keeps_the_vms() {
+    if okd_test_utils::tool("virsh", &[], Some("libvirt-clients")).is_none() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("id.pub"),
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOkd test\n",
+    )
+    .unwrap();
+    let dir = tmp.path().join("c");
+    let example = example();
+    let pub_key = format!("pub_key={}/id.pub", tmp.path().display());
+    let out = okd(
+        &[
+            "create",
+            "cluster",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--paramfile",
+            &example,
+            "--libvirt-uri",
+            "test:///default",
+            "--pool",
+            "default-pool",
+            "-P",
+            "version=upstream",
+            "-P",
+            &pub_key,
+            "-P",
+            "image=",
+            "-P",
+            "disk_size=10",
+            "--wait",
+            "--timeouts",
+            "api=1s",
+        ],
+        tmp.path(),
+    );
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(5), "{said}");
+    assert!(said.contains("Waiting up to 1s"), "{said}");
+    assert!(said.contains("wait-for bootstrap-complete --dir"), "{said}");
+    assert!(
+        said.contains("192.168.122.253 api.testk.karmalabs.com"),
+        "{said}"
+    );
+    assert!(dir.join("vm-cluster.json").exists());
+}

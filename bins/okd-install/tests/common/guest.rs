@@ -11,6 +11,14 @@
 //! qemu's TCG, with a raw disk image file as its `/dev/vda`; the helpers here
 //! make a CoreOS-shaped source image and read the installed files back from
 //! the disk file, without loop devices or mounts.
+//!
+//! The same kernel also boots a second initramfs of the build,
+//! `ignition.cpio.gz`: Debian's real Ignition with `-platform=qemu`, which
+//! reads a VM's config from qemu's fw_cfg (`opt/com.coreos/config`, where
+//! `okd-install create cluster` puts it through libvirt) and applies it, stages
+//! fetch and files, to an ext4 root on the guest's `/dev/vda`
+//! ([`ignition_kit`], [`ignition_boot`]). That guest runs under KVM when a
+//! stock kernel boots with it here and under TCG otherwise ([`accel`]).
 #![allow(dead_code)]
 
 use std::fs::{File, OpenOptions};
@@ -55,7 +63,8 @@ pub struct Guest {
     pub qemu: PathBuf,
     /// Debian's kernel image (`vmlinuz` in the build directory).
     pub kernel: PathBuf,
-    /// The initramfs with coreos-installer and the `/init` that runs it.
+    /// The initramfs: `installer.cpio.gz` (coreos-installer and the `/init`
+    /// that runs it; [`kit`]) or `ignition.cpio.gz` (Ignition; [`ignition_kit`]).
     pub initrd: PathBuf,
 }
 
@@ -572,4 +581,477 @@ pub fn read_boot_file(disk: &Path, path_in_boot: &str) -> Result<Vec<u8>, String
         ));
     }
     Ok(out.stdout)
+}
+
+// The Ignition guest: Debian's Ignition applies a VM's config from fw_cfg.
+
+/// How long the KVM probe ([`probe_kvm`]) may take. Where KVM works the
+/// guest reaches `/init` in a second or two; on this project's hosts
+/// (`/dev/kvm` is PVM, which boots no stock kernel) qemu either exits at once
+/// ("failed to set MSR 0x10a") or hangs without serial output.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The line the Ignition guest's `/init` prints, then powering off, when the
+/// kernel command line has `okd.probe` (tests/guest/build.sh).
+pub const PROBE_MARKER: &str = "OKD-GUEST: probe booted";
+
+/// The start of the line the Ignition guest's `/init` prints after each
+/// Ignition stage: `OKD-GUEST: ignition <stage> exit <status> at <uptime> s`.
+pub const IGNITION_MARKER: &str = "OKD-GUEST: ignition ";
+
+/// The fw_cfg name Ignition's QEMU provider reads its config from
+/// (coreos/ignition internal/providers/qemu/qemu_fwcfg.go). libvirt's qemu
+/// driver turns the domain element
+/// `<sysinfo type='fwcfg'><entry name='opt/com.coreos/config' file='F'/></sysinfo>`
+/// (https://libvirt.org/formatdomain.html#smbios-system-information) into
+/// qemu's `-fw_cfg name=opt/com.coreos/config,file=F`, which is what
+/// [`ignition_boot`] passes.
+pub const IGNITION_FW_CFG: &str = "opt/com.coreos/config";
+
+/// Size of the root filesystem [`make_ignition_root`] makes for a bootstrap
+/// config: the files of bootstrap.ign take about 1 MiB.
+pub const IGNITION_ROOT_MIB: u64 = 64;
+
+/// Finds qemu-system-x86_64, mke2fs and debugfs, and the Ignition guest
+/// (`ignition.cpio.gz`) that `tests/guest/build.sh` builds, running it if
+/// needed. `None` after a loud `SKIPPING` message when any is missing; panics
+/// instead when `OKD_REQUIRE_TOOLS=1` (CI).
+pub fn ignition_kit() -> Option<Guest> {
+    let qemu = okd_test_utils::tool(
+        "qemu-system-x86_64",
+        &["/usr/bin/qemu-system-x86_64"],
+        Some("qemu-system-x86"),
+    )?;
+    sbin("mke2fs", "e2fsprogs")?;
+    sbin("debugfs", "e2fsprogs")?;
+    let dir = match guest_dir() {
+        Ok(d) => d,
+        Err(e) => return missing(&format!("the Ignition guest: {e}")),
+    };
+    let (kernel, initrd) = (dir.join("vmlinuz"), dir.join("ignition.cpio.gz"));
+    if !kernel.is_file() || !initrd.is_file() {
+        return missing(&format!(
+            "the Ignition guest in {} is incomplete (run bash tests/guest/build.sh)",
+            dir.display()
+        ));
+    }
+    Some(Guest {
+        qemu,
+        kernel,
+        initrd,
+    })
+}
+
+/// How qemu runs the guest's CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accel {
+    /// Hardware virtualisation through `/dev/kvm` (`-accel kvm -cpu host`).
+    Kvm,
+    /// qemu's binary translator (`-accel tcg`): slower, works anywhere.
+    Tcg,
+}
+
+impl Accel {
+    fn qemu_args(self) -> &'static [&'static str] {
+        match self {
+            Accel::Kvm => &["-accel", "kvm", "-cpu", "host"],
+            Accel::Tcg => &["-accel", "tcg"],
+        }
+    }
+}
+
+impl std::fmt::Display for Accel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Accel::Kvm => "KVM",
+            Accel::Tcg => "TCG",
+        })
+    }
+}
+
+/// The accelerator [`accel`] chose, and why.
+#[derive(Debug, Clone)]
+pub struct AccelChoice {
+    /// KVM when the probe booted, else TCG.
+    pub accel: Accel,
+    /// The probe's result, for the test output.
+    pub reason: String,
+}
+
+/// The accelerator for the Ignition guest in this test process: KVM when
+/// [`probe_kvm`] boots the guest, else TCG. Probed once per process (the
+/// first call takes up to [`PROBE_TIMEOUT`]) and then cached.
+pub fn accel(guest: &Guest) -> AccelChoice {
+    static CHOICE: OnceLock<AccelChoice> = OnceLock::new();
+    CHOICE
+        .get_or_init(|| match probe_kvm(guest) {
+            Ok(t) => AccelChoice {
+                accel: Accel::Kvm,
+                reason: format!("the KVM probe booted in {:.1} s", t.as_secs_f64()),
+            },
+            Err(e) => AccelChoice {
+                accel: Accel::Tcg,
+                reason: format!("KVM does not boot the guest here: {e}"),
+            },
+        })
+        .clone()
+}
+
+/// Boots `guest` (the Ignition guest) under KVM with `okd.probe` on the
+/// kernel command line, so that `/init` only prints [`PROBE_MARKER`] and
+/// powers off. `Ok` with the wall time when the marker came and qemu exited
+/// within [`PROBE_TIMEOUT`]; `Err` saying why not (no usable `/dev/kvm`,
+/// qemu's error, or the timeout, after which qemu is killed).
+pub fn probe_kvm(guest: &Guest) -> Result<Duration, String> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .map_err(|e| format!("/dev/kvm: {e}"))?;
+    let b = boot(guest, Accel::Kvm, "okd.probe", &[], PROBE_TIMEOUT, None)?;
+    match b.status {
+        Some(st) if b.console.contains(PROBE_MARKER) && st.success() => Ok(b.wall),
+        Some(st) => Err(format!(
+            "qemu -accel kvm {st} without `{PROBE_MARKER}`: {}",
+            b.qemu_stderr.lines().next().unwrap_or("(no stderr)")
+        )),
+        None => Err(format!(
+            "no `{PROBE_MARKER}` within {PROBE_TIMEOUT:?} under -accel kvm \
+             ({} bytes on the serial console); qemu killed",
+            b.console.len()
+        )),
+    }
+}
+
+/// One qemu run of a guest.
+struct Boot {
+    /// qemu's exit status; `None` when it was killed at the timeout.
+    status: Option<std::process::ExitStatus>,
+    /// The serial console, `\r` removed.
+    console: String,
+    qemu_stderr: String,
+    /// From spawning qemu to its exit (or kill).
+    wall: Duration,
+    /// From spawning qemu to the first console line with the `done` text.
+    done_at: Option<Duration>,
+}
+
+/// How often [`boot`] looks at the console and at qemu.
+const BOOT_POLL: Duration = Duration::from_millis(20);
+
+/// Runs qemu on `guest` (512 MiB, one CPU, no network, serial console to a
+/// file) with `append` added to the kernel command line and `args` added to
+/// qemu's, until qemu exits or `timeout` passes (then it is killed by PID,
+/// as it is when this function unwinds).
+fn boot(
+    guest: &Guest,
+    accel: Accel,
+    append: &str,
+    args: &[String],
+    timeout: Duration,
+    done: Option<&str>,
+) -> Result<Boot, String> {
+    let work = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let console = work.path().join("console.log");
+    let qemu_log = work.path().join("qemu.log");
+    let mut cmd = Command::new(&guest.qemu);
+    cmd.args(accel.qemu_args())
+        .args(["-m", "512", "-smp", "1", "-nodefaults", "-no-reboot"])
+        .args(["-display", "none", "-nic", "none"])
+        .arg("-serial")
+        .arg(format!("file:{}", qemu_path(&console)))
+        .arg("-kernel")
+        .arg(&guest.kernel)
+        .arg("-initrd")
+        .arg(&guest.initrd)
+        .arg("-append")
+        .arg(format!("console=ttyS0 quiet panic=-1 {append}").trim_end())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(File::create(&qemu_log).map_err(|e| e.to_string())?);
+    let read_console =
+        || String::from_utf8_lossy(&std::fs::read(&console).unwrap_or_default()).replace('\r', "");
+    let started = Instant::now();
+    let mut child = ChildGuard(
+        cmd.spawn()
+            .map_err(|e| format!("{}: {e}", guest.qemu.display()))?,
+    );
+    let mut done_at = None;
+    let status = loop {
+        if let (Some(text), None) = (done, done_at)
+            && read_console().contains(text)
+        {
+            done_at = Some(started.elapsed());
+        }
+        match child.0.try_wait() {
+            Ok(Some(st)) => break Some(st),
+            Ok(None) if started.elapsed() > timeout => break None,
+            Ok(None) => std::thread::sleep(BOOT_POLL),
+            Err(e) => return Err(format!("waiting for qemu: {e}")),
+        }
+    };
+    let wall = started.elapsed();
+    drop(child); // kills (by PID) and reaps qemu if it is still running
+    let console = read_console();
+    if let (Some(text), None) = (done, done_at) {
+        done_at = console.contains(text).then_some(wall);
+    }
+    Ok(Boot {
+        status,
+        console,
+        qemu_stderr: std::fs::read_to_string(&qemu_log).unwrap_or_default(),
+        wall,
+        done_at,
+    })
+}
+
+/// What one [`ignition_boot`] printed and how long it took.
+#[derive(Debug, Clone)]
+pub struct IgnitionBoot {
+    /// The accelerator it ran with.
+    pub accel: Accel,
+    /// The serial console (`/init`'s markers and Ignition's log), `\r` removed.
+    pub console: String,
+    /// From spawning qemu to its exit after the power-off.
+    pub wall: Duration,
+    /// From spawning qemu to the files stage's marker on the console (the
+    /// host's clock, polled every 20 ms): boot to Ignition done.
+    pub done: Duration,
+    /// Guest uptime, seconds, when `/init` started.
+    pub init_s: f64,
+    /// Guest uptime, seconds, when the fetch stage exited.
+    pub fetch_s: f64,
+    /// Guest uptime, seconds, when the files stage exited.
+    pub files_s: f64,
+}
+
+/// `(status, uptime)` from the guest's `OKD-GUEST: ignition <stage> exit
+/// <status> at <uptime> s` line.
+fn stage_line(console: &str, stage: &str) -> Option<(String, f64)> {
+    let prefix = format!("{IGNITION_MARKER}{stage} exit ");
+    let rest = console
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(prefix.as_str()))?;
+    let (code, at) = rest.split_once(" at ")?;
+    Some((
+        code.trim().to_string(),
+        at.trim_end_matches(" s").parse().ok()?,
+    ))
+}
+
+/// Boots the Ignition guest (`ignition_kit`) with `root_fs` (a raw ext4
+/// image such as [`make_ignition_root`] makes) as its writable `/dev/vda` and
+/// the Ignition config file `config` as fw_cfg [`IGNITION_FW_CFG`], where
+/// the guest's `/init` runs Debian's Ignition as a CoreOS initramfs does:
+///
+/// `ignition -platform=qemu -stage=fetch`, then
+/// `ignition -platform=qemu -stage=files -root=/sysroot` (`/dev/vda` mounted there).
+///
+/// `Ok` when both stages exited 0 and the guest powered off within
+/// [`GUEST_TIMEOUT`]. `Err` holds the last 40 console lines (Ignition's own
+/// error is there) when a stage failed, a marker is missing (qemu failed, the
+/// guest panicked) or the guest did not power off in time (qemu is then
+/// killed by PID, as it is when this function unwinds).
+pub fn ignition_boot(
+    guest: &Guest,
+    accel: Accel,
+    config: &Path,
+    root_fs: &Path,
+) -> Result<IgnitionBoot, String> {
+    let args = [
+        "-drive".to_string(),
+        format!("file={},format=raw,if=virtio", qemu_path(root_fs)),
+        "-fw_cfg".to_string(),
+        format!("name={IGNITION_FW_CFG},file={}", qemu_path(config)),
+    ];
+    let files_done = format!("{IGNITION_MARKER}files exit ");
+    let b = boot(guest, accel, "", &args, GUEST_TIMEOUT, Some(&files_done))?;
+    let tail = |s: &str| super::kube::tail(s, 40);
+    let Some(status) = b.status else {
+        return Err(format!(
+            "the guest ({accel}) did not power off within {GUEST_TIMEOUT:?}; qemu killed. console:\n{}",
+            tail(&b.console)
+        ));
+    };
+    let mut at = [0.0; 2];
+    for (i, stage) in ["fetch", "files"].into_iter().enumerate() {
+        match stage_line(&b.console, stage) {
+            Some((code, t)) if code == "0" => at[i] = t,
+            Some((code, _)) => {
+                return Err(format!(
+                    "Ignition's {stage} stage exited with status {code} in the guest ({accel}). console:\n{}",
+                    tail(&b.console)
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "no `{IGNITION_MARKER}{stage} exit` line (qemu {status}; qemu stderr: {}). console:\n{}",
+                    b.qemu_stderr.trim(),
+                    tail(&b.console)
+                ));
+            }
+        }
+    }
+    let init_s = b
+        .console
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("OKD-GUEST: init at "))
+        .and_then(|t| t.trim_end_matches(" s").parse().ok())
+        .unwrap_or(f64::NAN);
+    Ok(IgnitionBoot {
+        accel,
+        done: b.done_at.unwrap_or(b.wall),
+        console: b.console,
+        wall: b.wall,
+        init_s,
+        fetch_s: at[0],
+        files_s: at[1],
+    })
+}
+
+/// Makes `path` a raw ext4 filesystem image of `size_mib` MiB, no partition
+/// table (the Ignition guest mounts all of `/dev/vda`), holding the smallest
+/// root Ignition's files stage accepts ([`super::ignition_root`]: passwd,
+/// group, shadow, gshadow, SELinux disabled). Made by `mke2fs -d` (e2fsprogs),
+/// without loop devices or mounts.
+pub fn make_ignition_root(path: &Path, size_mib: u64) -> Result<(), String> {
+    let mke2fs = sbin("mke2fs", "e2fsprogs").ok_or("mke2fs is not installed")?;
+    let work = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (root, _, _) = super::ignition_root(work.path());
+    File::create(path)
+        .and_then(|f| f.set_len(size_mib * 1024 * 1024))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    run(Command::new(&mke2fs)
+        .args([
+            "-q",
+            "-F",
+            "-t",
+            "ext4",
+            "-L",
+            "root",
+            "-E",
+            "root_owner=0:0",
+            "-d",
+        ])
+        .arg(&root)
+        .arg(path))
+}
+
+/// Copies every file of the ext4 filesystem image `fs` into the existing
+/// directory `dest` with `debugfs -R 'rdump / <dest>'` (e2fsprogs; no
+/// mount), which keeps modes, owners and symlinks. `Err` when debugfs
+/// reports an error.
+pub fn dump_ext4(fs: &Path, dest: &Path) -> Result<(), String> {
+    let debugfs = sbin("debugfs", "e2fsprogs").ok_or("debugfs is not installed")?;
+    let d = dest.display().to_string();
+    if d.contains(['"', '\n', ' ', '\\']) {
+        return Err(format!("unsupported directory {d:?}"));
+    }
+    let out = Command::new(&debugfs)
+        .arg("-R")
+        .arg(format!("rdump / {d}"))
+        .arg(fs)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{}: {e}", debugfs.display()))?;
+    // As in read_boot_file: any stderr line but the banner is an error.
+    let err: Vec<_> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| !l.starts_with("debugfs ") && !l.trim().is_empty())
+        .map(str::to_string)
+        .collect();
+    if !out.status.success() || !err.is_empty() {
+        return Err(format!(
+            "debugfs rdump / of {}: {}",
+            fs.display(),
+            err.join("; ")
+        ));
+    }
+    Ok(())
+}
+
+/// The VMs `okd-install create cluster` made for the README's example.
+#[derive(Debug, Clone)]
+pub struct ExampleCluster {
+    /// The asset directory (`<base>/c`).
+    pub dir: PathBuf,
+    /// The SSH public key given as `pub_key` (one line).
+    pub pub_key: String,
+    /// The bootstrap VM's Ignition file as the record `vm-cluster.json`
+    /// names it (the file its domain's fw_cfg entry points at).
+    pub bootstrap_ignition: PathBuf,
+    /// What the command printed (stdout, then stderr).
+    pub output: String,
+}
+
+/// Runs the README's `okd-install create cluster` (as tests/vm_cluster.rs
+/// does) on `examples/kcli-libvirt/parameters.yml` through libvirt's test
+/// driver into `<base>/c`, with a new SSH key `<base>/id.pub` (a fixed one
+/// when ssh-keygen is missing):
+///
+/// `okd-install create cluster --dir <base>/c --paramfile examples/kcli-libvirt/parameters.yml
+///  --libvirt-uri test:///default --pool default-pool -P version=upstream
+///  -P pub_key=<base>/id.pub -P image= -P disk_size=10`
+///
+/// Needs virsh (libvirt-clients). `Err` with the output when it fails or the
+/// record names no bootstrap VM.
+pub fn create_example_cluster(base: &Path) -> Result<ExampleCluster, String> {
+    let key = base.join("id");
+    let made = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "okd-vm-boot-test"])
+        .arg("-f")
+        .arg(&key)
+        .stdin(Stdio::null())
+        .status();
+    if !matches!(made, Ok(s) if s.success()) {
+        std::fs::write(
+            base.join("id.pub"),
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOkd test\n",
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    let pub_key = std::fs::read_to_string(base.join("id.pub"))
+        .map_err(|e| e.to_string())?
+        .trim()
+        .to_string();
+    let dir = base.join("c");
+    let out = Command::new(env!("CARGO_BIN_EXE_okd-install"))
+        .args(["create", "cluster", "--dir"])
+        .arg(&dir)
+        .arg("--paramfile")
+        .arg(super::repo().join("examples/kcli-libvirt/parameters.yml"))
+        .args(["--libvirt-uri", "test:///default", "--pool", "default-pool"])
+        .args(["-P", "version=upstream", "-P"])
+        .arg(format!("pub_key={}", base.join("id.pub").display()))
+        .args(["-P", "image=", "-P", "disk_size=10"])
+        .env("HOME", base)
+        .env_remove("OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("running okd-install: {e}"))?;
+    let output =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Err(format!("okd-install create cluster failed: {output}"));
+    }
+    let record = dir.join("vm-cluster.json");
+    let rec: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(&record).map_err(|e| format!("{}: {e}", record.display()))?,
+    )
+    .map_err(|e| format!("{}: {e}", record.display()))?;
+    let bootstrap_ignition = rec["vms"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|vm| vm["role"] == "bootstrap")
+        .and_then(|vm| vm["ignition"].as_str())
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("{} names no bootstrap VM's Ignition", record.display()))?;
+    Ok(ExampleCluster {
+        dir,
+        pub_key,
+        bootstrap_ignition,
+        output,
+    })
 }
