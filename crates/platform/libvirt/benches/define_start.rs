@@ -43,6 +43,7 @@ fn spec(i: usize) -> DomainSpec {
         ignition: Some("/var/tmp/bench-worker.ign".into()),
         cluster: "bench".into(),
         role: "worker".into(),
+        virtual_router_id: None,
     }
 }
 

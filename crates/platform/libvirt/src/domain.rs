@@ -42,6 +42,11 @@ pub struct DomainSpec {
     pub cluster: String,
     /// `bootstrap`, `master` or `worker`, recorded in `<metadata>`.
     pub role: String,
+    /// The cluster's keepalived `virtual_router_id` (its API VIP; the
+    /// ingress VIP uses the next), recorded in `<metadata>` as
+    /// `<okd:vrid>` so that another cluster on the same network can keep
+    /// clear of it ([`domain_vrid`]).
+    pub virtual_router_id: Option<u8>,
 }
 
 /// A disk: a volume of a storage pool.
@@ -99,6 +104,9 @@ fn write_domain(x: &mut String, spec: &DomainSpec) -> std::fmt::Result {
         escape(&spec.cluster)
     )?;
     writeln!(x, "      <okd:role>{}</okd:role>", escape(&spec.role))?;
+    if let Some(id) = spec.virtual_router_id {
+        writeln!(x, "      <okd:vrid>{id}</okd:vrid>")?;
+    }
     writeln!(x, "    </okd:vm>")?;
     writeln!(x, "  </metadata>")?;
     writeln!(x, "  <memory unit='MiB'>{}</memory>", spec.memory_mib)?;
@@ -217,6 +225,21 @@ pub(crate) fn escape(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The `<okd:vrid>` a domain's metadata records ([`DomainSpec::virtual_router_id`]);
+/// None for other domains and for ours without one.
+pub fn domain_vrid(xml: &str) -> Option<u8> {
+    let doc = Document::parse(xml).ok()?;
+    let vm = doc
+        .descendants()
+        .find(|n| n.has_tag_name((METADATA_NS, "vm")))?;
+    vm.children()
+        .find(|n| n.has_tag_name((METADATA_NS, "vrid")))?
+        .text()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,6 +269,7 @@ mod tests {
             ignition: Some("/var/lib/libvirt/images/c1-master.ign".into()),
             cluster: "c1".into(),
             role: "master".into(),
+            virtual_router_id: Some(7),
         }
     }
 

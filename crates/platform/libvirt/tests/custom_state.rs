@@ -140,6 +140,7 @@ fn a_custom_node_is_seen_and_used() {
         ignition: Some(dir.path().join("worker.ign")),
         cluster: "new".into(),
         role: "worker".into(),
+        virtual_router_id: None,
     };
     virsh.define(&domain_xml(&spec)).unwrap();
     virsh.start("new-worker-0").unwrap();

@@ -57,6 +57,7 @@ fn cluster_vms(ignition_dir: &std::path::Path) -> Vec<Vm> {
                 ignition: Some(ignition_dir.join(format!("{role}.ign"))),
                 cluster: "c1".into(),
                 role: (*role).into(),
+                virtual_router_id: Some(42),
             };
             let hosts = macs
                 .iter()
@@ -169,6 +170,8 @@ fn cluster_lifecycle_leaves_the_hypervisor_as_it_was() {
             Some(("c1".to_owned(), vm.spec.role.clone())),
             "{xml}"
         );
+        // The test driver keeps the cluster's VRRP id for the next cluster to read.
+        assert_eq!(okd_libvirt::domain_vrid(&xml), Some(42), "{xml}");
         assert!(
             xml.contains("<source pool='default-pool' volume='c1-"),
             "{xml}"
@@ -238,6 +241,7 @@ fn remove_domain_falls_back_when_nvram_flag_is_refused() {
         ignition: None,
         cluster: "c1".into(),
         role: "worker".into(),
+        virtual_router_id: None,
     };
     let xml = domain_xml(&spec).replace(
         "    <boot dev='hd'/>\n",

@@ -103,6 +103,7 @@ fn small_vm(name: &str) -> DomainSpec {
         ignition: None,
         cluster: "errs".into(),
         role: "worker".into(),
+        virtual_router_id: None,
     }
 }
 

@@ -136,6 +136,11 @@ pub struct Plan {
     pub ingress_vip: IpAddr,
     /// The VMs, bootstrap first.
     pub vms: Vec<PlannedVm>,
+    /// keepalived's `virtual_router_id` for the API VIP (the ingress VIP
+    /// uses the next): [`okd_paramfile::virtual_router_id`], moved on past
+    /// the ids (and the next ones) that other clusters' VMs on this libvirt
+    /// connection record, so clusters on one L2 network never share one.
+    pub virtual_router_id: u8,
 }
 
 fn libvirt(v: &Virsh) -> impl Fn(LibvirtError) -> ClusterError + '_ {
@@ -323,7 +328,20 @@ pub fn plan(
         })?;
         planned.push(PlannedVm { vm, ip: addr });
     }
+    let virtual_router_id = free_router_id(
+        virsh,
+        okd_paramfile::virtual_router_id(&params.cluster, &params.domain),
+        &params.cluster,
+    )
+    .map_err(|e| match e {
+        Some(e) => libvirt(virsh)(e),
+        None => bad(
+            "cluster",
+            "every keepalived virtual_router_id pair is taken by other clusters on this libvirt connection".into(),
+        ),
+    })?;
     Ok(Plan {
+        virtual_router_id,
         params,
         param_file: param_file.to_path_buf(),
         options,
@@ -333,6 +351,35 @@ pub fn plan(
         ingress_vip,
         vms: planned,
     })
+}
+
+/// The first id from `wanted` on (wrapping within 1-253) such that neither
+/// it nor the next is used by another cluster's VMs on `virsh`'s
+/// connection (their `<okd:vrid>`, and the next of each). `Err(None)` when
+/// none is free.
+fn free_router_id(
+    virsh: &mut Virsh,
+    wanted: u8,
+    cluster: &str,
+) -> Result<u8, Option<LibvirtError>> {
+    let mut used = BTreeSet::new();
+    for name in virsh.domains().map_err(Some)? {
+        let Ok(xml) = virsh.domain_xml(&name) else {
+            continue;
+        };
+        if let (Some((owner, _)), Some(id)) = (
+            okd_libvirt::domain_owner(&xml),
+            okd_libvirt::domain_vrid(&xml),
+        ) && owner != cluster
+        {
+            used.insert(id);
+            used.insert(id.saturating_add(1));
+        }
+    }
+    (0..253u16)
+        .map(|step| ((u16::from(wanted) - 1 + step) % 253 + 1) as u8)
+        .find(|id| !used.contains(id) && !used.contains(&(id + 1)))
+        .ok_or(None)
 }
 
 fn mac_key(role: Role) -> &'static str {

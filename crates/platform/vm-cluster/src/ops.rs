@@ -213,6 +213,7 @@ fn make_vm(
         ignition: Some(ignition.to_path_buf()),
         cluster: state.cluster.clone(),
         role: role_word(vm.role).into(),
+        virtual_router_id: Some(state.virtual_router_id),
     };
     virsh.define(&okd_libvirt::domain_xml(&spec)).map_err(lv)?;
     state.vms[i].defined = true;
@@ -273,7 +274,7 @@ pub fn create_vms(
         ingress_vip: plan.ingress_vip,
         prefix: plan.subnet.prefix_len(),
         gateway: plan.gateway,
-        virtual_router_id: okd_paramfile::virtual_router_id(&p.cluster, &p.domain),
+        virtual_router_id: plan.virtual_router_id,
         auth_pass: random_password(),
         dns_hosts: Vec::new(),
         vms: Vec::new(),

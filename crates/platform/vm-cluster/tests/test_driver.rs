@@ -361,3 +361,46 @@ fn destroy_never_touches_a_vm_of_another_cluster() {
     assert_eq!(left.vms.len(), 1);
     assert_eq!(left.vms[0].name, "other-vm");
 }
+
+#[test]
+fn two_clusters_on_one_network_get_apart_router_ids() {
+    if !virsh_or_skip() {
+        return;
+    }
+    let mut lab = Lab::new(NODE);
+    let small = PARAMS
+        .replace("masters: 3", "masters: 1")
+        .replace("workers: 2", "workers: 0");
+    let a = lab.plan(&small).unwrap();
+    let dir = lab.cluster_dir();
+    let state = okd_vm_cluster::create_vms(&dir, &mut lab.virsh, &a).unwrap();
+    let ida = state.virtual_router_id;
+    assert_eq!(
+        ida,
+        okd_paramfile::virtual_router_id("testk", "karmalabs.com")
+    );
+    // A second cluster whose name hashes onto the first's pair of ids.
+    let other = (0..100_000)
+        .map(|i| format!("c{i}"))
+        .find(|n| {
+            let id = okd_paramfile::virtual_router_id(n, "karmalabs.com");
+            id + 1 >= ida && id <= ida + 1
+        })
+        .expect("some name collides");
+    let b = lab
+        .plan(
+            &small
+                .replace("cluster: testk", &format!("cluster: {other}"))
+                .replace("api_ip: 192.168.122.253", "api_ip: 192.168.122.250")
+                .replace("ingress_ip: 192.168.122.252", "ingress_ip: 192.168.122.249"),
+        )
+        .unwrap();
+    let idb = b.virtual_router_id;
+    assert!(
+        idb + 1 < ida || idb > ida + 1,
+        "{other}: {idb} (and {}) overlaps {ida} (and {})",
+        idb + 1,
+        ida + 1
+    );
+    assert!((1..=253).contains(&idb));
+}
