@@ -323,8 +323,8 @@ impl Virsh {
         self.update_section(network, net.active, "add-last", "dns-host", &host.to_xml())
     }
 
-    /// Removes the DNS entry equal to `host` from `network`; Ok(false) when
-    /// there is none.
+    /// Removes the DNS entry equal to `host` from `network` (named to
+    /// libvirt by its address); Ok(false) when there is none.
     ///
     /// Errors: as [`Virsh::add_dns_host`].
     pub fn remove_dns_host(&mut self, network: &str, host: &DnsHost) -> Result<bool, LibvirtError> {
@@ -332,7 +332,20 @@ impl Virsh {
         if !net.dns_hosts.iter().any(|h| h == host) {
             return Ok(false);
         }
-        self.update_section(network, net.active, "delete", "dns-host", &host.to_xml())?;
+        // libvirt deletes the record that matches the address or any of
+        // the names, and refuses when several do (names shared between
+        // records, such as a pool name): the address alone names one.
+        let by_address = DnsHost {
+            ip: host.ip,
+            hostnames: Vec::new(),
+        };
+        self.update_section(
+            network,
+            net.active,
+            "delete",
+            "dns-host",
+            &by_address.to_xml(),
+        )?;
         Ok(true)
     }
 

@@ -36,7 +36,7 @@ use std::net::IpAddr;
 use okd_types::ignition::{Config, File};
 
 pub use coredns::corefile;
-pub use haproxy::{HAPROXY_HEALTH_PORT, haproxy_cfg};
+pub use haproxy::{HAPROXY_HEALTH_PORT, WORKER_SLOTS, haproxy_cfg};
 pub use keepalived::{
     BOOTSTRAP_PRIORITY, MASTER_PRIORITY, TRACK_WEIGHT, interface_script, keepalived_conf,
 };
@@ -140,6 +140,13 @@ impl Layer {
     /// `<cluster>.<domain>`.
     pub fn cluster_domain(&self) -> String {
         format!("{}.{}", self.cluster, self.domain)
+    }
+
+    /// The name whose A (or AAAA) records are the workers,
+    /// `workers.<cluster>.<domain>`: kept by the caller in the network's
+    /// resolver (CoreDNS forwards it there), followed by HAProxy.
+    pub fn workers_name(&self) -> String {
+        format!("workers.{}", self.cluster_domain())
     }
 
     /// Whether an ingress VIP apart from the API VIP is held.

@@ -71,7 +71,12 @@ struct Netns(String);
 impl Netns {
     fn new() -> Option<Netns> {
         let ipc = tool("ip", &["/usr/sbin/ip", "/sbin/ip"], Some("iproute2"))?;
-        let name = format!("okdvip{}", std::process::id());
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let name = format!(
+            "okdvip{}x{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        );
         let st = Command::new(&ipc)
             .args(["netns", "add", &name])
             .status()
@@ -202,8 +207,9 @@ fn haproxy_accepts_the_routers_config() {
     for want in [
         "bind 192.168.122.252:80",
         "bind 192.168.122.252:443",
-        "server testk-worker-0 192.168.122.20:443 check inter 1s",
-        "server testk-worker-1 192.168.122.21:80 check inter 1s",
+        "server-template worker 1-64 workers.testk.karmalabs.com:443 check inter 1s resolvers node",
+        "server-template worker 1-64 workers.testk.karmalabs.com:80 check inter 1s resolvers node",
+        "nameserver coredns 127.0.0.1:53",
         "balance source",
     ] {
         assert!(text.contains(want), "{want} missing:\n{text}");
@@ -417,4 +423,115 @@ fn refuses_what_cannot_work() {
     let mut l = good;
     l.nodes.retain(|n| n.role != Role::Master);
     assert_eq!(l.check().unwrap_err().field, "masters");
+}
+
+/// The masters' HAProxy follows `workers.<cluster>.<domain>`: real HAProxy
+/// with the layer's config and a real resolver (dnsmasq standing in for the
+/// node's CoreDNS, which forwards that name to the network's resolver) in a
+/// network namespace; a worker added to the name's records is balanced to
+/// without touching HAProxy.
+#[test]
+fn haproxy_follows_the_workers_name() {
+    use std::io::{Read as _, Write as _};
+    let (Some(haproxy), Some(dnsmasq)) = (
+        tool("haproxy", &["/usr/sbin/haproxy"], Some("haproxy")),
+        tool("dnsmasq", &["/usr/sbin/dnsmasq"], Some("dnsmasq")),
+    ) else {
+        return;
+    };
+    let Some(ns) = Netns::new() else { return };
+    run_ok(
+        ns.exec(Path::new("/usr/sbin/sysctl"))
+            .args(["-qw", "net.ipv4.ip_nonlocal_bind=1"]),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("hosts");
+    let write_hosts = |ips: &[&str]| {
+        let text: String = ips
+            .iter()
+            .map(|ip| format!("{ip} workers.testk.karmalabs.com\n"))
+            .collect();
+        std::fs::write(&hosts, text).unwrap();
+    };
+    write_hosts(&["192.168.122.20", "192.168.122.21"]);
+    let pid_file = dir.path().join("dnsmasq.pid");
+    let mut dns = okd_test_utils::ChildGuard(
+        ns.exec(&dnsmasq)
+            .args([
+                "--keep-in-foreground",
+                "--port=53",
+                "--listen-address=127.0.0.1",
+            ])
+            .args([
+                "--bind-interfaces",
+                "--no-resolv",
+                "--no-hosts",
+                "--user=root",
+            ])
+            .arg(format!("--addn-hosts={}", hosts.display()))
+            .arg(format!("--pid-file={}", pid_file.display()))
+            .spawn()
+            .unwrap(),
+    );
+    let l = layer(2);
+    let cfg = okd_vip_layer::haproxy_cfg(&l).unwrap();
+    let sock = dir.path().join("admin.sock");
+    let cfg = cfg.replacen(
+        "global\n",
+        &format!(
+            "global\n  stats socket {} mode 600 level admin\n",
+            sock.display()
+        ),
+        1,
+    );
+    let cfg_path = dir.path().join("haproxy.cfg");
+    std::fs::write(&cfg_path, cfg).unwrap();
+    let _lb = okd_test_utils::ChildGuard(
+        ns.exec(&haproxy)
+            .arg("-db")
+            .arg("-f")
+            .arg(&cfg_path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("haproxy.log")).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let log = dir.path().join("haproxy.log");
+    // The backend's slots that hold an address, from the admin socket.
+    let addresses = || -> Vec<String> {
+        let Ok(mut s) = std::os::unix::net::UnixStream::connect(&sock) else {
+            return Vec::new();
+        };
+        s.write_all(b"show servers state ingress-http\n").unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        let mut ips: Vec<String> = out
+            .lines()
+            .filter(|l| !l.starts_with('#') && l.split_whitespace().count() > 5)
+            .map(|l| l.split_whitespace().nth(4).unwrap_or("").to_string())
+            .filter(|ip| ip != "0.0.0.0" && ip != "-" && !ip.is_empty())
+            .collect();
+        ips.sort();
+        ips
+    };
+    let wait_for = |want: &[&str]| {
+        for _ in 0..150 {
+            if addresses() == want {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!(
+            "HAProxy's slots hold {:?}, not {want:?}; its log:\n{}",
+            addresses(),
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    };
+    wait_for(&["192.168.122.20", "192.168.122.21"]);
+    // scale adds a worker: its record appears; dnsmasq re-reads on SIGHUP.
+    write_hosts(&["192.168.122.20", "192.168.122.21", "192.168.122.22"]);
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    run_ok(Command::new("kill").args(["-HUP", pid.trim()]));
+    wait_for(&["192.168.122.20", "192.168.122.21", "192.168.122.22"]);
+    assert!(dns.0.try_wait().unwrap().is_none(), "dnsmasq still runs");
 }

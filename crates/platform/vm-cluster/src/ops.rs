@@ -154,6 +154,7 @@ fn make_vm(
         mac: vm.mac.clone(),
         ip: pv.ip,
         reserved: false,
+        dns: None,
         volumes: Vec::new(),
         ignition: Some(ignition.to_path_buf()),
         defined: false,
@@ -171,6 +172,19 @@ fn make_vm(
     );
     virsh.add_dhcp_host(&state.network, &host).map_err(lv)?;
     state.vms[i].reserved = true;
+    state.write(dir)?;
+    let cd = format!("{}.{}", state.cluster, state.domain);
+    let mut names = vec![format!("{}.{cd}", vm.name)];
+    if vm.role == Role::Worker {
+        // HAProxy on the masters follows this name's records (okd-vip-layer).
+        names.push(format!("workers.{cd}"));
+    }
+    let entry = okd_libvirt::DnsHost {
+        ip: pv.ip,
+        hostnames: names,
+    };
+    virsh.add_dns_host(&state.network, &entry).map_err(lv)?;
+    state.vms[i].dns = Some(entry);
     state.write(dir)?;
     let mut disks = Vec::new();
     for (n, size) in vm.disks_gb.iter().enumerate() {
@@ -290,6 +304,7 @@ pub fn create_vms(
             mac: pv.vm.mac.clone(),
             ip: pv.ip,
             reserved: false,
+            dns: None,
             volumes: Vec::new(),
             ignition: None,
             defined: false,
@@ -487,6 +502,11 @@ fn remove_vm(virsh: &mut Virsh, state: &ClusterState, vm: &VmRecord) -> Result<(
             .delete_volume(&state.pool, v)
             .map_err(|e| e.to_string())?;
     }
+    if let Some(entry) = &vm.dns {
+        virsh
+            .remove_dns_host(&state.network, entry)
+            .map_err(|e| e.to_string())?;
+    }
     if vm.reserved {
         let host = DhcpHost {
             mac: vm.mac.clone(),
@@ -622,6 +642,7 @@ pub fn scale(dir: &Path, virsh: &mut Virsh, workers: u32) -> Result<ScaleReport,
             mac: pv.vm.mac.clone(),
             ip: pv.ip,
             reserved: false,
+            dns: None,
             volumes: Vec::new(),
             ignition: None,
             defined: false,

@@ -68,6 +68,10 @@ pub struct VmRecord {
     pub ip: IpAddr,
     /// The reservation exists.
     pub reserved: bool,
+    /// Its entry in the network's DNS (`<name>.<cluster>.<domain>`, and
+    /// `workers.<cluster>.<domain>` for a worker), once made.
+    #[serde(default)]
+    pub dns: Option<okd_libvirt::DnsHost>,
     /// The volumes made for it, in the pool.
     pub volumes: Vec<String>,
     /// Its Ignition config file.

@@ -189,11 +189,30 @@ fn create_scale_destroy_leaves_libvirt_as_it_was() {
     assert_eq!(net.dhcp_hosts.len(), 7, "{:?}", net.dhcp_hosts);
     // api and api-int resolve at the API VIP through the network's own DNS
     // (a node's Ignition asks it in the initramfs).
-    assert_eq!(net.dns_hosts.len(), 1, "{:?}", net.dns_hosts);
+    assert_eq!(net.dns_hosts.len(), 7, "{:?}", net.dns_hosts);
     assert_eq!(net.dns_hosts[0].ip.to_string(), "192.168.122.253");
     assert_eq!(
         net.dns_hosts[0].hostnames,
         vec!["api.testk.karmalabs.com", "api-int.testk.karmalabs.com"]
+    );
+    // Every VM by name; the workers also as workers.<cluster>.<domain>, the
+    // name the masters' HAProxy follows.
+    let workers = |net: &okd_libvirt::Network| -> Vec<String> {
+        net.dns_hosts
+            .iter()
+            .filter(|h| {
+                h.hostnames
+                    .iter()
+                    .any(|n| n == "workers.testk.karmalabs.com")
+            })
+            .map(|h| h.ip.to_string())
+            .collect()
+    };
+    assert_eq!(workers(&net), ["192.168.122.7", "192.168.122.8"]);
+    assert!(
+        net.dns_hosts
+            .iter()
+            .any(|h| h.hostnames == ["testk-master-1.testk.karmalabs.com"])
     );
     // The record says where everything is, 0600 (the VRRP password).
     let rec = ClusterState::read(&dir).unwrap().unwrap();
@@ -204,6 +223,12 @@ fn create_scale_destroy_leaves_libvirt_as_it_was() {
 
     let up = okd_vm_cluster::scale(&dir, &mut lab.virsh, 3).unwrap();
     assert_eq!(up.added, vec!["testk-worker-2".to_string()]);
+    let net = lab.virsh.network("default").unwrap();
+    assert_eq!(
+        workers(&net).len(),
+        3,
+        "scale adds the new worker to workers.<cluster>.<domain>"
+    );
     assert_eq!(
         lab.virsh.domain_state("testk-worker-2").unwrap().as_deref(),
         Some("running")
@@ -214,6 +239,10 @@ fn create_scale_destroy_leaves_libvirt_as_it_was() {
         vec!["testk-worker-2".to_string(), "testk-worker-1".to_string()]
     );
     assert!(!lab.virsh.domain_exists("testk-worker-1").unwrap());
+    assert_eq!(
+        workers(&lab.virsh.network("default").unwrap()),
+        ["192.168.122.7"]
+    );
     let same = okd_vm_cluster::scale(&dir, &mut lab.virsh, 1).unwrap();
     assert!(same.added.is_empty() && same.removed.is_empty());
 
