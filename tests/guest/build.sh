@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Builds the qemu guest in which okd-install's tests run the real
-# coreos-installer (crates.io coreos-installer 0.27.0) against a virtio disk:
-# single-node installs end with
-#   coreos-installer install -n -i /opt/openshift/master.ign <disk>
-# (openshift/installer data/data/bootstrap/bootstrap-in-place/files/usr/local/
-# bin/install-to-disk.sh), and coreos-installer needs a real block device whose
-# partitions the kernel sees, which this host's loop devices do not give.
+# Builds the qemu guests in which okd-install's tests run real node-side
+# programs against a virtio disk:
+# * the real coreos-installer (crates.io coreos-installer 0.27.0): single-node
+#   installs end with
+#     coreos-installer install -n -i /opt/openshift/master.ign <disk>
+#   (openshift/installer data/data/bootstrap/bootstrap-in-place/files/usr/local/
+#   bin/install-to-disk.sh), and coreos-installer needs a real block device
+#   whose partitions the kernel sees, which this host's loop devices do not give;
+# * the real Ignition (Debian's `ignition` package, whose binary ships in its
+#   dracut module 30ignition): `okd-install create cluster` hands each libvirt
+#   VM its Ignition config through qemu's fw_cfg (opt/com.coreos/config), and
+#   this guest reads it from there as a CoreOS initramfs does.
 #
 # Usage: tests/guest/build.sh           builds if needed; prints the guest directory
 #        tests/guest/build.sh --path    only prints where the guest directory is
@@ -16,11 +21,16 @@
 #                      blkid (util-linux) with the shared libraries ldd lists,
 #                      the kernel modules for virtio disks, ext4 and fw_cfg, and
 #                      the /init below
+#   ignition.cpio.gz   an initramfs: busybox-static, Debian's ignition binary
+#                      (/usr/lib/dracut/modules.d/30ignition/ignition) and
+#                      useradd (passwd) with the shared libraries ldd lists,
+#                      the same kernel modules, and the second /init below
 #   kernel-version     the kernel release (e.g. 6.1.0-56-amd64)
 # The key hashes this script and the versions of everything that goes in, so a
-# new kernel, coreos-installer, busybox or util-linux gives a new directory.
+# new kernel, coreos-installer, busybox, util-linux, ignition or passwd gives a
+# new directory.
 #
-# The guest's /init (written below) takes its work from qemu's fw_cfg:
+# installer.cpio.gz's /init (written below) takes its work from qemu's fw_cfg:
 #   opt/okd/args           coreos-installer install arguments, one per line
 #   opt/okd/ignition-size  the length of the Ignition config on the third virtio
 #                          disk (/dev/vdc), copied to /opt/openshift/master.ign
@@ -36,9 +46,32 @@
 #     -drive file=x.ign.padded,format=raw,if=virtio,readonly=on \
 #     -fw_cfg name=opt/okd/args,file=args -fw_cfg name=opt/okd/ignition-size,string=<bytes>
 #
+# ignition.cpio.gz's /init runs Ignition as a CoreOS initramfs runs it
+# (coreos/ignition dracut/30ignition/ignition-fetch.service and
+# ignition-files.service), with the config from fw_cfg opt/com.coreos/config
+# and /dev/vda (ext4, no partition table) mounted as the target root /sysroot:
+#   ignition -platform=qemu -stage=fetch -log-to-stdout
+#   ignition -platform=qemu -stage=files -root=/sysroot -log-to-stdout
+# printing after each stage, on the serial console,
+#   OKD-GUEST: ignition fetch exit <status> at <uptime> s
+#   OKD-GUEST: ignition files exit <status> at <uptime> s
+# then unmounts /sysroot and powers off. The root must already hold what the
+# files stage needs: /etc/passwd, group, shadow, gshadow (Ignition runs
+# `useradd --root /sysroot`) and /etc/selinux/config with SELINUX= and
+# SELINUXTYPE= (Debian's Ignition relabels through `setfiles`, a stub here).
+# With `okd.probe` on the kernel command line /init only prints
+#   OKD-GUEST: probe booted
+# and powers off: the tests' check whether a stock kernel boots under KVM.
+# Boot it with
+#   qemu-system-x86_64 -accel tcg -m 512 -nodefaults -no-reboot -display none \
+#     -serial stdio -kernel vmlinuz -initrd ignition.cpio.gz \
+#     -append 'console=ttyS0 quiet panic=-1' -nic none \
+#     -drive file=root.ext4,format=raw,if=virtio \
+#     -fw_cfg name=opt/com.coreos/config,file=<vm>.ign
+#
 # Inputs come from the host's installed Debian packages (busybox-static,
-# util-linux, libc) and apt's mirror (the kernel .deb, cached under the guest
-# root). coreos-installer is built with cargo into /var/tmp/okd-coreos-installer
+# util-linux, libc, ignition, passwd) and apt's mirror (the kernel .deb,
+# cached under the guest root). coreos-installer is built with cargo into /var/tmp/okd-coreos-installer
 # when missing (about 6 minutes on 2 cores; needs libzstd-dev and pkg-config).
 set -euo pipefail
 
@@ -64,17 +97,20 @@ fi
 kver="$(apt_field "$kpkg" Version)"
 krel="${kpkg#linux-image-}"
 pkg_version() { dpkg-query -W -f '${Version}' "$1" 2>/dev/null || echo none; }
+# Debian's ignition package installs the binary only inside its dracut module.
+ign_bin=/usr/lib/dracut/modules.d/30ignition/ignition
 
 key="$( { cat "$here/build.sh"; echo "$kpkg $kver coreos-installer $ci_version";
           echo "busybox-static $(pkg_version busybox-static) util-linux $(pkg_version util-linux)";
-          echo "libc6 $(pkg_version libc6)"; } | sha256sum | cut -c1-16)"
+          echo "libc6 $(pkg_version libc6)";
+          echo "ignition $(pkg_version ignition) passwd $(pkg_version passwd)"; } | sha256sum | cut -c1-16)"
 out="$root/$key"
 
 if [[ "${1:-}" == --path ]]; then
     echo "$out"
     exit 0
 fi
-if [[ -f "$out/vmlinuz" && -f "$out/installer.cpio.gz" ]]; then
+if [[ -f "$out/vmlinuz" && -f "$out/installer.cpio.gz" && -f "$out/ignition.cpio.gz" ]]; then
     echo "$out"
     exit 0
 fi
@@ -83,7 +119,7 @@ fi
 mkdir -p "$root"
 exec 9>"$root/.lock"
 flock 9
-if [[ -f "$out/vmlinuz" && -f "$out/installer.cpio.gz" ]]; then
+if [[ -f "$out/vmlinuz" && -f "$out/installer.cpio.gz" && -f "$out/ignition.cpio.gz" ]]; then
     echo "$out"
     exit 0
 fi
@@ -104,6 +140,8 @@ fi
 for p in busybox lsblk blkid; do
     command -v "$p" >/dev/null || { log "missing $p (install busybox-static and util-linux)"; exit 1; }
 done
+[[ -x "$ign_bin" ]] || { log "missing $ign_bin (install ignition)"; exit 1; }
+[[ -x /usr/sbin/useradd ]] || { log "missing /usr/sbin/useradd (install passwd)"; exit 1; }
 busybox_bin="$(command -v busybox)"
 if ldd "$busybox_bin" 2>&1 | grep -q '=>'; then
     log "$busybox_bin is not static (install busybox-static)"
@@ -167,16 +205,21 @@ exit 0
 UDEVADM
 chmod 755 "$rd/usr/bin/udevadm"
 # Shared libraries, as ldd resolves them on this host.
-for b in "$rd/usr/bin/coreos-installer" "$rd/usr/bin/lsblk" "$rd/usr/sbin/blkid"; do
-    ldd "$b" | awk '/=> \// { print $3 } /^\t\/[^ ]+ \(/ { print $1 }'
-done | sort -u | while read -r lib; do
-    real="$(readlink -f "$lib")"
-    name="$(basename "$lib")"
-    case "$lib" in
-        /lib64/*) cp "$real" "$rd/lib64/$name" ;;
-        *) cp "$real" "$rd/lib/x86_64-linux-gnu/$name" ;;
-    esac
-done
+copy_libs() { # initrd binary...: copies what the binaries link into initrd
+    local into="$1"
+    shift
+    for b in "$@"; do
+        ldd "$b" | awk '/=> \// { print $3 } /^\t\/[^ ]+ \(/ { print $1 }'
+    done | sort -u | while read -r lib; do
+        real="$(readlink -f "$lib")"
+        name="$(basename "$lib")"
+        case "$lib" in
+            /lib64/*) cp "$real" "$into/lib64/$name" ;;
+            *) cp "$real" "$into/lib/x86_64-linux-gnu/$name" ;;
+        esac
+    done
+}
+copy_libs "$rd" "$rd/usr/bin/coreos-installer" "$rd/usr/bin/lsblk" "$rd/usr/sbin/blkid"
 
 # Kernel modules and what each depends on (the .ko's modinfo `depends=`;
 # Debian's package has no modules.dep, which depmod makes at install time),
@@ -248,9 +291,81 @@ EOF
 chmod 755 "$rd/init"
 
 (cd "$rd" && find . | LC_ALL=C sort | "$busybox_bin" cpio -o -H newc 2>/dev/null | gzip -1) >"$work/installer.cpio.gz"
+
+# The Ignition guest: the same busybox and kernel modules, Debian's Ignition
+# and what its files stage runs. Ignition 2.14 (coreos/ignition
+# internal/exec/util/passwd.go) runs `useradd --root <root>` for a new user
+# (the host's useradd, chrooting into the target root), `modprobe
+# qemu_fw_cfg` (internal/providers/qemu/qemu_fwcfg.go; busybox modprobe fails
+# without modules.dep, so /init insmods the module and this `modprobe` is a
+# no-op) and `setfiles` to relabel what it wrote (Debian builds it with
+# SELinux relabelling; internal/exec/util/selinux.go), a no-op here because
+# the guest's root has SELinux disabled.
+ig="$work/ignition-initrd"
+mkdir -p "$ig"/{bin,sbin,usr/bin,usr/sbin,usr/local/sbin,lib/x86_64-linux-gnu,lib64,proc,sys,dev,run,tmp,sysroot}
+cp "$busybox_bin" "$ig/bin/busybox"
+cp -r "$rd/lib/modules" "$ig/lib/modules"
+cp "$ign_bin" "$ig/usr/bin/ignition"
+cp /usr/sbin/useradd "$ig/usr/sbin/useradd"
+copy_libs "$ig" "$ig/usr/bin/ignition" "$ig/usr/sbin/useradd"
+printf '#!/bin/busybox sh\n# stand-in (tests/guest/build.sh): /init has loaded the modules\nexit 0\n' \
+    >"$ig/usr/local/sbin/modprobe"
+printf '#!/bin/busybox sh\n# stand-in (tests/guest/build.sh): SELinux is disabled in the target root\ncat >/dev/null\nexit 0\n' \
+    >"$ig/usr/local/sbin/setfiles"
+chmod 755 "$ig/usr/local/sbin/modprobe" "$ig/usr/local/sbin/setfiles"
+cat >"$ig/init" <<'EOF'
+#!/bin/busybox sh
+# okd-install Ignition guest (tests/guest/build.sh): runs Debian's Ignition,
+# stages fetch and files, on the config in fw_cfg opt/com.coreos/config with
+# /dev/vda as the target root, then powers off.
+/bin/busybox --install -s /bin
+export PATH=/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs dev /dev 2>/dev/null
+mount -t tmpfs run /run
+mount -t tmpfs tmp /tmp
+up() { cut -d' ' -f1 /proc/uptime; }
+echo "OKD-GUEST: init at $(up) s"
+if grep -qw okd.probe /proc/cmdline; then
+    echo "OKD-GUEST: probe booted"
+    poweroff -f
+fi
+for m in $(cat /lib/modules/load-order); do
+    insmod "/lib/modules/$m.ko" || echo "OKD-GUEST: insmod $m failed"
+done
+i=0
+while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+if ! mount -t ext4 /dev/vda /sysroot; then
+    echo "OKD-GUEST: mounting /dev/vda on /sysroot failed"
+    poweroff -f
+fi
+mkdir -p /run/ignition
+# Each stage as ignition-fetch.service and ignition-files.service run it; its
+# log goes to the console without the lines about the missing journal socket.
+stage() { # stage [flags...]: runs one stage, prints its marker; 0 if it passed
+    s=$1
+    shift
+    { ignition -platform=qemu -stage="$s" -log-to-stdout \
+        -config-cache=/run/ignition.json -state-file=/run/ignition/state "$@" 2>&1
+      echo $? >/run/ignition/rc; } | grep -v 'failed to log systemd journal entry'
+    rc=$(cat /run/ignition/rc)
+    echo "OKD-GUEST: ignition $s exit $rc at $(up) s"
+    [ "$rc" = 0 ]
+}
+stage fetch -neednet=/run/ignition/neednet && stage files -root=/sysroot
+umount /sysroot
+sync
+echo "OKD-GUEST: powering off at $(up) s"
+poweroff -f
+EOF
+chmod 755 "$ig/init"
+(cd "$ig" && find . | LC_ALL=C sort | "$busybox_bin" cpio -o -H newc 2>/dev/null | gzip -1) >"$work/ignition.cpio.gz"
+
 rm -rf "$out.partial"
 mkdir -p "$out.partial"
 mv "$work/installer.cpio.gz" "$out.partial/installer.cpio.gz"
+mv "$work/ignition.cpio.gz" "$out.partial/ignition.cpio.gz"
 mv "$work/boot/vmlinuz-$krel" "$out.partial/vmlinuz"
 echo "$krel" >"$out.partial/kernel-version"
 rm -rf "$out"
@@ -259,5 +374,5 @@ mv "$out.partial" "$out"
 for old in "$root"/????????????????/; do
     [[ "$old" == "$out/" ]] || rm -rf "$old"
 done
-log "built the guest in $((SECONDS - start)) s ($(du -h "$out/installer.cpio.gz" | cut -f1) initramfs)"
+log "built the guests in $((SECONDS - start)) s (initramfs: $(du -h "$out/installer.cpio.gz" | cut -f1) installer, $(du -h "$out/ignition.cpio.gz" | cut -f1) ignition)"
 echo "$out"

@@ -62,6 +62,18 @@ fn the_bootstrap_vms_ignition_is_applied_by_ignition_in_a_qemu_guest() {
     );
     let bytes = std::fs::read(ign).unwrap();
     let cfg: Value = serde_json::from_slice(&bytes).unwrap();
+    // A release build's bootstrap config carries the okd-install program
+    // (okd-assets node_program) and is too large for fw_cfg.
+    assert!(
+        bytes.len() as u64 <= guest::FW_CFG_CONFIG_LIMIT_BYTES,
+        "{} is {} bytes: Ignition reads fw_cfg in time quadratic in the size \
+         (coreos/ignition internal/providers/qemu/qemu_fwcfg.go), so a guest would not \
+         finish reading it within {:?} (a release build of okd-install carries itself \
+         in bootstrap.ign; run this test from a debug build)",
+        ign.display(),
+        bytes.len(),
+        guest::GUEST_TIMEOUT
+    );
 
     let choice = guest::accel(&g);
     eprintln!(

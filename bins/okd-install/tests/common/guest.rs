@@ -609,8 +609,18 @@ pub const IGNITION_MARKER: &str = "OKD-GUEST: ignition ";
 pub const IGNITION_FW_CFG: &str = "opt/com.coreos/config";
 
 /// Size of the root filesystem [`make_ignition_root`] makes for a bootstrap
-/// config: the files of bootstrap.ign take about 1 MiB.
+/// config: the files of bootstrap.ign take under 1 MiB.
 pub const IGNITION_ROOT_MIB: u64 = 64;
+
+/// The largest Ignition config [`ignition_boot`] is meant for. The guest
+/// reads fw_cfg through the kernel's `qemu_fw_cfg` sysfs file, which costs
+/// O(offset) per page read, so a whole config costs time quadratic in its
+/// size (coreos/ignition internal/providers/qemu/qemu_fwcfg.go says so, and
+/// warns after 10 s of reading). Measured under TCG here: 269 KB take about
+/// 1 s, so 1 MiB about 15 s; of the 17.9 MB of a release build's bootstrap
+/// config (which carries the okd-install program) 2.1 MB were read after
+/// 35 s and 5.8 MB after 250 s, so all of it would take about 40 minutes.
+pub const FW_CFG_CONFIG_LIMIT_BYTES: u64 = 1 << 20;
 
 /// Finds qemu-system-x86_64, mke2fs and debugfs, and the Ignition guest
 /// (`ignition.cpio.gz`) that `tests/guest/build.sh` builds, running it if
@@ -859,14 +869,15 @@ pub fn ignition_boot(
     config: &Path,
     root_fs: &Path,
 ) -> Result<IgnitionBoot, String> {
-    let args = [
-        "-drive".to_string(),
-        format!("file={},format=raw,if=virtio", qemu_path(root_fs)),
-        "-fw_cfg".to_string(),
-        format!("name={IGNITION_FW_CFG},file={}", qemu_path(config)),
-    ];
     let files_done = format!("{IGNITION_MARKER}files exit ");
-    let b = boot(guest, accel, "", &args, GUEST_TIMEOUT, Some(&files_done))?;
+    let b = boot(
+        guest,
+        accel,
+        "",
+        &ignition_args(config, root_fs),
+        GUEST_TIMEOUT,
+        Some(&files_done),
+    )?;
     let tail = |s: &str| super::kube::tail(s, 40);
     let Some(status) = b.status else {
         return Err(format!(
@@ -907,6 +918,85 @@ pub fn ignition_boot(
         init_s,
         fetch_s: at[0],
         files_s: at[1],
+    })
+}
+
+/// qemu's arguments for the Ignition guest: `root_fs` as `/dev/vda`,
+/// `config` as fw_cfg [`IGNITION_FW_CFG`].
+fn ignition_args(config: &Path, root_fs: &Path) -> [String; 4] {
+    [
+        "-drive".to_string(),
+        format!("file={},format=raw,if=virtio", qemu_path(root_fs)),
+        "-fw_cfg".to_string(),
+        format!("name={IGNITION_FW_CFG},file={}", qemu_path(config)),
+    ]
+}
+
+/// How far the Ignition guest's fetch stage read a config through fw_cfg in
+/// a bounded run ([`fw_cfg_read_progress`]).
+#[derive(Debug, Clone, Copy)]
+pub struct FwCfgProgress {
+    /// KiB read when the run ended (Ignition's last `Reading config from
+    /// QEMU fw_cfg: <read>/<total> KB` line; it prints one every 5 s once a
+    /// read has taken 10 s, so 0 for reads shorter than that).
+    pub read_kib: u64,
+    /// The config's size, KiB.
+    pub total_kib: u64,
+    /// From the end of Ignition's `modprobe qemu_fw_cfg` step (the read
+    /// starts right after) to the end of the run.
+    pub reading: Duration,
+    /// Whether the fetch stage finished within the run.
+    pub finished: bool,
+}
+
+/// Boots the Ignition guest on `config` as [`ignition_boot`] does, but for
+/// at most `budget` (then qemu is killed), and reports how much of the config
+/// Ignition read through fw_cfg by then: for configs too large for fw_cfg
+/// (see [`FW_CFG_CONFIG_LIMIT_BYTES`]). `Err` when the read never started
+/// (qemu or the guest failed before it).
+pub fn fw_cfg_read_progress(
+    guest: &Guest,
+    accel: Accel,
+    config: &Path,
+    root_fs: &Path,
+    budget: Duration,
+) -> Result<FwCfgProgress, String> {
+    let started_read = "[finished] loading QEMU firmware config module";
+    let b = boot(
+        guest,
+        accel,
+        "",
+        &ignition_args(config, root_fs),
+        budget,
+        Some(started_read),
+    )?;
+    let Some(read_from) = b.done_at else {
+        return Err(format!(
+            "Ignition never started reading fw_cfg (qemu stderr: {}). console:\n{}",
+            b.qemu_stderr.trim(),
+            super::kube::tail(&b.console, 40)
+        ));
+    };
+    let total_kib = std::fs::metadata(config)
+        .map_err(|e| format!("{}: {e}", config.display()))?
+        .len()
+        / 1024;
+    let finished = stage_line(&b.console, "fetch").is_some();
+    let read_kib = if finished {
+        total_kib
+    } else {
+        b.console
+            .lines()
+            .filter_map(|l| l.split("Reading config from QEMU fw_cfg: ").nth(1))
+            .filter_map(|r| r.split('/').next()?.trim().parse().ok())
+            .next_back()
+            .unwrap_or(0)
+    };
+    Ok(FwCfgProgress {
+        read_kib,
+        total_kib,
+        reading: b.wall.saturating_sub(read_from),
+        finished,
     })
 }
 
