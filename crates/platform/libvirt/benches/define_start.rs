@@ -44,6 +44,7 @@ fn spec(i: usize) -> DomainSpec {
         cluster: "bench".into(),
         role: "worker".into(),
         virtual_router_id: None,
+        side_disk: None,
     }
 }
 

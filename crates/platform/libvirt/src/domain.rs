@@ -15,6 +15,9 @@ use crate::xml::child;
 /// metadata as given, formatdomain "General metadata").
 pub const METADATA_NS: &str = "https://github.com/okd-install/okd-install/libvirt/1";
 
+/// The virtio serial of [`DomainSpec::side_disk`].
+pub const SIDE_DISK_SERIAL: &str = "okd-files";
+
 /// The fw_cfg name under which CoreOS's Ignition looks for its config on
 /// QEMU (Ignition docs, "Supported Platforms", `qemu`).
 pub const IGNITION_FW_CFG_NAME: &str = "opt/com.coreos/config";
@@ -47,6 +50,11 @@ pub struct DomainSpec {
     /// `<okd:vrid>` so that another cluster on the same network can keep
     /// clear of it ([`domain_vrid`]).
     pub virtual_router_id: Option<u8>,
+    /// A read-only raw disk image (a file on the hypervisor) after the
+    /// volumes, with virtio serial [`SIDE_DISK_SERIAL`], so the guest sees
+    /// it as `/dev/disk/by-id/virtio-okd-files`: files too large for
+    /// fw_cfg travel there.
+    pub side_disk: Option<PathBuf>,
 }
 
 /// A disk: a volume of a storage pool.
@@ -149,6 +157,23 @@ fn write_domain(x: &mut String, spec: &DomainSpec) -> std::fmt::Result {
             escape(&disk.volume)
         )?;
         writeln!(x, "      <target dev='{}' bus='virtio'/>", disk_target(i))?;
+        writeln!(x, "    </disk>")?;
+    }
+    if let Some(side) = &spec.side_disk {
+        writeln!(x, "    <disk type='file' device='disk'>")?;
+        writeln!(x, "      <driver name='qemu' type='raw'/>")?;
+        writeln!(
+            x,
+            "      <source file='{}'/>",
+            escape(&side.to_string_lossy())
+        )?;
+        writeln!(
+            x,
+            "      <target dev='{}' bus='virtio'/>",
+            disk_target(spec.disks.len())
+        )?;
+        writeln!(x, "      <serial>{SIDE_DISK_SERIAL}</serial>")?;
+        writeln!(x, "      <readonly/>")?;
         writeln!(x, "    </disk>")?;
     }
     for nic in &spec.nics {
@@ -270,6 +295,7 @@ mod tests {
             cluster: "c1".into(),
             role: "master".into(),
             virtual_router_id: Some(7),
+            side_disk: None,
         }
     }
 

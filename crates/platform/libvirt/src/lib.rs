@@ -68,8 +68,8 @@ mod virsh;
 mod xml;
 
 pub use domain::{
-    DiskSpec, DomainSpec, IGNITION_FW_CFG_NAME, METADATA_NS, NicSpec, domain_owner, domain_vrid,
-    domain_xml,
+    DiskSpec, DomainSpec, IGNITION_FW_CFG_NAME, METADATA_NS, NicSpec, SIDE_DISK_SERIAL,
+    domain_owner, domain_vrid, domain_xml,
 };
 pub use session::{DEFAULT_TIMEOUT, Virsh};
 pub use xml::{DhcpHost, DnsHost, Network, NetworkIp, Pool};

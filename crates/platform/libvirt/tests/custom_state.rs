@@ -141,6 +141,7 @@ fn a_custom_node_is_seen_and_used() {
         cluster: "new".into(),
         role: "worker".into(),
         virtual_router_id: None,
+        side_disk: None,
     };
     virsh.define(&domain_xml(&spec)).unwrap();
     virsh.start("new-worker-0").unwrap();

@@ -58,6 +58,7 @@ fn cluster_vms(ignition_dir: &std::path::Path) -> Vec<Vm> {
                 cluster: "c1".into(),
                 role: (*role).into(),
                 virtual_router_id: Some(42),
+                side_disk: None,
             };
             let hosts = macs
                 .iter()
@@ -242,6 +243,7 @@ fn remove_domain_falls_back_when_nvram_flag_is_refused() {
         cluster: "c1".into(),
         role: "worker".into(),
         virtual_router_id: None,
+        side_disk: None,
     };
     let xml = domain_xml(&spec).replace(
         "    <boot dev='hd'/>\n",

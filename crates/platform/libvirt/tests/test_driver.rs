@@ -104,6 +104,7 @@ fn small_vm(name: &str) -> DomainSpec {
         cluster: "errs".into(),
         role: "worker".into(),
         virtual_router_id: None,
+        side_disk: None,
     }
 }
 

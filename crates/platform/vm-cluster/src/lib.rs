@@ -28,6 +28,7 @@
 
 pub mod bootstrap;
 mod ops;
+pub mod side;
 pub mod state;
 
 use std::collections::BTreeSet;

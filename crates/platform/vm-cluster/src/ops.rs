@@ -84,7 +84,7 @@ fn write_vm_ignition(
     node: &Node,
     base: &Config,
     served: &[(String, Vec<u8>)],
-) -> Result<PathBuf, ClusterError> {
+) -> Result<(PathBuf, Option<PathBuf>), ClusterError> {
     let mut config = base.clone();
     if !config
         .storage
@@ -110,6 +110,26 @@ fn write_vm_ignition(
         path: vms.clone(),
         message: e.to_string(),
     })?;
+    let side = match crate::side::split(&mut config).map_err(|message| ClusterError::File {
+        path: vms.join(format!("{}.ign", node.name)),
+        message,
+    })? {
+        None => None,
+        Some((image, files)) => {
+            let path = vms.join(format!("{}-files.img", node.name));
+            okd_fs::write_atomic(&path, &image, 0o600).map_err(|e| ClusterError::File {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+            for f in &files {
+                info!(
+                    "{}: {} ({} bytes) goes on the side disk, not through fw_cfg",
+                    node.name, f.path, f.len
+                );
+            }
+            Some(std::path::absolute(&path).unwrap_or(path))
+        }
+    };
     let path = vms.join(format!("{}.ign", node.name));
     okd_fs::write_atomic(&path, config.to_json().as_bytes(), 0o600).map_err(|e| {
         ClusterError::File {
@@ -117,7 +137,7 @@ fn write_vm_ignition(
             message: e.to_string(),
         }
     })?;
-    Ok(std::path::absolute(&path).unwrap_or(path))
+    Ok((std::path::absolute(&path).unwrap_or(path), side))
 }
 
 fn progress(len: usize) -> ProgressBar {
@@ -139,9 +159,10 @@ fn make_vm(
     state: &mut ClusterState,
     pv: &PlannedVm,
     image: Option<&str>,
-    ignition: &Path,
+    files: &(PathBuf, Option<PathBuf>),
     autostart: bool,
 ) -> Result<(), ClusterError> {
+    let (ignition, side_disk) = (files.0.as_path(), files.1.clone());
     let uri = virsh.uri().to_string();
     let lv = |source| ClusterError::Libvirt {
         uri: uri.clone(),
@@ -157,6 +178,7 @@ fn make_vm(
         dns: None,
         volumes: Vec::new(),
         ignition: Some(ignition.to_path_buf()),
+        side_disk: side_disk.clone(),
         defined: false,
     });
     state.write(dir)?;
@@ -228,6 +250,7 @@ fn make_vm(
         cluster: state.cluster.clone(),
         role: role_word(vm.role).into(),
         virtual_router_id: Some(state.virtual_router_id),
+        side_disk,
     };
     virsh.define(&okd_libvirt::domain_xml(&spec)).map_err(lv)?;
     state.vms[i].defined = true;
@@ -307,6 +330,7 @@ pub fn create_vms(
             dns: None,
             volumes: Vec::new(),
             ignition: None,
+            side_disk: None,
             defined: false,
         })
         .collect();
@@ -371,10 +395,18 @@ pub fn create_vms(
 
 /// After a failed step: removes what the record names, and the Ignition
 /// files written for VMs never made; the error says what is left.
-fn undo(dir: &Path, virsh: &mut Virsh, err: ClusterError, files: &[PathBuf]) -> ClusterError {
+fn undo(
+    dir: &Path,
+    virsh: &mut Virsh,
+    err: ClusterError,
+    files: &[(PathBuf, Option<PathBuf>)],
+) -> ClusterError {
     warn!("{err}; removing what was made");
-    for f in files {
-        let _ = std::fs::remove_file(f);
+    for (ign, side) in files {
+        let _ = std::fs::remove_file(ign);
+        if let Some(side) = side {
+            let _ = std::fs::remove_file(side);
+        }
     }
     match destroy(dir, virsh) {
         Ok(_) => ClusterError::Partial {
@@ -517,7 +549,7 @@ fn remove_vm(virsh: &mut Virsh, state: &ClusterState, vm: &VmRecord) -> Result<(
             .remove_dhcp_host(&state.network, &host)
             .map_err(|e| e.to_string())?;
     }
-    if let Some(f) = &vm.ignition {
+    for f in vm.ignition.iter().chain(vm.side_disk.iter()) {
         match std::fs::remove_file(f) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -645,6 +677,7 @@ pub fn scale(dir: &Path, virsh: &mut Virsh, workers: u32) -> Result<ScaleReport,
             dns: None,
             volumes: Vec::new(),
             ignition: None,
+            side_disk: None,
             defined: false,
         });
     }
@@ -657,14 +690,14 @@ pub fn scale(dir: &Path, virsh: &mut Virsh, workers: u32) -> Result<ScaleReport,
             .find(|n| n.name == pv.vm.name)
             .expect("planned above");
         bar.set_message(pv.vm.name.clone());
-        let made = write_vm_ignition(dir, &layer, node, &worker, &[]).and_then(|ign| {
+        let made = write_vm_ignition(dir, &layer, node, &worker, &[]).and_then(|files| {
             make_vm(
                 dir,
                 virsh,
                 &mut state,
                 pv,
                 params.image.as_deref(),
-                &ign,
+                &files,
                 params.autostart,
             )
         });

@@ -76,6 +76,9 @@ pub struct VmRecord {
     pub volumes: Vec<String>,
     /// Its Ignition config file.
     pub ignition: Option<PathBuf>,
+    /// Its side disk image (files too large for fw_cfg), if it has one.
+    #[serde(default)]
+    pub side_disk: Option<PathBuf>,
     /// The domain is defined.
     pub defined: bool,
 }

@@ -433,3 +433,156 @@ fn two_clusters_on_one_network_get_apart_router_ids() {
     );
     assert!((1..=253).contains(&idb));
 }
+
+/// A file too large for fw_cfg (the okd-install program in a release
+/// build's bootstrap.ign) rides on the VM's read-only side disk; the script
+/// the config carries instead puts it back, checked, with real `sh`, `dd`
+/// and `sha512sum`.
+#[test]
+fn large_files_ride_on_the_side_disk() {
+    use std::io::Write as _;
+    if !virsh_or_skip() {
+        return;
+    }
+    let mut lab = Lab::new(NODE);
+    // 1.5 MiB that gzip cannot shrink much (xorshift), like a program.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let program: Vec<u8> = (0..1_572_864)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&program).unwrap();
+    let source = okd_types::dataurl::encode(&gz.finish().unwrap());
+    let boot = serde_json::json!({
+        "ignition": {"version": "3.2.0"},
+        "storage": {"files": [
+            {"path": "/usr/local/bin/okd-install", "mode": 493,
+             "contents": {"source": source, "compression": "gzip"}},
+            {"path": "/opt/openshift/small", "mode": 420, "contents": {"source": "data:,small"}}
+        ]}
+    });
+    let dir = lab.cluster_dir();
+    std::fs::write(dir.join("bootstrap.ign"), boot.to_string()).unwrap();
+    let plan = lab
+        .plan(
+            &PARAMS
+                .replace("masters: 3", "masters: 1")
+                .replace("workers: 2", "workers: 0"),
+        )
+        .unwrap();
+    let state = okd_vm_cluster::create_vms(&dir, &mut lab.virsh, &plan).unwrap();
+    let boot_vm = &state.vms[0];
+    let side = boot_vm
+        .side_disk
+        .clone()
+        .expect("the bootstrap has a side disk");
+    assert!(
+        state.vms[1].side_disk.is_none(),
+        "the master's config is small"
+    );
+    // The config is small now, and carries the script and the unit instead.
+    let ign = std::fs::read_to_string(boot_vm.ignition.as_ref().unwrap()).unwrap();
+    assert!(ign.len() < 200_000, "{} bytes through fw_cfg", ign.len());
+    let config = okd_types::ignition::Config::from_json(&ign).unwrap();
+    assert!(
+        !config
+            .storage
+            .files
+            .iter()
+            .any(|f| f.path == "/usr/local/bin/okd-install")
+    );
+    assert!(
+        config
+            .storage
+            .files
+            .iter()
+            .any(|f| f.path == "/opt/openshift/small")
+    );
+    let script = config
+        .storage
+        .files
+        .iter()
+        .find(|f| f.path == okd_vm_cluster::side::SIDE_SCRIPT)
+        .expect("the script");
+    let unit = config
+        .systemd
+        .units
+        .iter()
+        .find(|u| u.name == okd_vm_cluster::side::SIDE_UNIT)
+        .expect("the unit");
+    assert_eq!(unit.enabled, Some(true));
+    assert!(
+        unit.contents
+            .as_deref()
+            .unwrap()
+            .contains("Before=sysinit.target")
+    );
+    // The domain has the disk, read-only, with the serial the script names.
+    let xml = lab.virsh.domain_xml(&boot_vm.name).unwrap();
+    assert!(
+        xml.contains(&format!("<source file='{}'/>", side.display())),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<serial>okd-files</serial>") && xml.contains("<readonly/>"),
+        "{xml}"
+    );
+    // The script, run by the real sh against the image, puts the program back.
+    let script_text = String::from_utf8(
+        okd_types::dataurl::decode(script.contents.source.as_deref().unwrap()).unwrap(),
+    )
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let script_path = tmp.path().join("okd-side-files.sh");
+    std::fs::write(&script_path, &script_text).unwrap();
+    let root = tmp.path().join("root");
+    let out = std::process::Command::new("sh")
+        .arg(&script_path)
+        .arg(&side)
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let landed = root.join("usr/local/bin/okd-install");
+    assert!(
+        std::fs::read(&landed).unwrap() == program,
+        "the program comes back byte for byte"
+    );
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(
+        std::fs::metadata(&landed).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+    // A damaged disk: refused naming the file, nothing left in its place.
+    let bad = tmp.path().join("bad.img");
+    let mut bytes = std::fs::read(&side).unwrap();
+    bytes[1000] ^= 0xff;
+    std::fs::write(&bad, bytes).unwrap();
+    let root2 = tmp.path().join("root2");
+    let out = std::process::Command::new("sh")
+        .arg(&script_path)
+        .arg(&bad)
+        .arg(&root2)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("/usr/local/bin/okd-install") && err.contains("SHA-512"),
+        "{err}"
+    );
+    assert!(!root2.join("usr/local/bin/okd-install").exists());
+    assert!(!root2.join("usr/local/bin/okd-install.okd-side").exists());
+    // destroy removes the image too.
+    okd_vm_cluster::destroy(&dir, &mut lab.virsh).unwrap();
+    assert!(!side.exists());
+}
