@@ -213,7 +213,10 @@ fn main() -> ExitCode {
         cli.cmd,
         Cmd::Create(_) | Cmd::Gather(_) | Cmd::Destroy(_) | Cmd::WaitFor(_) | Cmd::Scale { .. }
     )
-    .then(|| cli.dir.clone());
+    .then(|| cli.dir.clone())
+    // Only `create` makes its directory; the others log there when it
+    // exists, so a mistyped --dir is not created just for a log file.
+    .filter(|d| matches!(cli.cmd, Cmd::Create(_)) || d.is_dir());
     if let Err(e) = logging::init(level, log_dir.as_deref()) {
         eprintln!(
             "level=fatal msg=setting up logging in {}: {e:#}",
