@@ -502,3 +502,137 @@ fn wait_fails_with_wait_fors_code_and_keeps_the_vms() {
     );
     assert!(dir.join("vm-cluster.json").exists());
 }
+
+/// The nodes' Corefile answers what serve's DNS answers for the same
+/// install: every `hosts` entry and the `*.apps` template of the Corefile
+/// create cluster wrote, asked of `okd-install serve --services dns` (the
+/// resolver of bare-metal installs, built from the same records) with the
+/// real `dig`, in network namespaces. CoreDNS itself is not in Debian.
+#[test]
+fn the_corefile_answers_what_serves_dns_answers() {
+    if okd_test_utils::tool("virsh", &[], Some("libvirt-clients")).is_none()
+        || okd_test_utils::tool("dig", &["/usr/bin/dig"], Some("bind9-dnsutils")).is_none()
+    {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("id.pub"),
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOkd test\n",
+    )
+    .unwrap();
+    let dir = tmp.path().join("c");
+    let dir_s = dir.to_str().unwrap();
+    let example = example();
+    let pub_key = format!("pub_key={}/id.pub", tmp.path().display());
+    let out = okd(
+        &[
+            "create",
+            "cluster",
+            "--dir",
+            dir_s,
+            "--paramfile",
+            &example,
+            "--libvirt-uri",
+            "test:///default",
+            "--pool",
+            "default-pool",
+            "-P",
+            "version=upstream",
+            "-P",
+            &pub_key,
+            "-P",
+            "image=",
+            "-P",
+            "disk_size=10",
+            "-P",
+            "ingress_ip=192.168.122.252",
+        ],
+        tmp.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    // The Corefile as the master's Ignition carries it.
+    let ign: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("vms/testk-master-0.ign")).unwrap())
+            .unwrap();
+    let source = ign["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "/etc/okd-vip-layer/Corefile")
+        .unwrap()["contents"]["source"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let corefile = String::from_utf8(okd_types::dataurl::decode(&source).unwrap()).unwrap();
+    let mut entries: Vec<(String, String)> = Vec::new();
+    let mut in_hosts = false;
+    for line in corefile.lines().map(str::trim) {
+        if line.starts_with("hosts {") {
+            in_hosts = true;
+        } else if in_hosts && line == "}" {
+            in_hosts = false;
+        } else if in_hosts && line.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+            let mut w = line.split_whitespace();
+            let ip = w.next().unwrap().to_string();
+            entries.extend(w.map(|n| (n.to_string(), ip.clone())));
+        }
+    }
+    assert!(entries.len() >= 8, "{corefile}");
+    let apps_ip = corefile
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("answer \"{{ .Name }} 60 IN A "))
+        .map(|r| r.trim_end_matches('"').to_string())
+        .expect("the *.apps template");
+    assert_eq!(apps_ip, "192.168.122.252");
+
+    let Some(net) = VipNet::new("52:54:00:00:00:fe") else {
+        return;
+    };
+    let mut serve = okd_test_utils::ChildGuard(
+        Command::new("ip")
+            .args(["netns", "exec", &net.hv, env!("CARGO_BIN_EXE_okd-install")])
+            .args(["serve", "--services", "dns", "--dir", dir_s])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let dig = |args: &[&str]| -> String {
+        let o = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &net.hv,
+                "dig",
+                "@192.168.122.1",
+                "+short",
+                "+time=1",
+                "+tries=1",
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let mut up = false;
+    for _ in 0..50 {
+        if dig(&["api.testk.karmalabs.com"]) == "192.168.122.253" {
+            up = true;
+            break;
+        }
+        assert!(serve.0.try_wait().unwrap().is_none(), "serve exited");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(up, "serve's DNS answers within 10 s");
+    for (name, ip) in &entries {
+        assert_eq!(&dig(&[name, "A"]), ip, "{name}: the Corefile says {ip}");
+    }
+    for (name, ip) in entries.iter().filter(|(n, _)| n.starts_with("testk-")) {
+        assert_eq!(dig(&["-x", ip]), format!("{name}."), "PTR of {ip}");
+    }
+    assert_eq!(
+        dig(&["console-openshift-console.apps.testk.karmalabs.com"]),
+        apps_ip
+    );
+}
