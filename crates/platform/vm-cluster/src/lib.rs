@@ -450,14 +450,14 @@ fn serde_yaml_string(v: &serde_json::Value) -> String {
 /// registry `fake` with a dummy login).
 pub const FAKE_PULL_SECRET: &str = r#"{"auths":{"fake":{"auth":"aWQ6cGFzcwo="}}}"#;
 
-/// Reads the pull secret the parameters name (relative to the parameter
-/// file's directory when not absolute); with `version: upstream` (OKD) and
-/// no such file, [`FAKE_PULL_SECRET`].
+/// Reads the pull secret the parameters name (a relative path is taken
+/// from the current directory, as kcli does); with `version: upstream`
+/// (OKD) and no such file, [`FAKE_PULL_SECRET`].
 ///
 /// # Errors
 /// [`ClusterError::Invalid`] naming `pull_secret` and the path.
 pub fn read_pull_secret(plan: &Plan) -> Result<String, ClusterError> {
-    let path = relative_to(&plan.param_file, &plan.params.pull_secret);
+    let path = plan.params.pull_secret.clone();
     match std::fs::read_to_string(&path) {
         Ok(s) => Ok(s),
         Err(e)
@@ -474,8 +474,9 @@ pub fn read_pull_secret(plan: &Plan) -> Result<String, ClusterError> {
     }
 }
 
-/// Reads the SSH public key `pub_key` names (`~` is `$HOME`; relative to
-/// the parameter file's directory) plus the `keys` given as text.
+/// Reads the SSH public key `pub_key` names (`~` is `$HOME`; a relative
+/// path is taken from the current directory, as kcli does) plus the
+/// `keys` given as text.
 ///
 /// # Errors
 /// [`ClusterError::Invalid`] naming `pub_key` and the path.
@@ -483,7 +484,7 @@ pub fn read_ssh_keys(plan: &Plan) -> Result<String, ClusterError> {
     let p = &plan.params.pub_key;
     let path = match p.strip_prefix("~") {
         Ok(rest) => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(rest),
-        Err(_) => relative_to(&plan.param_file, p),
+        Err(_) => p.clone(),
     };
     let mut text = std::fs::read_to_string(&path).map_err(|e| ClusterError::Invalid {
         file: plan.param_file.display().to_string(),
@@ -494,14 +495,6 @@ pub fn read_ssh_keys(plan: &Plan) -> Result<String, ClusterError> {
         text = format!("{}\n{}", text.trim_end(), k.trim());
     }
     Ok(text.trim().to_string() + "\n")
-}
-
-fn relative_to(param_file: &Path, p: &Path) -> PathBuf {
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        param_file.parent().unwrap_or(Path::new(".")).join(p)
-    }
 }
 
 /// The NIC name a q35 guest's first virtio NIC gets (systemd's predictable
