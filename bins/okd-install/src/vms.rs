@@ -77,6 +77,12 @@ pub(crate) fn create_cluster(
     }
     let params = okd_paramfile::load_with_overrides(&opts.paramfile, &opts.params)
         .map_err(|e| (e.into(), 3))?;
+    for (key, why) in params.ignored_keys() {
+        tracing::warn!(
+            "{}: {key} is accepted for kcli's sake and has no effect here: {why}",
+            opts.paramfile.display()
+        );
+    }
     let mut virsh = connect(&opts.uri)?;
     let plan = okd_vm_cluster::plan(
         &mut virsh,

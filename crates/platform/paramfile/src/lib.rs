@@ -507,6 +507,60 @@ impl Parameters {
         Ok(())
     }
 
+    /// The keys this file sets that okd-install accepts for kcli
+    /// compatibility but does not act on, each with the reason: kcli's
+    /// helper VMs (`helper_image`, `helper_sleep`, `bootstrap_helper_*`,
+    /// `dhcp_*`: no helper VM is needed), cloud-only addresses
+    /// (`public_api_ip`, `bootstrap_api_ip`), host tuning not applied to
+    /// the domain XML (`numa`, `numamode`, `cpupinning`, `pcidevices`),
+    /// `macosx`, and `tag`/`version` beyond the pull secret (the release is
+    /// `--release-image`). Only keys whose value differs from the default
+    /// are named.
+    pub fn ignored_keys(&self) -> Vec<(&'static str, &'static str)> {
+        let d = Parameters::default();
+        let mut out = Vec::new();
+        let helper = "okd-install needs no helper VM";
+        for (key, set) in [
+            ("helper_image", self.helper_image != d.helper_image),
+            ("helper_sleep", self.helper_sleep != d.helper_sleep),
+            ("bootstrap_helper_mac", self.bootstrap_helper_mac.is_some()),
+            ("bootstrap_helper_ip", self.bootstrap_helper_ip.is_some()),
+            ("dhcp_ip", self.dhcp_ip.is_some()),
+            ("dhcp_netmask", self.dhcp_netmask.is_some()),
+            ("dhcp_gateway", self.dhcp_gateway.is_some()),
+            ("dhcp_dns", self.dhcp_dns.is_some()),
+        ] {
+            if set {
+                out.push((key, helper));
+            }
+        }
+        let cloud = "a cloud provider's address; libvirt VMs use api_ip";
+        if self.public_api_ip.is_some() {
+            out.push(("public_api_ip", cloud));
+        }
+        if self.bootstrap_api_ip.is_some() {
+            out.push(("bootstrap_api_ip", cloud));
+        }
+        let tuning = "not applied to the domain XML yet";
+        for (key, set) in [
+            ("numa", self.numa.is_some()),
+            ("numamode", self.numamode.is_some()),
+            ("cpupinning", self.cpupinning.is_some()),
+            ("pcidevices", !self.pcidevices.is_empty()),
+        ] {
+            if set {
+                out.push((key, tuning));
+            }
+        }
+        if self.macosx {
+            out.push(("macosx", "okd-install edits no /etc/hosts anyway"));
+        }
+        if self.tag.is_some() {
+            out.push(("tag", "the release is --release-image, not a download"));
+        }
+        out
+    }
+
     /// The bootstrap VM's vCPUs: `bootstrap_numcpus`, else `numcpus`.
     pub fn bootstrap_cpus(&self) -> u32 {
         self.bootstrap_numcpus.unwrap_or(self.numcpus)
@@ -663,10 +717,19 @@ impl Parameters {
 
 #[cfg(test)]
 mod tests {
+
     use super::*;
 
     fn p(text: &str) -> Result<Parameters, ParamError> {
         parse(text, Path::new("parameters.yml"))
+    }
+
+    #[test]
+    fn keys_without_effect_are_named() {
+        assert!(p("masters: 1\n").unwrap().ignored_keys().is_empty());
+        let set = p("numa: {cores: 2}\nhelper_sleep: 30\ndhcp_ip: 10.0.0.2\ntag: '4.5'\n").unwrap();
+        let keys: Vec<&str> = set.ignored_keys().iter().map(|(k, _)| *k).collect();
+        assert_eq!(keys, ["helper_sleep", "dhcp_ip", "numa", "tag"]);
     }
 
     #[test]

@@ -313,11 +313,30 @@ pub fn plan(
         let hosts: Vec<IpAddr> = subnet.hosts().take(2).collect();
         (hosts[0], subnet.broadcast())
     });
-    let mut free = subnet
+    let free = subnet
         .hosts()
         .filter(|a| *a >= first && *a <= last && !taken.contains(a));
+    if let Some(ip) = params.bootstrap_ip
+        && (!subnet.contains(&ip) || taken.contains(&ip))
+    {
+        return Err(bad(
+            "bootstrap_ip",
+            format!(
+                "{ip} is not a free address of network {:?} ({subnet}: not its address, a VIP or reserved)",
+                params.network
+            ),
+        ));
+    }
+    let boot_ip = params.bootstrap_ip;
+    let mut free = free.filter(move |a| Some(*a) != boot_ip);
     let mut planned = Vec::new();
     for vm in vms {
+        if vm.role == Role::Bootstrap
+            && let Some(ip) = boot_ip
+        {
+            planned.push(PlannedVm { vm, ip });
+            continue;
+        }
         let addr = free.next().ok_or_else(|| {
             bad(
                 "network",

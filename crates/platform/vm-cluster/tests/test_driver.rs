@@ -291,6 +291,22 @@ fn bad_input_is_refused_by_key_before_anything_is_made() {
         assert_eq!(invalid_key(e), key, "{text}");
         assert!(msg.contains("parameters.yml"), "{msg}");
     }
+    // bootstrap_ip: used when free, refused when not.
+    let plan = lab
+        .plan(&(PARAMS.to_string() + "bootstrap_ip: 192.168.122.100\n"))
+        .unwrap();
+    assert_eq!(plan.vms[0].ip.to_string(), "192.168.122.100");
+    assert!(
+        plan.vms[1..]
+            .iter()
+            .all(|v| v.ip.to_string() != "192.168.122.100")
+    );
+    for taken in ["192.168.122.2", "192.168.122.253", "10.0.0.5"] {
+        let e = lab
+            .plan(&(PARAMS.to_string() + &format!("bootstrap_ip: {taken}\n")))
+            .unwrap_err();
+        assert_eq!(invalid_key(e), "bootstrap_ip", "{taken}");
+    }
     // A pool that does not exist names the flag.
     let (p, path) = lab.params(PARAMS);
     let e = okd_vm_cluster::plan(
