@@ -48,6 +48,17 @@ pub(crate) fn approve_csr(
         .map_err(|e| fail(anyhow::Error::new(e)))
 }
 
+/// The waits' options for `dir`: `timeouts` (`--timeouts`), else
+/// `OKD_WAIT_FOR_TIMEOUTS`.
+pub(crate) fn wait_options(dir: &Path, timeouts: Option<&str>) -> okd_wait_for::Options {
+    okd_wait_for::Options {
+        dir: dir.to_path_buf(),
+        timeouts: timeouts
+            .map(str::to_string)
+            .or_else(|| std::env::var("OKD_WAIT_FOR_TIMEOUTS").ok()),
+    }
+}
+
 /// `okd-install wait-for bootstrap-complete|install-complete`, with the
 /// wait's own exit code on failure.
 pub(crate) fn wait_for(dir: &Path, w: &WaitForCmd) -> Result<(), Failure> {
@@ -55,13 +66,7 @@ pub(crate) fn wait_for(dir: &Path, w: &WaitForCmd) -> Result<(), Failure> {
         WaitForCmd::BootstrapComplete(o) => (o, false),
         WaitForCmd::InstallComplete(o) => (o, true),
     };
-    let opts = okd_wait_for::Options {
-        dir: dir.to_path_buf(),
-        timeouts: opts
-            .timeouts
-            .clone()
-            .or_else(|| std::env::var("OKD_WAIT_FOR_TIMEOUTS").ok()),
-    };
+    let opts = wait_options(dir, opts.timeouts.as_deref());
     let rt = crate::runtime().map_err(fail)?;
     let result = if install {
         rt.block_on(okd_wait_for::install_complete(&opts))

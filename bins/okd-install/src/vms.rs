@@ -161,13 +161,7 @@ pub(crate) fn create_cluster(
         );
         return Ok(());
     }
-    let wait = okd_wait_for::Options {
-        dir: dir.to_path_buf(),
-        timeouts: opts
-            .timeouts
-            .clone()
-            .or_else(|| std::env::var("OKD_WAIT_FOR_TIMEOUTS").ok()),
-    };
+    let wait = crate::cluster::wait_options(dir, opts.timeouts.as_deref());
     let rt = crate::runtime().map_err(fail)?;
     let waited = |r: Result<(), okd_wait_for::WaitError>, what: &str| {
         r.map_err(|e| {

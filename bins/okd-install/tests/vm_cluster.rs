@@ -25,6 +25,43 @@ fn example() -> String {
     )
 }
 
+/// Runs the README's test-driver `create cluster` on the example into
+/// `<tmp>/c` with a fixed SSH key and `extra` arguments; the directory and
+/// the output.
+fn create_example(tmp: &Path, extra: &[&str]) -> (std::path::PathBuf, Output) {
+    std::fs::write(
+        tmp.join("id.pub"),
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOkd test\n",
+    )
+    .unwrap();
+    let dir = tmp.join("c");
+    let example = example();
+    let pub_key = format!("pub_key={}/id.pub", tmp.display());
+    let mut args = vec![
+        "create",
+        "cluster",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--paramfile",
+        &example,
+        "--libvirt-uri",
+        "test:///default",
+        "--pool",
+        "default-pool",
+        "-P",
+        "version=upstream",
+        "-P",
+        &pub_key,
+        "-P",
+        "image=",
+        "-P",
+        "disk_size=10",
+    ];
+    args.extend(extra);
+    let out = okd(&args, tmp);
+    (dir, out)
+}
+
 #[test]
 fn the_readme_example_makes_and_removes_its_vms() {
     if okd_test_utils::tool("virsh", &[], Some("libvirt-clients")).is_none() {
@@ -266,42 +303,8 @@ fn destroy_bootstrap_waits_for_the_api_vip_on_a_master() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(
-        tmp.path().join("id.pub"),
-        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOkd test\n",
-    )
-    .unwrap();
-    let dir = tmp.path().join("c");
+    let (dir, out) = create_example(tmp.path(), &["-P", "masters=1", "-P", "workers=0"]);
     let dir_s = dir.to_str().unwrap();
-    let example = example();
-    let pub_key = format!("pub_key={}/id.pub", tmp.path().display());
-    let out = okd(
-        &[
-            "create",
-            "cluster",
-            "--dir",
-            dir_s,
-            "--paramfile",
-            &example,
-            "--libvirt-uri",
-            "test:///default",
-            "--pool",
-            "default-pool",
-            "-P",
-            "version=upstream",
-            "-P",
-            &pub_key,
-            "-P",
-            "image=",
-            "-P",
-            "disk_size=10",
-            "-P",
-            "masters=1",
-            "-P",
-            "workers=0",
-        ],
-        tmp.path(),
-    );
     assert!(out.status.success(), "{}", text(&out));
     let record: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("vm-cluster.json")).unwrap()).unwrap();
@@ -372,38 +375,8 @@ fn the_dashboard_shows_the_vms_as_hosts() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(
-        tmp.path().join("id.pub"),
-        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOkd test\n",
-    )
-    .unwrap();
-    let dir = tmp.path().join("c");
+    let (dir, out) = create_example(tmp.path(), &[]);
     let dir_s = dir.to_str().unwrap();
-    let example = example();
-    let pub_key = format!("pub_key={}/id.pub", tmp.path().display());
-    let out = okd(
-        &[
-            "create",
-            "cluster",
-            "--dir",
-            dir_s,
-            "--paramfile",
-            &example,
-            "--libvirt-uri",
-            "test:///default",
-            "--pool",
-            "default-pool",
-            "-P",
-            "version=upstream",
-            "-P",
-            &pub_key,
-            "-P",
-            "image=",
-            "-P",
-            "disk_size=10",
-        ],
-        tmp.path(),
-    );
     assert!(out.status.success(), "{}", text(&out));
     let Some(net) = VipNet::new("52:54:00:00:00:fe") else {
         return;
@@ -458,40 +431,7 @@ fn wait_fails_with_wait_fors_code_and_keeps_the_vms() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(
-        tmp.path().join("id.pub"),
-        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOkd test\n",
-    )
-    .unwrap();
-    let dir = tmp.path().join("c");
-    let example = example();
-    let pub_key = format!("pub_key={}/id.pub", tmp.path().display());
-    let out = okd(
-        &[
-            "create",
-            "cluster",
-            "--dir",
-            dir.to_str().unwrap(),
-            "--paramfile",
-            &example,
-            "--libvirt-uri",
-            "test:///default",
-            "--pool",
-            "default-pool",
-            "-P",
-            "version=upstream",
-            "-P",
-            &pub_key,
-            "-P",
-            "image=",
-            "-P",
-            "disk_size=10",
-            "--wait",
-            "--timeouts",
-            "api=1s",
-        ],
-        tmp.path(),
-    );
+    let (dir, out) = create_example(tmp.path(), &["--wait", "--timeouts", "api=1s"]);
     let said = text(&out);
     assert_eq!(out.status.code(), Some(5), "{said}");
     assert!(said.contains("Waiting up to 1s"), "{said}");
@@ -516,40 +456,8 @@ fn the_corefile_answers_what_serves_dns_answers() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(
-        tmp.path().join("id.pub"),
-        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOkd test\n",
-    )
-    .unwrap();
-    let dir = tmp.path().join("c");
+    let (dir, out) = create_example(tmp.path(), &["-P", "ingress_ip=192.168.122.252"]);
     let dir_s = dir.to_str().unwrap();
-    let example = example();
-    let pub_key = format!("pub_key={}/id.pub", tmp.path().display());
-    let out = okd(
-        &[
-            "create",
-            "cluster",
-            "--dir",
-            dir_s,
-            "--paramfile",
-            &example,
-            "--libvirt-uri",
-            "test:///default",
-            "--pool",
-            "default-pool",
-            "-P",
-            "version=upstream",
-            "-P",
-            &pub_key,
-            "-P",
-            "image=",
-            "-P",
-            "disk_size=10",
-            "-P",
-            "ingress_ip=192.168.122.252",
-        ],
-        tmp.path(),
-    );
     assert!(out.status.success(), "{}", text(&out));
     // The Corefile as the master's Ignition carries it.
     let ign: serde_json::Value =

@@ -21,6 +21,22 @@ fn role_word(r: Role) -> &'static str {
     }
 }
 
+/// The record of a planned VM before any part of it exists.
+fn planned_record(pv: &PlannedVm) -> VmRecord {
+    VmRecord {
+        name: pv.vm.name.clone(),
+        role: role_word(pv.vm.role).into(),
+        mac: pv.vm.mac.clone(),
+        ip: pv.ip,
+        reserved: false,
+        dns: None,
+        volumes: Vec::new(),
+        ignition: None,
+        side_disk: None,
+        defined: false,
+    }
+}
+
 fn layer_role(word: &str) -> okd_vip_layer::Role {
     match word {
         "bootstrap" => okd_vip_layer::Role::Bootstrap,
@@ -170,16 +186,9 @@ fn make_vm(
     };
     let vm = &pv.vm;
     state.vms.push(VmRecord {
-        name: vm.name.clone(),
-        role: role_word(vm.role).into(),
-        mac: vm.mac.clone(),
-        ip: pv.ip,
-        reserved: false,
-        dns: None,
-        volumes: Vec::new(),
         ignition: Some(ignition.to_path_buf()),
         side_disk: side_disk.clone(),
-        defined: false,
+        ..planned_record(pv)
     });
     state.write(dir)?;
     let i = state.vms.len() - 1;
@@ -318,22 +327,7 @@ pub fn create_vms(
     };
     // The layer knows every node from the start (addresses are reserved).
     let mut full = state.clone();
-    full.vms = plan
-        .vms
-        .iter()
-        .map(|pv| VmRecord {
-            name: pv.vm.name.clone(),
-            role: role_word(pv.vm.role).into(),
-            mac: pv.vm.mac.clone(),
-            ip: pv.ip,
-            reserved: false,
-            dns: None,
-            volumes: Vec::new(),
-            ignition: None,
-            side_disk: None,
-            defined: false,
-        })
-        .collect();
+    full.vms = plan.vms.iter().map(planned_record).collect();
     let layer = layer_of(&full);
     layer.check().map_err(|e| ClusterError::Invalid {
         file: plan.param_file.display().to_string(),
@@ -667,20 +661,7 @@ pub fn scale(dir: &Path, virsh: &mut Virsh, workers: u32) -> Result<ScaleReport,
     }
     let (_, worker) = read_config(dir, "worker.ign")?;
     let mut with_new = state.clone();
-    for pv in &planned {
-        with_new.vms.push(VmRecord {
-            name: pv.vm.name.clone(),
-            role: "worker".into(),
-            mac: pv.vm.mac.clone(),
-            ip: pv.ip,
-            reserved: false,
-            dns: None,
-            volumes: Vec::new(),
-            ignition: None,
-            side_disk: None,
-            defined: false,
-        });
-    }
+    with_new.vms.extend(planned.iter().map(planned_record));
     let layer = layer_of(&with_new);
     let bar = progress(planned.len());
     for pv in &planned {
