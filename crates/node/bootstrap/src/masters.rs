@@ -418,7 +418,34 @@ impl Handover {
     pub async fn step(&self) -> Result<Vec<(String, MasterState)>, String> {
         let mut states = Vec::new();
         let mut changed = false;
-        let list = self.etcd.list().await.map_err(|e| e.to_string())?;
+        let mut list = self.etcd.list().await.map_err(|e| e.to_string())?;
+        // A learner is promoted first, through etcd alone: until it is, the
+        // masters' API servers (whose etcd servers include its client URL)
+        // answer some reads with "rpc not supported for learner", and a
+        // pass that read the API first could fail on every try and never
+        // reach the promotion (seen after a learner's node was switched
+        // off and on again while the bootstrap's control plane was gone).
+        if let Some(mem) = list.iter().find(|x| {
+            x.is_learner
+                && self
+                    .masters
+                    .iter()
+                    .any(|m| x.peer_urls.iter().any(|u| *u == m.peer_url()))
+        }) {
+            match self.etcd.promote(mem.id).await {
+                Ok(()) => {
+                    let name = self
+                        .masters
+                        .iter()
+                        .find(|m| mem.peer_urls.iter().any(|u| *u == m.peer_url()))
+                        .map_or("?", |m| m.name.as_str());
+                    info!("promoted master {name} to a voting etcd member");
+                    changed = true;
+                    list = self.etcd.list().await.map_err(|e| e.to_string())?;
+                }
+                Err(e) => tracing::debug!("learner {:x} not promoted yet ({e})", mem.id),
+            }
+        }
         let learner_pending = |list: &[EtcdMember]| list.iter().any(|x| x.is_learner);
         for m in &self.masters {
             let member = list
@@ -462,17 +489,8 @@ impl Handover {
                         }
                     };
                     if mem.is_learner {
-                        match self.etcd.promote(mem.id).await {
-                            Ok(()) => {
-                                info!("promoted master {} to a voting etcd member", m.name);
-                                changed = true;
-                                MasterState::VoterUnhealthy
-                            }
-                            Err(e) => {
-                                tracing::debug!("master {}: not promoted yet ({e})", m.name);
-                                MasterState::Learner
-                            }
-                        }
+                        // Promotion was tried at the top of the pass.
+                        MasterState::Learner
                     } else if !self.etcd.healthy(&mem).await {
                         MasterState::VoterUnhealthy
                     } else {
