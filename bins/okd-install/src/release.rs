@@ -25,6 +25,11 @@ pub(crate) struct ReleaseOpts {
     /// Ignition spec to write (3.0.0-3.4.0); default follows the release.
     #[arg(long = "ignition-spec")]
     ignition_spec: Option<String>,
+    /// Platform aws: also write the machine API's Machine and MachineSet
+    /// manifests (installer-provisioned style). Left out by default, as the
+    /// AWS UPI procedure asks: `create aws-stacks` makes the machines.
+    #[arg(long = "with-machine-api")]
+    with_machine_api: bool,
 }
 
 /// Decides the release image, target and Ignition spec for `dir`: flag, else
@@ -77,6 +82,7 @@ pub(crate) fn release_context(dir: &std::path::Path, opts: &ReleaseOpts) -> anyh
             .unwrap_or_else(|| target.ignition_spec()),
     };
     let mut ctx = GenCtx::new(image, target, spec);
+    ctx.aws_machine_api = opts.with_machine_api;
     if let Ok(inv) = std::env::var("OPENSHIFT_INSTALL_INVOKER")
         && !inv.is_empty()
     {

@@ -365,11 +365,39 @@ fn aws_upi_okd_45() {
 }
 
 #[test]
-fn aws_upi_on_413_has_machine_manifests() {
+fn aws_upi_on_413_has_machine_manifests_only_when_asked() {
+    // By default none: the AWS UPI procedure removes them, and the
+    // CloudFormation stacks make the machines.
+    let d = example_dir("aws-upi");
+    let out = okd_ok(
+        d.path(),
+        &["create", "manifests", "--release-image", OCP_413],
+    );
+    let t = tree(d.path());
+    assert!(
+        !t.iter().any(|f| f.contains("master-machines-")
+            || f.contains("machineset-")
+            || f.contains("control-plane-machine-set")),
+        "{t:?}"
+    );
+    assert!(
+        t.contains(&"openshift/99_openshift-cluster-api_master-user-data-secret.yaml".to_string()),
+        "{t:?}"
+    );
+    assert!(
+        out.contains("Machine"),
+        "the left-out manifests are named: {out}"
+    );
     let d = example_dir("aws-upi");
     okd_ok(
         d.path(),
-        &["create", "manifests", "--release-image", OCP_413],
+        &[
+            "create",
+            "manifests",
+            "--release-image",
+            OCP_413,
+            "--with-machine-api",
+        ],
     );
     let t = tree(d.path());
     for f in [

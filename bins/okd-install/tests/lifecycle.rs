@@ -67,7 +67,13 @@ fn deleted_machine_manifests_leave_bootstrap_ign() {
     let d = example_dir("aws-upi");
     okd_ok(
         d.path(),
-        &["create", "manifests", "--release-image", OCP_413],
+        &[
+            "create",
+            "manifests",
+            "--release-image",
+            OCP_413,
+            "--with-machine-api",
+        ],
     );
     let mut removed = Vec::new();
     for e in std::fs::read_dir(d.path().join("openshift")).unwrap() {

@@ -63,6 +63,12 @@ pub struct GenCtx {
     /// [`crate::node_identities::NodeIdentitiesAsset`], so a change makes
     /// bootstrap.ign again.
     pub node_identities: Option<okd_types::node_identities::NodeIdentities>,
+    /// Platform aws: write the machine API's Machine, MachineSet and
+    /// ControlPlaneMachineSet manifests (openshift-install's IPI output).
+    /// `false` (the default) leaves them out, as the AWS UPI procedure asks
+    /// (openshift/installer `docs/user/aws/install_upi.md`, "Remove Machines
+    /// and MachineSets"): the CloudFormation stacks make the machines.
+    pub aws_machine_api: bool,
     /// Fault injection for tests: generating the asset with this display
     /// name (e.g. `Root CA`) fails with [`AssetError::Invalid`], so a test can
     /// make every asset of a command fail in turn. `None` in normal runs.
@@ -91,6 +97,7 @@ impl GenCtx {
                 .unwrap_or(false),
             install_config_source: None,
             node_identities: None,
+            aws_machine_api: false,
             fail_generating: None,
             keys: None,
             given_keys: Mutex::new(VecDeque::new()),

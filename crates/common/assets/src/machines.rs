@@ -229,8 +229,8 @@ fn padded(i: usize, count: usize) -> String {
 }
 
 /// Master Machines: `openshift/99_openshift-cluster-api_master-user-data-secret.yaml`,
-/// the master MachineConfigs and, on AWS, the master Machines and the
-/// ControlPlaneMachineSet. State: `{"FileList": [...]}` (a simplification of
+/// the master MachineConfigs and, on AWS with [`GenCtx::aws_machine_api`],
+/// the master Machines and the ControlPlaneMachineSet. State: `{"FileList": [...]}` (a simplification of
 /// openshift-install's struct, see docs/differences.md).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(transparent)]
@@ -264,7 +264,12 @@ impl Asset for MasterMachines {
             "master",
             pool.and_then(|p| p.hyperthreading.as_deref()),
         ));
-        if ic.platform_name() == "aws" {
+        if ic.platform_name() == "aws" && !ctx.aws_machine_api {
+            tracing::info!(
+                "Leaving out the Machine, MachineSet and ControlPlaneMachineSet manifests of platform aws, as the AWS UPI procedure removes them: the stacks of `okd-install create aws-stacks` make the machines (--with-machine-api keeps them)"
+            );
+        }
+        if ic.platform_name() == "aws" && ctx.aws_machine_api {
             let n = ic.control_plane_replicas().max(0) as usize;
             let zones = aws_zones(ic, pool);
             for i in 0..n {
@@ -343,7 +348,7 @@ impl From<FileListAsset> for WorkerMachines {
 }
 
 /// Worker Machines: the worker MachineConfigs, the worker user-data secret and,
-/// on AWS, one MachineSet per availability zone.
+/// on AWS with [`GenCtx::aws_machine_api`], one MachineSet per availability zone.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(transparent)]
 pub struct WorkerMachines(pub FileListAsset);
@@ -378,7 +383,7 @@ impl Asset for WorkerMachines {
             "worker",
             &p.get::<WorkerIgnition>().file.data,
         ));
-        if ic.platform_name() == "aws" {
+        if ic.platform_name() == "aws" && ctx.aws_machine_api {
             for pool in ic.compute.iter().filter(|p| p.name == "worker") {
                 let zones = aws_zones(ic, Some(pool));
                 let total = pool.replicas.unwrap_or(0).max(0) as usize;

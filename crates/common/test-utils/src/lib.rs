@@ -40,6 +40,29 @@ pub fn tool(name: &str, paths: &[&str], package: Option<&str>) -> Option<PathBuf
     None
 }
 
+/// Finds program `name` of the Python tools the AWS tests drive (PyPI's
+/// `cfn-lint`, `python3` with moto 5.2.1), installed by `.ci/run` in a
+/// virtual environment: `$OKD_PY_BIN/<name>`, else
+/// `/var/tmp/okd-py/bin/<name>`, else `PATH`. When it is missing: as
+/// [`tool`].
+pub fn py_tool(name: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Ok(d) = std::env::var("OKD_PY_BIN") {
+        dirs.push(PathBuf::from(d));
+    }
+    dirs.push(PathBuf::from("/var/tmp/okd-py/bin"));
+    let candidates: Vec<String> = dirs
+        .iter()
+        .map(|d| d.join(name).to_string_lossy().into_owned())
+        .collect();
+    let refs: Vec<&str> = candidates.iter().map(String::as_str).collect();
+    tool(
+        name,
+        &refs,
+        Some("python3-venv, then .ci/run's virtual environment"),
+    )
+}
+
 /// Finds program `name` of the control-plane kit (`tests/kube`: `etcd`,
 /// `kube-apiserver`, `kube-controller-manager`, `kube-scheduler`,
 /// `kubelet`): in `$OKD_KUBE_BIN` (set by `.ci/run`), else where

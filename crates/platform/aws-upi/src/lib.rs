@@ -10,6 +10,9 @@
 //!
 //! [`plan`] gives the stacks in the order the procedure creates them.
 
+pub mod cfn;
+pub mod templates;
+
 use ipnet::IpNet;
 use okd_installconfig::InstallConfig;
 
