@@ -38,6 +38,9 @@ pub(crate) enum CreateCmd {
         #[command(flatten)]
         release: ReleaseOpts,
     },
+    /// Writes the AWS UPI CloudFormation templates and parameter files of
+    /// the install to `aws/` (after `create ignition-configs`).
+    AwsStacks(crate::aws::AwsStacksOpts),
 }
 
 /// The target a `create` word names (`manifests`, `ignition-configs`, ...).
@@ -79,6 +82,7 @@ pub(crate) fn run(dir: &Path, c: &CreateCmd) -> Result<(), Failure> {
         CreateCmd::Cluster { opts, release } => {
             return crate::vms::create_cluster(dir, opts, release);
         }
+        CreateCmd::AwsStacks(o) => return crate::aws::create_aws_stacks(dir, o),
     };
     generate(dir, target, release, source)
 }

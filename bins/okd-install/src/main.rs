@@ -4,6 +4,7 @@
 //! openshift-install's exit codes (3 for install-config errors, 1 otherwise).
 //! [`run`] calls one function per command, in the module of its family.
 
+mod aws;
 mod cluster;
 mod create;
 mod gather;
@@ -170,7 +171,8 @@ fn version(dir: &Path) -> Result<(), Failure> {
 /// For an error about a generated file that `dir` lacks, which command makes
 /// it: `bootstrap.ign is made by \`okd-install create ignition-configs --dir D\``.
 fn missing_file_hint(dir: &Path, text: &str) -> Option<String> {
-    const MADE_BY: [(&str, &str); 5] = [
+    const MADE_BY: [(&str, &str); 6] = [
+        ("install-config.yaml", "install-config"),
         ("bootstrap.ign", "ignition-configs"),
         ("master.ign", "ignition-configs"),
         ("worker.ign", "ignition-configs"),

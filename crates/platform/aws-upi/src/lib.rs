@@ -11,6 +11,8 @@
 //! [`plan`] gives the stacks in the order the procedure creates them.
 
 pub mod cfn;
+pub mod generate;
+pub mod stacks;
 pub mod templates;
 
 use ipnet::IpNet;
@@ -60,6 +62,12 @@ pub struct Plan {
     pub zones: u8,
     /// The user's existing subnets (`platform.aws.subnets`): no VPC stack then.
     pub existing_subnets: Vec<String>,
+    /// Masters (`controlPlane.replicas`).
+    pub masters: usize,
+    /// Workers (`compute[].replicas`): one stack each.
+    pub workers: usize,
+    /// `publish: External` (the default): an internet-facing API.
+    pub external: bool,
     /// The stacks, in creation order: vpc (unless existing subnets),
     /// infra, security, bootstrap, control-plane, one per worker.
     pub stacks: Vec<Stack>,
@@ -185,6 +193,9 @@ pub fn plan(cfg: &InstallConfig, infra_id: &str) -> Result<Plan, UpiError> {
         vpc_cidr,
         zones: masters.clamp(1, 3) as u8,
         existing_subnets: aws.subnets.clone(),
+        masters: masters as usize,
+        workers: workers as usize,
+        external: cfg.publish.as_deref() != Some("Internal"),
         stacks,
     })
 }
@@ -238,6 +249,69 @@ mod tests {
         );
         assert_eq!(p.stacks[0].template, "01_vpc.yaml");
         assert!(format!("{}-ext", p.infra_id).len() <= LB_NAME_MAX);
+    }
+
+    #[test]
+    fn each_parameter_file_names_exactly_its_templates_parameters() {
+        let p = plan(&cfg(EXAMPLE), "okd45-x7k2p").unwrap();
+        let pointer = |pool: &str| stacks::Pointer {
+            source: format!("https://api-int.okd45.example.com:22623/config/{pool}"),
+            ca: "data:text/plain;charset=utf-8;base64,AAAA".into(),
+        };
+        let inputs = stacks::Inputs {
+            zones: vec![
+                "us-east-1a".into(),
+                "us-east-1b".into(),
+                "us-east-1c".into(),
+            ],
+            ami: None,
+            bucket: "okd45-x7k2p-bootstrap".into(),
+            bootstrap_ssh_cidr: "0.0.0.0/0".into(),
+            master: pointer("master"),
+            worker: pointer("worker"),
+            master_type: None,
+            worker_type: None,
+        };
+        let shape = templates::Shape {
+            zones: p.zones as usize,
+            masters: p.masters,
+            external: p.external,
+            spec: okd_types::release::IgnitionSpec::V3_1,
+        };
+        let templates = templates::all(&shape, true);
+        let specs = stacks::stack_specs(&p, &inputs);
+        assert_eq!(specs.len(), 7);
+        for s in &specs {
+            let t = templates
+                .iter()
+                .find(|t| t.file == s.stack.template)
+                .unwrap();
+            let keys: Vec<String> = s.parameters.iter().map(|p| p.key.clone()).collect();
+            assert_eq!(keys, t.parameters, "{}", s.stack.name);
+        }
+        // Masters spread over the zones' private subnets; workers too.
+        let cp = &specs[4];
+        let subnet = |k: &str| {
+            cp.parameters
+                .iter()
+                .find(|p| p.key == k)
+                .unwrap()
+                .value
+                .clone()
+        };
+        assert_eq!(
+            subnet("Master2Subnet"),
+            "{{stack:okd45-x7k2p-vpc:PrivateSubnetIds:2}}"
+        );
+        assert!(
+            specs[3]
+                .parameters_json()
+                .contains(r#""ParameterValue": "s3://okd45-x7k2p-bootstrap/bootstrap.ign""#)
+        );
+        assert!(matches!(
+            stacks::Placeholder::parse(&specs[3].parameters[1].value),
+            Some(stacks::Placeholder::Required(_))
+        ));
     }
 
     #[test]
