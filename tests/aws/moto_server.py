@@ -6,7 +6,8 @@ Refuses to start (exit 2) unless moto 5.2.1 is installed, because every patch be
 replaces or wraps moto internals of exactly that version.
 
 Environment:
-  OKD_MOTO_THROTTLE=N          first N CloudFormation requests answer 400 Throttling (default 0)
+  OKD_MOTO_THROTTLE=N          first N CloudFormation requests answer 400 Throttling (default 0);
+                               POST /okd-moto/throttle with body N sets it while running
   MOTO_ENABLE_AMI_VALIDATION   moto's own switch; unknown ImageId -> InvalidAMIID.NotFound
 
 Patches (each: what it does -- the moto gap it closes):
@@ -1573,6 +1574,18 @@ class OkdMiddleware:
 
     def __call__(self, environ, start_response):
         path = environ.get("PATH_INFO", "")
+        if path == "/okd-moto/throttle" and environ.get("REQUEST_METHOD") == "POST":
+            length = int(environ.get("CONTENT_LENGTH") or "0")
+            text = environ["wsgi.input"].read(length).decode("utf-8", "replace").strip()
+            try:
+                n = int(text)
+            except ValueError:
+                start_response("400 Bad Request", [("Content-Type", "text/plain"), ("Content-Length", "0")])
+                return [b""]
+            with self.counter_lock:
+                self.remaining = n
+            start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "0")])
+            return [b""]
         if path == "/okd-moto/throttled" and environ.get("REQUEST_METHOD") == "GET":
             with self.counter_lock:
                 body = f"{self.throttled}\n".encode()

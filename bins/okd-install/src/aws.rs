@@ -75,3 +75,83 @@ pub(crate) fn create_aws_stacks(dir: &Path, o: &AwsStacksOpts) -> Result<(), Fai
     );
     Ok(())
 }
+
+/// `okd-install aws …`: the stacks of `create aws-stacks` against an AWS
+/// account (credentials and endpoint from the standard AWS configuration:
+/// environment, `~/.aws`, SSO, instance role; `AWS_ENDPOINT_URL`).
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum AwsCmd {
+    /// Checks the account (zones, AMI, hosted zone, earlier stacks),
+    /// uploads bootstrap.ign to S3, creates the stacks in order with each
+    /// one's outputs fed to the next, and registers the bootstrap and
+    /// masters with the load balancers.
+    Deploy(WaitArgs),
+    /// Deletes everything `aws deploy` made (aws/deploy.json), in reverse
+    /// order, and nothing else.
+    Destroy(WaitArgs),
+}
+
+/// How `aws deploy|destroy` wait.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct WaitArgs {
+    /// How long one stack may take (e.g. 30m).
+    #[arg(long = "stack-timeout", default_value = "30m", value_parser = crate::node::parse_duration)]
+    stack_timeout: std::time::Duration,
+    /// How often a stack's status and events are read.
+    #[arg(long = "poll-interval", default_value = "5s", value_parser = crate::node::parse_duration)]
+    poll_interval: std::time::Duration,
+}
+
+impl WaitArgs {
+    fn options(&self) -> okd_aws_upi::deploy::WaitOptions {
+        okd_aws_upi::deploy::WaitOptions {
+            stack_timeout: self.stack_timeout,
+            poll: self.poll_interval,
+        }
+    }
+}
+
+fn stopped(dir: &Path, s: okd_aws_upi::deploy::Stopped) -> Failure {
+    use okd_aws_upi::deploy::DeployError as E;
+    let code = match &s.error {
+        E::Check { .. } | E::File { .. } | E::Generate(_) | E::Plan(_) => 3,
+        _ => 1,
+    };
+    let mut text = s.error.to_string();
+    if !s.made.is_empty() {
+        tracing::warn!("What exists now:");
+        for m in &s.made {
+            tracing::warn!("  {m}");
+        }
+        text.push_str(&format!(
+            ". What exists is listed above: delete it with `okd-install aws destroy --dir {}`, or fix the cause and run `okd-install aws deploy --dir {}` again (complete stacks are kept)",
+            dir.display(),
+            dir.display()
+        ));
+    }
+    (anyhow::anyhow!(text), code)
+}
+
+/// Runs `okd-install aws …`.
+pub(crate) fn run(dir: &Path, cmd: &AwsCmd) -> Result<(), Failure> {
+    let rt = crate::runtime().map_err(crate::fail)?;
+    match cmd {
+        AwsCmd::Deploy(w) => rt
+            .block_on(okd_aws_upi::deploy::deploy(dir, w.options()))
+            .map(|_| ())
+            .map_err(|s| stopped(dir, s)),
+        AwsCmd::Destroy(w) => rt
+            .block_on(okd_aws_upi::deploy::destroy(dir, w.options()))
+            .map_err(|s| stopped(dir, s)),
+    }
+}
+
+/// `destroy bootstrap` for an install deployed with `aws deploy`.
+pub(crate) fn destroy_bootstrap(dir: &Path) -> Result<(), Failure> {
+    let rt = crate::runtime().map_err(crate::fail)?;
+    rt.block_on(okd_aws_upi::deploy::destroy_bootstrap(
+        dir,
+        okd_aws_upi::deploy::WaitOptions::default(),
+    ))
+    .map_err(|s| stopped(dir, s))
+}

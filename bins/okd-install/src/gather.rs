@@ -85,6 +85,14 @@ pub fn run_gather(dir: &Path, cmd: &GatherCmd) -> Result<(), Failure> {
 pub fn run_destroy(dir: &Path, cmd: &DestroyCmd) -> Result<(), Failure> {
     match cmd {
         DestroyCmd::Bootstrap { force, vip_timeout } => {
+            if dir
+                .join(okd_aws_upi::generate::AWS_DIR)
+                .join(okd_aws_upi::deploy::STATE_FILE)
+                .exists()
+            {
+                etcd_gate(dir, *force)?;
+                return crate::aws::destroy_bootstrap(dir);
+            }
             okd_destroy::check_metadata(dir).map_err(fail)?;
             etcd_gate(dir, *force)?;
             if okd_vm_cluster::state::ClusterState::path(dir).exists() {

@@ -83,6 +83,10 @@ enum Cmd {
     /// Destroy part of an OpenShift cluster.
     #[command(subcommand)]
     Destroy(gather::DestroyCmd),
+    /// AWS user-provisioned infrastructure: deploy or destroy the
+    /// CloudFormation stacks of `create aws-stacks`.
+    #[command(subcommand)]
+    Aws(aws::AwsCmd),
     /// Wait for install-time events.
     #[command(subcommand)]
     WaitFor(cluster::WaitForCmd),
@@ -117,7 +121,7 @@ enum Cmd {
 type Failure = (anyhow::Error, u8);
 
 /// An error with exit code 1.
-fn fail(e: impl Into<anyhow::Error>) -> Failure {
+pub(crate) fn fail(e: impl Into<anyhow::Error>) -> Failure {
     (e.into(), 1)
 }
 
@@ -139,6 +143,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         } => cluster::approve_csr(dir, *watch, kubeconfig.as_deref(), node_name_patterns),
         Cmd::Gather(g) => gather::run_gather(dir, g),
         Cmd::Destroy(d) => gather::run_destroy(dir, d),
+        Cmd::Aws(a) => aws::run(dir, a),
         Cmd::WaitFor(w) => cluster::wait_for(dir, w),
         Cmd::Mirror(m) => mirror::command(dir, m),
         Cmd::Create(c) => create::run(dir, c),
@@ -213,7 +218,12 @@ fn main() -> ExitCode {
     };
     let log_dir = matches!(
         cli.cmd,
-        Cmd::Create(_) | Cmd::Gather(_) | Cmd::Destroy(_) | Cmd::WaitFor(_) | Cmd::Scale { .. }
+        Cmd::Create(_)
+            | Cmd::Gather(_)
+            | Cmd::Destroy(_)
+            | Cmd::WaitFor(_)
+            | Cmd::Scale { .. }
+            | Cmd::Aws(_)
     )
     .then(|| cli.dir.clone())
     // Only `create` makes its directory; the others log there when it

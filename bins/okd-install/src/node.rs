@@ -137,7 +137,7 @@ pub fn node_command(cmd: &NodeCmd) -> Result<(), Failure> {
 }
 
 /// `90s`, `10m`, `1h`, or seconds.
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let (n, unit) = s
         .find(|c: char| !c.is_ascii_digit())
         .map_or((s, "s"), |i| (&s[..i], &s[i..]));

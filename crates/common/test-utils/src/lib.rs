@@ -6,6 +6,7 @@
 //! package; elsewhere it says loudly that it skips.
 
 pub mod fuzz;
+pub mod moto;
 pub mod pkcs10;
 
 use std::path::{Path, PathBuf};

@@ -165,6 +165,7 @@ impl Template {
         }
         let body = serde_yaml_ng::to_string(&Value::Mapping(top))
             .expect("a YAML value of strings, numbers, lists and mappings serializes");
+        let body = quote_dates(&body);
         let mut text = String::new();
         for line in header.lines() {
             text.push_str("# ");
@@ -174,6 +175,42 @@ impl Template {
         text.push_str(&body);
         text
     }
+}
+
+/// Quotes plain scalars shaped `YYYY-MM-DD` (`2010-09-09`, a policy's
+/// `Version: 2012-10-17`): YAML 1.1 readers (PyYAML, used by moto and
+/// cfn-lint) take them for dates, where CloudFormation means strings.
+fn quote_dates(text: &str) -> String {
+    let is_date = |v: &str| {
+        let b = v.as_bytes();
+        b.len() == 10
+            && b.iter().enumerate().all(|(i, c)| {
+                if i == 4 || i == 7 {
+                    *c == b'-'
+                } else {
+                    c.is_ascii_digit()
+                }
+            })
+    };
+    let mut out = String::with_capacity(text.len() + 16);
+    for line in text.lines() {
+        let split = line.rfind(": ").map(|i| i + 2).or_else(|| {
+            line.trim_start()
+                .starts_with("- ")
+                .then(|| line.find("- ").unwrap() + 2)
+        });
+        match split {
+            Some(i) if is_date(&line[i..]) => {
+                out.push_str(&line[..i]);
+                out.push('\'');
+                out.push_str(&line[i..]);
+                out.push('\'');
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]
@@ -192,7 +229,7 @@ mod tests {
         t.out("Id", output("the id", sub("${Vpc}")));
         let y = t.to_yaml("header line");
         assert!(
-            y.starts_with("# header line\nAWSTemplateFormatVersion: 2010-09-09\n"),
+            y.starts_with("# header line\nAWSTemplateFormatVersion: '2010-09-09'\n"),
             "{y}"
         );
         let b = y.find("  B:").unwrap();
@@ -200,5 +237,9 @@ mod tests {
         assert!(b < a, "{y}");
         assert!(y.contains("CidrBlock:\n        Ref: B"), "{y}");
         assert!(y.contains("Fn::Sub: ${Vpc}"), "{y}");
+        assert_eq!(
+            quote_dates("  Version: 2012-10-17\n  - 2012-10-17\n  Name: 2012-10-1x\n"),
+            "  Version: '2012-10-17'\n  - '2012-10-17'\n  Name: 2012-10-1x\n"
+        );
     }
 }

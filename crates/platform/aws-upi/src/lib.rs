@@ -10,7 +10,9 @@
 //!
 //! [`plan`] gives the stacks in the order the procedure creates them.
 
+pub mod aws;
 pub mod cfn;
+pub mod deploy;
 pub mod generate;
 pub mod stacks;
 pub mod templates;

@@ -1,0 +1,393 @@
+//! `okd-install aws deploy | destroy` and `destroy bootstrap` against
+//! moto's server (PyPI moto 5.2.1, `tests/aws/moto_server.py`) on
+//! loopback (issue #23): the stacks created in order with their outputs
+//! wired, the bootstrap's user data a pointer config at the S3 object in
+//! the install's spec, the targets registered, a second deploy changing
+//! nothing, the bootstrap's removal, and destroy leaving nothing; the
+//! faults: no credentials, an AMI of another region, a zone the region
+//! does not have, throttling answered by retries, a stack that rolls back.
+//! What is in the account is read back with boto3 (`tests/aws/account.py`).
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::{OKD_45, example_dir, okd_ok, repo};
+use okd_test_utils::moto::Moto;
+use serde_json::Value;
+
+fn run(dir: &Path, moto: &Moto, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_okd-install"));
+    cmd.args(args).arg("--dir").arg(dir).envs(moto.env());
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn ok(dir: &Path, moto: &Moto, args: &[&str]) -> String {
+    let out = run(dir, moto, args, &[]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "okd-install {args:?}: {err}\nmoto:\n{}",
+        moto.log_tail()
+    );
+    err
+}
+
+fn state(moto: &Moto) -> Value {
+    serde_json::from_str(&moto.inspect(&["state", "us-east-1"])).unwrap()
+}
+
+fn infra_id(dir: &Path) -> String {
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("metadata.json")).unwrap()).unwrap();
+    meta["infraID"].as_str().unwrap().to_string()
+}
+
+/// The example with Ignition configs and aws/ for `ami` (and `extra`
+/// flags of create aws-stacks).
+fn install(ami: &str, extra: &[&str]) -> tempfile::TempDir {
+    let d = example_dir("aws-upi");
+    okd_ok(
+        d.path(),
+        &["create", "ignition-configs", "--release-image", OKD_45],
+    );
+    let mut args = vec!["create", "aws-stacks", "--ami", ami];
+    args.extend_from_slice(extra);
+    okd_ok(d.path(), &args);
+    d
+}
+
+fn live_stacks(s: &Value) -> Vec<String> {
+    s["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["status"] != "DELETE_COMPLETE")
+        .map(|x| {
+            format!(
+                "{} {}",
+                x["name"].as_str().unwrap(),
+                x["status"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn deploy_wires_the_stacks_and_destroy_leaves_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let Some(moto) = Moto::start(
+        &repo(),
+        &t.path().join("moto.log"),
+        &[("MOTO_ENABLE_AMI_VALIDATION", "true")],
+    ) else {
+        return;
+    };
+    moto.inspect(&["seed-zone", "example.com"]);
+    let ami = moto.inspect(&["register-ami", "us-east-1"]);
+    let d = install(&ami, &[]);
+    let dir = d.path();
+    let infra = infra_id(dir);
+    let before = state(&moto);
+
+    let err = ok(dir, &moto, &["aws", "deploy", "--poll-interval", "1s"]);
+    assert!(err.contains("All 7 stacks are complete"), "{err}");
+    let s = state(&moto);
+    let stacks = live_stacks(&s);
+    for part in [
+        "vpc",
+        "infra",
+        "security",
+        "bootstrap",
+        "control-plane",
+        "worker-0",
+        "worker-1",
+    ] {
+        assert!(
+            stacks.contains(&format!("{infra}-{part} CREATE_COMPLETE")),
+            "{part}: {stacks:?}"
+        );
+    }
+    let outputs = |part: &str| -> Value {
+        s["stacks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| {
+                x["name"] == format!("{infra}-{part}").as_str() && x["status"] != "DELETE_COMPLETE"
+            })
+            .unwrap()["outputs"]
+            .clone()
+    };
+    // The bootstrap: in the VPC's first public subnet, with a public
+    // address, its user data a pointer config at the S3 object in spec 3.0.0.
+    let public: Vec<String> = outputs("vpc")["PublicSubnetIds"]
+        .as_str()
+        .unwrap()
+        .split(',')
+        .map(String::from)
+        .collect();
+    let private: Vec<String> = outputs("vpc")["PrivateSubnetIds"]
+        .as_str()
+        .unwrap()
+        .split(',')
+        .map(String::from)
+        .collect();
+    assert_eq!((public.len(), private.len()), (3, 3));
+    let instances = s["instances"].as_array().unwrap();
+    let boot_id = outputs("bootstrap")["BootstrapInstanceId"].clone();
+    let boot = instances.iter().find(|i| i["id"] == boot_id).unwrap();
+    assert_eq!(boot["subnet"].as_str().unwrap(), public[0]);
+    assert!(boot["publicIp"].is_string(), "{boot}");
+    assert_eq!(boot["image"].as_str().unwrap(), ami);
+    let ud: Value = serde_json::from_str(boot["userData"].as_str().unwrap()).unwrap();
+    let bucket = format!("{infra}-bootstrap");
+    assert_eq!(
+        ud,
+        serde_json::json!({"ignition": {"config": {"replace": {"source": format!("s3://{bucket}/bootstrap.ign")}}, "version": "3.0.0"}})
+    );
+    assert_eq!(s["buckets"][&bucket], serde_json::json!(["bootstrap.ign"]));
+    // The masters: one per private subnet, no public address, master.ign as
+    // user data; the workers: worker.ign.
+    let master_ign: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("master.ign")).unwrap()).unwrap();
+    let worker_ign: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("worker.ign")).unwrap()).unwrap();
+    let masters: Vec<&Value> = instances
+        .iter()
+        .filter(|i| {
+            i["userData"]
+                .as_str()
+                .and_then(|u| serde_json::from_str::<Value>(u).ok())
+                == Some(master_ign.clone())
+        })
+        .collect();
+    assert_eq!(masters.len(), 3, "{instances:?}");
+    let mut subnets: Vec<&str> = masters
+        .iter()
+        .map(|m| m["subnet"].as_str().unwrap())
+        .collect();
+    subnets.sort();
+    let mut want = private.iter().map(String::as_str).collect::<Vec<_>>();
+    want.sort();
+    assert_eq!(subnets, want);
+    assert!(masters.iter().all(|m| m["publicIp"].is_null()));
+    let workers = instances
+        .iter()
+        .filter(|i| {
+            i["userData"]
+                .as_str()
+                .and_then(|u| serde_json::from_str::<Value>(u).ok())
+                == Some(worker_ign.clone())
+        })
+        .count();
+    assert_eq!(workers, 2);
+    // Targets: the bootstrap and the masters in the three groups.
+    let master_ips: Vec<String> = outputs("control-plane")["PrivateIPs"]
+        .as_str()
+        .unwrap()
+        .split(',')
+        .map(String::from)
+        .collect();
+    let boot_ip = outputs("bootstrap")["BootstrapPrivateIp"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for tg in s["targetGroups"].as_array().unwrap() {
+        let port = tg["port"].as_i64().unwrap();
+        let targets: Vec<&str> = tg["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap())
+            .collect();
+        assert_eq!(targets.len(), 4, "{tg}");
+        for ip in master_ips.iter().chain([&boot_ip]) {
+            assert!(targets.contains(&format!("{ip}:{port}").as_str()), "{tg}");
+        }
+    }
+    assert_eq!(s["targetGroups"].as_array().unwrap().len(), 3);
+    // DNS: api in the public zone, api and api-int in the private one.
+    let zones = s["zones"].as_array().unwrap();
+    let private_zone = zones.iter().find(|z| z["private"] == true).unwrap();
+    assert_eq!(private_zone["name"], "okd45.example.com.");
+    assert_eq!(
+        private_zone["records"],
+        serde_json::json!(["api-int.okd45.example.com. A", "api.okd45.example.com. A"])
+    );
+    let public_zone = zones.iter().find(|z| z["name"] == "example.com.").unwrap();
+    assert_eq!(
+        public_zone["records"],
+        serde_json::json!(["api.okd45.example.com. A"])
+    );
+    // The record of what was made: 0600.
+    let rec = dir.join("aws/deploy.json");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&rec).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    // A second deploy keeps everything.
+    let err = ok(dir, &moto, &["aws", "deploy", "--poll-interval", "1s"]);
+    assert!(err.contains("exists from an earlier run"), "{err}");
+    assert_eq!(live_stacks(&state(&moto)), stacks);
+
+    // The bootstrap's removal: its stack, its targets and the object.
+    let err = ok(dir, &moto, &["destroy", "bootstrap", "--force"]);
+    assert!(err.contains("DELETE_COMPLETE"), "{err}");
+    let s = state(&moto);
+    let left = live_stacks(&s);
+    assert!(!left.iter().any(|x| x.contains("-bootstrap ")), "{left:?}");
+    assert_eq!(left.len(), 6, "{left:?}");
+    assert!(
+        !s["instances"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["id"] == boot_id)
+    );
+    assert_eq!(s["buckets"][&bucket], serde_json::json!([]));
+    for tg in s["targetGroups"].as_array().unwrap() {
+        assert_eq!(tg["targets"].as_array().unwrap().len(), 3, "{tg}");
+    }
+
+    // destroy: nothing deploy made is left, and nothing else was touched.
+    let err = ok(dir, &moto, &["aws", "destroy", "--poll-interval", "1s"]);
+    assert!(err.contains("is deleted"), "{err}");
+    let after = state(&moto);
+    assert!(live_stacks(&after).is_empty(), "{:?}", live_stacks(&after));
+    for key in [
+        "instances",
+        "targetGroups",
+        "vpcs",
+        "subnets",
+        "securityGroups",
+        "loadBalancers",
+        "buckets",
+    ] {
+        assert_eq!(after[key], before[key], "{key} differs from before deploy");
+    }
+    assert_eq!(after["zones"], before["zones"]);
+    assert!(!rec.exists());
+    // Again: nothing to do.
+    let err = ok(dir, &moto, &["aws", "destroy"]);
+    assert!(err.contains("nothing was deployed"), "{err}");
+}
+
+#[test]
+fn faults_are_named_and_nothing_is_made_before_the_checks_pass() {
+    let t = tempfile::tempdir().unwrap();
+    let Some(moto) = Moto::start(
+        &repo(),
+        &t.path().join("moto.log"),
+        &[("MOTO_ENABLE_AMI_VALIDATION", "true")],
+    ) else {
+        return;
+    };
+    moto.inspect(&["seed-zone", "example.com"]);
+    let ami = moto.inspect(&["register-ami", "us-east-1"]);
+    let before = state(&moto);
+
+    // No credentials at all.
+    let d = install(&ami, &[]);
+    let out = run(
+        d.path(),
+        &moto,
+        &["aws", "deploy"],
+        &[("AWS_ACCESS_KEY_ID", ""), ("AWS_SECRET_ACCESS_KEY", "")],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no AWS credentials"), "{err}");
+
+    // An AMI of another region.
+    let other = moto.inspect(&["register-ami", "eu-west-1"]);
+    let d = install(&other, &[]);
+    let out = run(d.path(), &moto, &["aws", "deploy"], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(&format!("AMI {other}: not found in region us-east-1"))
+            && err.contains("another region"),
+        "{err}"
+    );
+
+    // A zone the region does not have.
+    let d = install(&ami, &["--zones", "us-east-1a,us-east-1b,us-east-1z"]);
+    let out = run(d.path(), &moto, &["aws", "deploy"], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("zone us-east-1z: region us-east-1 offers no such zone"),
+        "{err}"
+    );
+    // Nothing was made by the refused runs.
+    let now = state(&moto);
+    for key in ["stacks", "buckets", "vpcs", "instances"] {
+        assert_eq!(now[key], before[key], "{key}");
+    }
+
+    // A stack that rolls back: the control plane's first subnet edited to
+    // one that does not exist.
+    let d = install(&ami, &[]);
+    let dir = d.path();
+    let infra = infra_id(dir);
+    let pfile = dir.join(format!("aws/{infra}-control-plane.parameters.json"));
+    let text = std::fs::read_to_string(&pfile).unwrap();
+    let edited = text.replacen(
+        &format!("{{{{stack:{infra}-vpc:PrivateSubnetIds:0}}}}"),
+        "subnet-0123456789abcdef0",
+        1,
+    );
+    assert_ne!(text, edited);
+    std::fs::write(&pfile, edited).unwrap();
+    // The next three CloudFormation calls are throttled: retried.
+    moto.throttle(3);
+    let out = run(dir, &moto, &["aws", "deploy", "--poll-interval", "1s"], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "stack {infra}-control-plane ended ROLLBACK_COMPLETE"
+        )) && err.contains("Master0 (AWS::EC2::Instance)")
+            && err.contains("subnet-0123456789abcdef0"),
+        "{err}"
+    );
+    assert!(
+        err.contains("What exists now:")
+            && err.contains(&format!("  stack {infra}-vpc (CREATE_COMPLETE)"))
+            && err.contains("okd-install aws destroy --dir"),
+        "{err}"
+    );
+    assert_eq!(moto.get("/okd-moto/throttled"), "3");
+    // Deploying again stops at the rolled-back stack, naming the way out.
+    let out = run(dir, &moto, &["aws", "deploy", "--poll-interval", "1s"], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(&format!(
+            "stack {infra}-control-plane: it is ROLLBACK_COMPLETE"
+        )),
+        "{err}"
+    );
+    // destroy removes all of it, the rolled-back stack too.
+    ok(dir, &moto, &["aws", "destroy", "--poll-interval", "1s"]);
+    let after = state(&moto);
+    assert!(live_stacks(&after).is_empty(), "{:?}", live_stacks(&after));
+    for key in [
+        "instances",
+        "vpcs",
+        "subnets",
+        "securityGroups",
+        "loadBalancers",
+        "targetGroups",
+        "buckets",
+    ] {
+        assert_eq!(after[key], before[key], "{key}");
+    }
+}
