@@ -6,6 +6,10 @@ implementation other than its own).
 Usage (AWS_ENDPOINT_URL and credentials from the environment):
   account.py seed-zone DOMAIN          a public hosted zone; prints its id
   account.py register-ami REGION       a registered image; prints its id
+  account.py seed-vpc CIDR             a user's VPC in us-east-1: an internet gateway,
+                                       one public subnet (routed to it) and two private
+                                       ones; prints {"vpc", "public", "private"}
+  account.py subnet-tags ID,ID         JSON: each subnet's tags
   account.py state REGION              JSON: stacks, instances (with user
                                        data), target groups and their targets,
                                        buckets and objects, VPCs, subnets,
@@ -34,6 +38,30 @@ def register_ami(region):
     img = ec2.register_image(Name="fedora-coreos-test", RootDeviceName="/dev/xvda",
                              Architecture="x86_64", VirtualizationType="hvm")
     print(img["ImageId"])
+
+
+def seed_vpc(cidr):
+    import ipaddress
+    ec2 = client("ec2")
+    vpc = ec2.create_vpc(CidrBlock=cidr)["Vpc"]["VpcId"]
+    nets = list(ipaddress.ip_network(cidr).subnets(new_prefix=ipaddress.ip_network(cidr).prefixlen + 4))
+    igw = ec2.create_internet_gateway()["InternetGateway"]["InternetGatewayId"]
+    ec2.attach_internet_gateway(InternetGatewayId=igw, VpcId=vpc)
+    public = ec2.create_subnet(VpcId=vpc, CidrBlock=str(nets[0]), AvailabilityZone="us-east-1a")["Subnet"]["SubnetId"]
+    rt = ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"]
+    ec2.create_route(RouteTableId=rt, DestinationCidrBlock="0.0.0.0/0", GatewayId=igw)
+    ec2.associate_route_table(RouteTableId=rt, SubnetId=public)
+    private = [ec2.create_subnet(VpcId=vpc, CidrBlock=str(nets[i]), AvailabilityZone=z)["Subnet"]["SubnetId"]
+               for i, z in ((1, "us-east-1a"), (2, "us-east-1b"))]
+    print(json.dumps({"vpc": vpc, "public": [public], "private": private}))
+
+
+def subnet_tags(ids):
+    ec2 = client("ec2")
+    out = {}
+    for s in ec2.describe_subnets(SubnetIds=ids.split(","))["Subnets"]:
+        out[s["SubnetId"]] = {t["Key"]: t["Value"] for t in s.get("Tags", [])}
+    print(json.dumps(out, sort_keys=True))
 
 
 def state(region):
@@ -94,7 +122,8 @@ def state(region):
 
 def main():
     cmd, arg = sys.argv[1], sys.argv[2]
-    {"seed-zone": seed_zone, "register-ami": register_ami, "state": state}[cmd](arg)
+    {"seed-zone": seed_zone, "register-ami": register_ami, "seed-vpc": seed_vpc,
+     "subnet-tags": subnet_tags, "state": state}[cmd](arg)
 
 
 if __name__ == "__main__":

@@ -391,3 +391,106 @@ fn faults_are_named_and_nothing_is_made_before_the_checks_pass() {
         assert_eq!(after[key], before[key], "{key}");
     }
 }
+
+#[test]
+fn deploy_into_the_users_subnets_tags_them_and_destroy_leaves_them() {
+    let t = tempfile::tempdir().unwrap();
+    let Some(moto) = Moto::start(&repo(), &t.path().join("moto.log"), &[]) else {
+        return;
+    };
+    moto.inspect(&["seed-zone", "example.com"]);
+    let ami = moto.inspect(&["register-ami", "us-east-1"]);
+    let net: Value = serde_json::from_str(&moto.inspect(&["seed-vpc", "10.0.0.0/16"])).unwrap();
+    let public = net["public"][0].as_str().unwrap().to_string();
+    let private: Vec<String> = net["private"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect();
+    // The user's subnets, public and private mixed, in install-config.
+    let d = example_dir("aws-upi");
+    let dir = d.path();
+    let ic = dir.join("install-config.yaml");
+    let text = std::fs::read_to_string(&ic).unwrap().replace(
+        "    region: us-east-1",
+        &format!(
+            "    region: us-east-1\n    subnets: [{}, {}, {}]",
+            private[0], public, private[1]
+        ),
+    );
+    std::fs::write(&ic, text).unwrap();
+    okd_ok(
+        dir,
+        &["create", "ignition-configs", "--release-image", OKD_45],
+    );
+    okd_ok(dir, &["create", "aws-stacks", "--ami", &ami]);
+    assert!(!dir.join("aws/01_vpc.yaml").exists());
+    let before = state(&moto);
+    let infra = infra_id(dir);
+
+    let err = ok(dir, &moto, &["aws", "deploy", "--poll-interval", "1s"]);
+    assert!(err.contains("All 6 stacks are complete"), "{err}");
+    assert!(
+        err.contains(&format!("Existing VPC {}", net["vpc"].as_str().unwrap())),
+        "{err}"
+    );
+    let s = state(&moto);
+    let instances = s["instances"].as_array().unwrap();
+    let boot = instances
+        .iter()
+        .find(|i| i["tags"]["Name"] == format!("{infra}-bootstrap").as_str())
+        .unwrap();
+    assert_eq!(boot["subnet"].as_str().unwrap(), public);
+    let master_subnets: Vec<&str> = instances
+        .iter()
+        .filter(|i| {
+            i["tags"]["Name"]
+                .as_str()
+                .unwrap_or("")
+                .contains("-master-")
+        })
+        .map(|i| i["subnet"].as_str().unwrap())
+        .collect();
+    assert_eq!(master_subnets.len(), 3);
+    assert!(
+        master_subnets
+            .iter()
+            .all(|s| private.iter().any(|p| p == s)),
+        "{master_subnets:?}"
+    );
+    let all = format!("{public},{}", private.join(","));
+    let tags: Value = serde_json::from_str(&moto.inspect(&["subnet-tags", &all])).unwrap();
+    for id in all.split(',') {
+        assert_eq!(
+            tags[id][format!("kubernetes.io/cluster/{infra}")],
+            "shared",
+            "{tags}"
+        );
+    }
+
+    ok(dir, &moto, &["aws", "destroy", "--poll-interval", "1s"]);
+    let after = state(&moto);
+    assert!(live_stacks(&after).is_empty());
+    // The user's VPC and subnets stay, without the cluster's tag.
+    assert_eq!(after["vpcs"], before["vpcs"]);
+    assert_eq!(after["subnets"], before["subnets"]);
+    let tags: Value = serde_json::from_str(&moto.inspect(&["subnet-tags", &all])).unwrap();
+    for id in all.split(',') {
+        assert!(
+            tags[id]
+                .get(format!("kubernetes.io/cluster/{infra}"))
+                .is_none(),
+            "{tags}"
+        );
+    }
+    for key in [
+        "instances",
+        "securityGroups",
+        "loadBalancers",
+        "targetGroups",
+        "buckets",
+    ] {
+        assert_eq!(after[key], before[key], "{key}");
+    }
+}

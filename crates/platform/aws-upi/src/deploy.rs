@@ -115,6 +115,10 @@ pub struct State {
     /// The targets registered.
     #[serde(default)]
     pub targets: Vec<Target>,
+    /// The user's subnets deploy tagged `kubernetes.io/cluster/<infraID>`
+    /// (existing subnets; destroy removes the tag).
+    #[serde(default)]
+    pub tagged_subnets: Vec<String>,
 }
 
 impl State {
@@ -157,6 +161,12 @@ impl State {
         }
         for s in &self.stacks {
             out.push(format!("stack {} ({})", s.name, s.status));
+        }
+        for t in &self.tagged_subnets {
+            out.push(format!(
+                "tag kubernetes.io/cluster/{} on subnet {t}",
+                self.infra_id
+            ));
         }
         for t in &self.targets {
             out.push(format!(
@@ -337,12 +347,6 @@ pub async fn deploy(dir: &Path, wait: WaitOptions) -> Result<State, Stopped> {
 async fn deploy_inner(dir: &Path, wait: WaitOptions, state: &mut State) -> Result<(), DeployError> {
     let files = Files::read(dir)?;
     let plan = &files.plan;
-    if !plan.existing_subnets.is_empty() {
-        return Err(DeployError::Check {
-            what: "install-config.yaml: platform.aws.subnets".into(),
-            rule: "deploying into existing subnets is not done yet by okd-install aws deploy: create the stacks from aws/ by hand (the parameter files name what each needs)".into(),
-        });
-    }
     let bootstrap_ign = dir.join("bootstrap.ign");
     let ign = std::fs::read(&bootstrap_ign).map_err(|e| DeployError::File {
         path: bootstrap_ign.clone(),
@@ -354,6 +358,12 @@ async fn deploy_inner(dir: &Path, wait: WaitOptions, state: &mut State) -> Resul
         plan.region
     );
     precheck(&aws, &files).await?;
+    // Existing subnets stand in for the VPC stack's outputs.
+    let existing = if plan.existing_subnets.is_empty() {
+        None
+    } else {
+        Some(existing_network(&aws, plan).await?)
+    };
     let hosted_zone = if plan.external {
         Some(public_zone(&aws, &plan.base_domain).await?)
     } else {
@@ -395,6 +405,30 @@ async fn deploy_inner(dir: &Path, wait: WaitOptions, state: &mut State) -> Resul
     info!("Uploaded bootstrap.ign to s3://{bucket}/{key}");
     // The stacks.
     let mut outputs: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    if let Some(net) = existing {
+        for subnet in net.public.iter().chain(&net.private) {
+            if !state.tagged_subnets.contains(subnet) {
+                tag_subnet(&aws, subnet, &plan.infra_id, true).await?;
+                state.tagged_subnets.push(subnet.clone());
+                state.write(dir)?;
+            }
+        }
+        info!(
+            "Existing VPC {}: public subnets {}, private subnets {} (tagged kubernetes.io/cluster/{}=shared)",
+            net.vpc,
+            net.public.join(","),
+            net.private.join(","),
+            plan.infra_id
+        );
+        outputs.insert(
+            format!("{}-vpc", plan.infra_id),
+            BTreeMap::from([
+                ("VpcId".to_string(), net.vpc.clone()),
+                ("PublicSubnetIds".to_string(), net.public.join(",")),
+                ("PrivateSubnetIds".to_string(), net.private.join(",")),
+            ]),
+        );
+    }
     for (name, template_file, template, params) in &files.stacks {
         let mut filled = Vec::new();
         for p in params {
@@ -421,12 +455,18 @@ async fn deploy_inner(dir: &Path, wait: WaitOptions, state: &mut State) -> Resul
                         })?;
                     match index {
                         None => v.clone(),
-                        Some(i) => v.split(',').nth(i).map(String::from).ok_or_else(|| {
-                            DeployError::Check {
+                        // Modulo: existing subnets may be fewer than the
+                        // masters' zones.
+                        Some(i) => v
+                            .split(',')
+                            .filter(|x| !x.is_empty())
+                            .collect::<Vec<_>>()
+                            .get(i % v.split(',').filter(|x| !x.is_empty()).count().max(1))
+                            .map(|x| x.to_string())
+                            .ok_or_else(|| DeployError::Check {
                                 what: format!("{name}.parameters.json: {}", p.key),
                                 rule: format!("output {output} of {stack} ({v}) has no item {i}"),
-                            }
-                        })?,
+                            })?,
                     }
                 }
             };
@@ -605,6 +645,164 @@ async fn precheck(aws: &Clients, files: &Files) -> Result<(), DeployError> {
                         status.as_str()
                     ),
                 });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The user's network: the VPC of `platform.aws.subnets` and which of
+/// them are public (their route table, explicit or the VPC's main one,
+/// sends 0.0.0.0/0 to an internet gateway).
+struct ExistingNetwork {
+    vpc: String,
+    public: Vec<String>,
+    private: Vec<String>,
+}
+
+async fn existing_network(aws: &Clients, plan: &Plan) -> Result<ExistingNetwork, DeployError> {
+    let field = "install-config.yaml: platform.aws.subnets";
+    let out = aws
+        .ec2
+        .describe_subnets()
+        .set_subnet_ids(Some(plan.existing_subnets.clone()))
+        .send()
+        .await
+        .map_err(|e| AwsError::of("EC2 DescribeSubnets", plan.existing_subnets.join(","), &e))
+        .map_err(|e| {
+            if e.not_found() {
+                DeployError::Check {
+                    what: field.into(),
+                    rule: format!("{} (a subnet of another region or account?)", e.detail),
+                }
+            } else {
+                e.into()
+            }
+        })?;
+    let subnets = out.subnets();
+    let vpcs: std::collections::BTreeSet<&str> =
+        subnets.iter().filter_map(|s| s.vpc_id()).collect();
+    if vpcs.len() != 1 {
+        return Err(DeployError::Check {
+            what: field.into(),
+            rule: format!(
+                "the subnets must be of one VPC; they are of {}",
+                vpcs.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+        });
+    }
+    let vpc = vpcs.into_iter().next().unwrap_or_default().to_string();
+    let vpc_cidr = aws
+        .ec2
+        .describe_vpcs()
+        .vpc_ids(&vpc)
+        .send()
+        .await
+        .map_err(|e| AwsError::of("EC2 DescribeVpcs", vpc.clone(), &e))?
+        .vpcs()
+        .first()
+        .and_then(|v| v.cidr_block().map(String::from))
+        .unwrap_or_default();
+    if vpc_cidr != plan.vpc_cidr.to_string() {
+        return Err(DeployError::Check {
+            what: "install-config.yaml: networking.machineNetwork[0].cidr".into(),
+            rule: format!(
+                "{} is not the CIDR of the subnets' VPC {vpc} ({vpc_cidr}); the security groups open the cluster's ports to it",
+                plan.vpc_cidr
+            ),
+        });
+    }
+    let tables = aws
+        .ec2
+        .describe_route_tables()
+        .filters(
+            aws_sdk_ec2::types::Filter::builder()
+                .name("vpc-id")
+                .values(&vpc)
+                .build(),
+        )
+        .send()
+        .await
+        .map_err(|e| AwsError::of("EC2 DescribeRouteTables", vpc.clone(), &e))?;
+    let to_igw = |t: &aws_sdk_ec2::types::RouteTable| {
+        t.routes().iter().any(|r| {
+            r.destination_cidr_block() == Some("0.0.0.0/0")
+                && r.gateway_id().is_some_and(|g| g.starts_with("igw-"))
+        })
+    };
+    let main = tables
+        .route_tables()
+        .iter()
+        .find(|t| t.associations().iter().any(|a| a.main() == Some(true)));
+    let mut public = Vec::new();
+    let mut private = Vec::new();
+    for id in &plan.existing_subnets {
+        let table = tables
+            .route_tables()
+            .iter()
+            .find(|t| {
+                t.associations()
+                    .iter()
+                    .any(|a| a.subnet_id() == Some(id.as_str()))
+            })
+            .or(main);
+        if table.is_some_and(to_igw) {
+            public.push(id.clone());
+        } else {
+            private.push(id.clone());
+        }
+    }
+    if private.is_empty() {
+        return Err(DeployError::Check {
+            what: field.into(),
+            rule: "no private subnet (one whose route table has no 0.0.0.0/0 route to an internet gateway): the masters and the internal load balancer go there".into(),
+        });
+    }
+    if plan.external && public.is_empty() {
+        return Err(DeployError::Check {
+            what: field.into(),
+            rule: "no public subnet (0.0.0.0/0 to an internet gateway), which publish: External needs for the API's load balancer and the bootstrap".into(),
+        });
+    }
+    Ok(ExistingNetwork {
+        vpc,
+        public,
+        private,
+    })
+}
+
+/// Adds (`add`) or removes the tag `kubernetes.io/cluster/<infraID>=shared`
+/// on a user's subnet, as upstream's `Custom::SubnetRegister` does.
+async fn tag_subnet(
+    aws: &Clients,
+    subnet: &str,
+    infra_id: &str,
+    add: bool,
+) -> Result<(), DeployError> {
+    let tag = aws_sdk_ec2::types::Tag::builder()
+        .key(format!("kubernetes.io/cluster/{infra_id}"))
+        .value("shared")
+        .build();
+    if add {
+        aws.ec2
+            .create_tags()
+            .resources(subnet)
+            .tags(tag)
+            .send()
+            .await
+            .map_err(|e| AwsError::of("EC2 CreateTags", format!("subnet {subnet}"), &e))?;
+    } else {
+        let r = aws
+            .ec2
+            .delete_tags()
+            .resources(subnet)
+            .tags(tag)
+            .send()
+            .await;
+        if let Err(e) = r {
+            let err = AwsError::of("EC2 DeleteTags", format!("subnet {subnet}"), &e);
+            if !err.not_found() {
+                return Err(err.into());
             }
         }
     }
@@ -1081,6 +1279,11 @@ async fn destroy_inner(
     while let Some(o) = state.objects.last().cloned() {
         delete_object(&aws, &state.bucket, &o).await?;
         state.objects.pop();
+        state.write(dir)?;
+    }
+    while let Some(subnet) = state.tagged_subnets.last().cloned() {
+        tag_subnet(&aws, &subnet, &state.infra_id, false).await?;
+        state.tagged_subnets.pop();
         state.write(dir)?;
     }
     if state.bucket_created {

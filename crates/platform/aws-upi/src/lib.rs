@@ -1,14 +1,18 @@
-//! AWS user-provisioned infrastructure (issue #23, begun): what the
-//! documented procedure (openshift/installer `docs/user/aws/install_upi.md`)
-//! asks before its six CloudFormation stacks (`upi/aws/cloudformation/
-//! 01_vpc.yaml` … `06_cluster_worker_node.yaml`), checked here before
-//! anything is created: the install-config's platform is aws with a region,
-//! the infraID and cluster name fit the templates' `InfrastructureName` and
-//! `ClusterName` pattern (`^([a-zA-Z][a-zA-Z0-9\-]{0,26})$`) and so the
-//! load balancers' 32-character name limit (`<infraID>-ext`, `-int`), the
-//! VPC CIDR is a /16 to /24 (01_vpc.yaml `VpcCidr`), 1 to 3 zones.
+//! AWS user-provisioned infrastructure (issue #23): the documented
+//! procedure (openshift/installer `docs/user/aws/install_upi.md`) and its
+//! six CloudFormation stacks (`upi/aws/cloudformation/01_vpc.yaml` …
+//! `06_cluster_worker_node.yaml`) done by the program.
 //!
-//! [`plan`] gives the stacks in the order the procedure creates them.
+//! [`plan`] checks an install before anything is created: the
+//! install-config's platform is aws with a region, the infraID and cluster
+//! name fit the templates' `InfrastructureName` and `ClusterName` pattern
+//! (`^([a-zA-Z][a-zA-Z0-9\-]{0,26})$`) and so the load balancers'
+//! 32-character name limit (`<infraID>-ext`, `-int`), the VPC CIDR is a /16
+//! to /24 (01_vpc.yaml `VpcCidr`), 1 to 3 zones; it gives the stacks in the
+//! order the procedure creates them. [`templates`] writes the templates,
+//! [`stacks`] their parameter files, [`generate`] both for `create
+//! aws-stacks`; [`deploy`] creates, waits for and deletes them through the
+//! AWS SDK ([`aws`]).
 
 pub mod aws;
 pub mod cfn;
