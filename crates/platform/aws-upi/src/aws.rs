@@ -132,9 +132,23 @@ impl Clients {
             ));
         };
         if let Err(e) = provider.provide_credentials().await {
-            return Err(ConnectError::NoCredentials(
-                DisplayErrorContext(&e).to_string(),
-            ));
+            // The first line: the chain's verdict (the lines after it list
+            // every provider tried).
+            // Each cause's Display (DisplayErrorContext would add the Debug
+            // form of the whole chain).
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                text.push_str(": ");
+                text.push_str(&s.to_string());
+                source = s.source();
+            }
+            let first = text
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim_end_matches(". Attempted:");
+            return Err(ConnectError::NoCredentials(first.to_string()));
         }
         let s3_conf = aws_sdk_s3::config::Builder::from(&conf)
             .force_path_style(conf.endpoint_url().is_some())

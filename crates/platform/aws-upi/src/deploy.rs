@@ -293,7 +293,12 @@ impl Files {
                 std::fs::read_to_string(&p).map_err(|e| DeployError::File {
                     path: p,
                     rule: format!(
-                        "{e} (made by `okd-install create aws-stacks --dir {}`)",
+                        "{} (made by `okd-install create aws-stacks --dir {}`)",
+                        if e.kind() == std::io::ErrorKind::NotFound {
+                            "missing".to_string()
+                        } else {
+                            e.to_string()
+                        },
                         dir.display()
                     ),
                 })
@@ -501,6 +506,16 @@ async fn deploy_inner(dir: &Path, wait: WaitOptions, state: &mut State) -> Resul
         .into_iter()
         .filter(|(k, _)| infra_out.contains_key(*k))
         .collect();
+        if template_file == "04_cluster_bootstrap.yaml" {
+            let o = &rec.outputs;
+            info!(
+                "Bootstrap instance {}: public address {}, private address {} (for `okd-install gather bootstrap --bootstrap {}` if the install fails)",
+                o.get("BootstrapInstanceId").map_or("?", String::as_str),
+                o.get("BootstrapPublicIp").map_or("?", String::as_str),
+                o.get("BootstrapPrivateIp").map_or("?", String::as_str),
+                o.get("BootstrapPublicIp").map_or("?", String::as_str),
+            );
+        }
         let nodes: Vec<(String, String)> = if template_file == "04_cluster_bootstrap.yaml" {
             rec.outputs
                 .get("BootstrapPrivateIp")
