@@ -61,6 +61,15 @@ fn install(ami: &str, extra: &[&str]) -> tempfile::TempDir {
     d
 }
 
+/// A moto server in `t` (with `env`) holding the public zone
+/// `example.com` and an AMI in us-east-1, whose id comes along.
+fn seeded_moto(t: &Path, env: &[(&str, &str)]) -> Option<(Moto, String)> {
+    let moto = Moto::start(&repo(), &t.join("moto.log"), env)?;
+    moto.inspect(&["seed-zone", "example.com"]);
+    let ami = moto.inspect(&["register-ami", "us-east-1"]);
+    Some((moto, ami))
+}
+
 fn live_stacks(s: &Value) -> Vec<String> {
     s["stacks"]
         .as_array()
@@ -80,15 +89,9 @@ fn live_stacks(s: &Value) -> Vec<String> {
 #[test]
 fn deploy_wires_the_stacks_and_destroy_leaves_nothing() {
     let t = tempfile::tempdir().unwrap();
-    let Some(moto) = Moto::start(
-        &repo(),
-        &t.path().join("moto.log"),
-        &[("MOTO_ENABLE_AMI_VALIDATION", "true")],
-    ) else {
+    let Some((moto, ami)) = seeded_moto(t.path(), &[("MOTO_ENABLE_AMI_VALIDATION", "true")]) else {
         return;
     };
-    moto.inspect(&["seed-zone", "example.com"]);
-    let ami = moto.inspect(&["register-ami", "us-east-1"]);
     let d = install(&ami, &[]);
     let dir = d.path();
     let infra = infra_id(dir);
@@ -282,15 +285,9 @@ fn deploy_wires_the_stacks_and_destroy_leaves_nothing() {
 #[test]
 fn faults_are_named_and_nothing_is_made_before_the_checks_pass() {
     let t = tempfile::tempdir().unwrap();
-    let Some(moto) = Moto::start(
-        &repo(),
-        &t.path().join("moto.log"),
-        &[("MOTO_ENABLE_AMI_VALIDATION", "true")],
-    ) else {
+    let Some((moto, ami)) = seeded_moto(t.path(), &[("MOTO_ENABLE_AMI_VALIDATION", "true")]) else {
         return;
     };
-    moto.inspect(&["seed-zone", "example.com"]);
-    let ami = moto.inspect(&["register-ami", "us-east-1"]);
     let before = state(&moto);
 
     // No credentials at all.
@@ -395,11 +392,9 @@ fn faults_are_named_and_nothing_is_made_before_the_checks_pass() {
 #[test]
 fn deploy_into_the_users_subnets_tags_them_and_destroy_leaves_them() {
     let t = tempfile::tempdir().unwrap();
-    let Some(moto) = Moto::start(&repo(), &t.path().join("moto.log"), &[]) else {
+    let Some((moto, ami)) = seeded_moto(t.path(), &[]) else {
         return;
     };
-    moto.inspect(&["seed-zone", "example.com"]);
-    let ami = moto.inspect(&["register-ami", "us-east-1"]);
     let net: Value = serde_json::from_str(&moto.inspect(&["seed-vpc", "10.0.0.0/16"])).unwrap();
     let public = net["public"][0].as_str().unwrap().to_string();
     let private: Vec<String> = net["private"]

@@ -178,49 +178,36 @@ pub fn vpc(shape: &Shape) -> Template {
             (i + 1).to_string()
         }
     };
-    for i in 0..z {
-        t.res(
-            format!("PublicSubnet{}", suffix(i)),
-            resource(
-                "AWS::EC2::Subnet",
-                map([
-                    ("VpcId", r("VPC")),
-                    ("CidrBlock", select(i, r("PublicSubnetCidrs"))),
-                    ("AvailabilityZone", zone(i)),
-                    (
-                        "Tags",
-                        list(vec![
-                            name_tag(&format!("-public-{}", i + 1)),
-                            cluster_tag("shared"),
-                            tag(s("kubernetes.io/role/elb"), s("1")),
-                        ]),
-                    ),
-                ]),
-                &[],
-            ),
-        );
-    }
-    for i in 0..z {
-        t.res(
-            format!("PrivateSubnet{}", suffix(i)),
-            resource(
-                "AWS::EC2::Subnet",
-                map([
-                    ("VpcId", r("VPC")),
-                    ("CidrBlock", select(i, r("PrivateSubnetCidrs"))),
-                    ("AvailabilityZone", zone(i)),
-                    (
-                        "Tags",
-                        list(vec![
-                            name_tag(&format!("-private-{}", i + 1)),
-                            cluster_tag("shared"),
-                            tag(s("kubernetes.io/role/internal-elb"), s("1")),
-                        ]),
-                    ),
-                ]),
-                &[],
-            ),
-        );
+    for (kind, cidrs, role) in [
+        ("Public", "PublicSubnetCidrs", "kubernetes.io/role/elb"),
+        (
+            "Private",
+            "PrivateSubnetCidrs",
+            "kubernetes.io/role/internal-elb",
+        ),
+    ] {
+        for i in 0..z {
+            t.res(
+                format!("{kind}Subnet{}", suffix(i)),
+                resource(
+                    "AWS::EC2::Subnet",
+                    map([
+                        ("VpcId", r("VPC")),
+                        ("CidrBlock", select(i, r(cidrs))),
+                        ("AvailabilityZone", zone(i)),
+                        (
+                            "Tags",
+                            list(vec![
+                                name_tag(&format!("-{}-{}", kind.to_lowercase(), i + 1)),
+                                cluster_tag("shared"),
+                                tag(s(role), s("1")),
+                            ]),
+                        ),
+                    ]),
+                    &[],
+                ),
+            );
+        }
     }
     t.res(
         "InternetGateway",
