@@ -306,16 +306,8 @@ pub fn plan(
             ));
         }
     }
-    let mut taken: BTreeSet<IpAddr> = network.dhcp_hosts.iter().map(|h| h.ip).collect();
-    taken.extend(network.dns_hosts.iter().map(|h| h.ip));
-    taken.extend([ip.address, api_vip, ingress_vip]);
-    let (first, last) = ip.dhcp_range.unwrap_or_else(|| {
-        let hosts: Vec<IpAddr> = subnet.hosts().take(2).collect();
-        (hosts[0], subnet.broadcast())
-    });
-    let free = subnet
-        .hosts()
-        .filter(|a| *a >= first && *a <= last && !taken.contains(a));
+    let taken = taken_addresses(&network, &[ip.address, api_vip, ingress_vip]);
+    let free = free_addresses(subnet, ip.dhcp_range, taken.clone());
     if let Some(ip) = params.bootstrap_ip
         && (!subnet.contains(&ip) || taken.contains(&ip))
     {
@@ -341,8 +333,11 @@ pub fn plan(
             bad(
                 "network",
                 format!(
-                    "no free address left in {first}-{last} of network {:?} for {}",
-                    params.network, vm.name
+                    "no free address left in {} of network {:?} for {}",
+                    ip.dhcp_range
+                        .map_or(subnet.to_string(), |(a, b)| format!("{a}-{b}")),
+                    params.network,
+                    vm.name
                 ),
             )
         })?;
@@ -377,6 +372,29 @@ pub fn plan(
 /// it nor the next is used by another cluster's VMs on `virsh`'s
 /// connection (their `<okd:vrid>`, and the next of each). `Err(None)` when
 /// none is free.
+/// The addresses of `network` a new VM may not get: its DHCP reservations,
+/// its DNS hosts (the api/api-int entries and other clusters' names), and
+/// `also` (the network's own address, the VIPs, VMs already recorded).
+pub(crate) fn taken_addresses(network: &okd_libvirt::Network, also: &[IpAddr]) -> BTreeSet<IpAddr> {
+    let mut taken: BTreeSet<IpAddr> = network.dhcp_hosts.iter().map(|h| h.ip).collect();
+    taken.extend(network.dns_hosts.iter().map(|h| h.ip));
+    taken.extend(also.iter().copied());
+    taken
+}
+
+/// The free addresses for new VMs, in order: the hosts of `subnet` inside
+/// the network's DHCP range (all hosts without one) that are not `taken`.
+pub(crate) fn free_addresses(
+    subnet: ipnet::IpNet,
+    dhcp_range: Option<(IpAddr, IpAddr)>,
+    taken: BTreeSet<IpAddr>,
+) -> impl Iterator<Item = IpAddr> {
+    let (first, last) = dhcp_range.unwrap_or((subnet.network(), subnet.broadcast()));
+    subnet
+        .hosts()
+        .filter(move |a| *a >= first && *a <= last && !taken.contains(a))
+}
+
 fn free_router_id(
     virsh: &mut Virsh,
     wanted: u8,

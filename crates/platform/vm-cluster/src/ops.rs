@@ -621,20 +621,19 @@ pub fn scale(dir: &Path, virsh: &mut Virsh, workers: u32) -> Result<ScaleReport,
             uri: state.uri.clone(),
             source,
         })?;
-    let mut taken: std::collections::BTreeSet<_> =
-        network.dhcp_hosts.iter().map(|h| h.ip).collect();
-    taken.extend([state.gateway, state.api_vip, state.ingress_vip]);
-    taken.extend(state.vms.iter().map(|v| v.ip));
-    let ip = network.ipv4.clone();
+    // The same rule as create's plan: DNS-only entries (other clusters'
+    // names, api/api-int) are taken too.
+    let mut also = vec![state.gateway, state.api_vip, state.ingress_vip];
+    also.extend(state.vms.iter().map(|v| v.ip));
+    let taken = crate::taken_addresses(&network, &also);
     let subnet = ipnet::IpNet::new(state.gateway, state.prefix)
         .expect("a recorded prefix")
         .trunc();
-    let (first, last) = ip
-        .and_then(|i| i.dhcp_range)
-        .unwrap_or((subnet.network(), subnet.broadcast()));
-    let mut free = subnet
-        .hosts()
-        .filter(|a| *a >= first && *a <= last && !taken.contains(a));
+    let mut free = crate::free_addresses(
+        subnet,
+        network.ipv4.as_ref().and_then(|i| i.dhcp_range),
+        taken,
+    );
     let mut planned = Vec::new();
     for vm in wanted {
         if virsh

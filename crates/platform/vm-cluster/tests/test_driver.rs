@@ -221,8 +221,28 @@ fn create_scale_destroy_leaves_libvirt_as_it_was() {
     let again = okd_vm_cluster::create_vms(&dir, &mut lab.virsh, &plan).unwrap_err();
     assert!(again.to_string().contains("destroy cluster"), "{again}");
 
+    // An address the network's DNS names but no reservation holds (another
+    // host's entry) is not free for scale either.
+    let other = okd_libvirt::DnsHost {
+        ip: "192.168.122.9".parse().unwrap(),
+        hostnames: vec!["printer.karmalabs.com".into()],
+    };
+    lab.virsh.add_dns_host("default", &other).unwrap();
     let up = okd_vm_cluster::scale(&dir, &mut lab.virsh, 3).unwrap();
     assert_eq!(up.added, vec!["testk-worker-2".to_string()]);
+    let rec = ClusterState::read(&dir).unwrap().unwrap();
+    let new_ip = rec
+        .vms
+        .iter()
+        .find(|v| v.name == "testk-worker-2")
+        .unwrap()
+        .ip;
+    assert_eq!(
+        new_ip.to_string(),
+        "192.168.122.10",
+        "skips the DNS-only .9"
+    );
+    lab.virsh.remove_dns_host("default", &other).unwrap();
     let net = lab.virsh.network("default").unwrap();
     assert_eq!(
         workers(&net).len(),
