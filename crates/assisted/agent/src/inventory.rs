@@ -4,7 +4,8 @@
 //! `/proc/meminfo`, boot mode from `/sys/firmware/efi`, the command line
 //! from `/proc/cmdline`, the system vendor from DMI (`/sys/class/dmi/id`)
 //! and the `hypervisor` CPU flag, the TPM from `/sys/class/tpm`, the host
-//! name from `/proc/sys/kernel/hostname`.
+//! name from `/proc/sys/kernel/hostname`, the disks from `/sys/block`,
+//! `/dev/disk/by-{id,path}` and `/proc/mounts`.
 
 use okd_assisted_api::{Boot, Cpu, Inventory, Memory, SystemVendor};
 
@@ -32,6 +33,7 @@ pub fn gather(root: &Root) -> Inventory {
         boot: boot(root),
         system_vendor: system_vendor(root),
         tpm_version: tpm(root),
+        disks: disks(root),
     }
 }
 
@@ -172,4 +174,165 @@ pub fn tpm(root: &Root) -> String {
         Some("2") => "2.0".into(),
         _ => "1.2".into(),
     }
+}
+
+/// Block devices the agent does not report (the reference's §4.3: loop,
+/// RAM disks, zram; device-mapper devices, which the real agent reports
+/// only for multipath and LVM, are left out here until those are told apart).
+fn hidden(name: &str) -> bool {
+    ["loop", "ram", "zram", "dm-", "nbd"]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
+/// The `/dev/disk/<kind>/` link whose target is `/dev/<name>` (WWN links
+/// first for by-id, then the shortest name), as `/dev/disk/<kind>/<link>`.
+fn link_to(root: &Root, kind: &str, name: &str) -> String {
+    let dir = root.join(&format!("/dev/disk/{kind}"));
+    let mut links: Vec<String> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| {
+                    std::fs::read_link(e.path())
+                        .ok()
+                        .and_then(|t| t.file_name().map(|f| f == name))
+                        .unwrap_or(false)
+                })
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    links.sort_by_key(|l| (!l.starts_with("wwn-"), l.len(), l.clone()));
+    links
+        .first()
+        .map(|l| format!("/dev/disk/{kind}/{l}"))
+        .unwrap_or_default()
+}
+
+/// Whether the first sector of `/dev/<name>` ends with the boot signature
+/// 0x55 0xAA (what `file -s` reports as a boot sector).
+fn boot_signature(root: &Root, name: &str) -> bool {
+    use std::io::Read;
+    let mut sector = [0u8; 512];
+    std::fs::File::open(root.join(&format!("/dev/{name}")))
+        .and_then(|mut f| f.read_exact(&mut sector))
+        .map(|()| sector[510] == 0x55 && sector[511] == 0xAA)
+        .unwrap_or(false)
+}
+
+/// The block devices of `/sys/block` with what sysfs, `/dev/disk` and
+/// `/proc/mounts` say of them; not eligible when the disk or one of its
+/// partitions is mounted, or it is read-only.
+pub fn disks(root: &Root) -> Vec<okd_assisted_api::Disk> {
+    let mounts: Vec<(String, String)> = root
+        .read("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            Some((f.next()?.to_string(), f.next()?.to_string()))
+        })
+        .collect();
+    let mut names: Vec<String> = std::fs::read_dir(root.join("/sys/block"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !hidden(n))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| {
+            let sys = |f: &str| {
+                root.read(&format!("/sys/block/{name}/{f}"))
+                    .unwrap_or_default()
+            };
+            let size_bytes = sys("size").parse::<u64>().unwrap_or(0) * 512;
+            let drive_type = if name.starts_with("sr") {
+                "ODD"
+            } else if name.starts_with("fd") {
+                "FDD"
+            } else {
+                match sys("queue/rotational").as_str() {
+                    "1" => "HDD",
+                    "0" => "SSD",
+                    _ => "Unknown",
+                }
+            };
+            let hctl =
+                std::fs::read_dir(root.join(&format!("/sys/block/{name}/device/scsi_device")))
+                    .ok()
+                    .and_then(|mut d| d.next())
+                    .and_then(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .unwrap_or_default();
+            let holders: Vec<String> =
+                std::fs::read_dir(root.join(&format!("/sys/block/{name}/holders")))
+                    .map(|d| {
+                        d.filter_map(|e| e.ok())
+                            .map(|e| e.file_name().to_string_lossy().into_owned())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+            // Its partitions: subdirectories with a `partition` file.
+            let mut parts: Vec<String> =
+                std::fs::read_dir(root.join(&format!("/sys/block/{name}")))
+                    .map(|d| {
+                        d.filter_map(|e| e.ok())
+                            .filter(|e| e.path().join("partition").exists())
+                            .map(|e| e.file_name().to_string_lossy().into_owned())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+            parts.sort();
+            let mut reasons = Vec::new();
+            for dev in std::iter::once(&name).chain(parts.iter()) {
+                if let Some((_, at)) = mounts.iter().find(|(d, _)| *d == format!("/dev/{dev}")) {
+                    reasons.push(format!("Disk is mounted: {dev} at {at}"));
+                }
+            }
+            if sys("ro") == "1" {
+                reasons.push("Disk is read-only".to_string());
+            }
+            let path = format!("/dev/{name}");
+            let by_id = link_to(root, "by-id", &name);
+            let by_path = link_to(root, "by-path", &name);
+            let id = [&by_id, &by_path, &path]
+                .into_iter()
+                .find(|s| !s.is_empty())
+                .cloned()
+                .unwrap_or_default();
+            let serial = {
+                let s = sys("serial");
+                if s.is_empty() {
+                    sys("device/serial")
+                } else {
+                    s
+                }
+            };
+            okd_assisted_api::Disk {
+                id,
+                name: name.clone(),
+                path,
+                by_id,
+                by_path,
+                hctl,
+                drive_type: drive_type.to_string(),
+                size_bytes,
+                bootable: boot_signature(root, &name),
+                removable: sys("removable") == "1",
+                model: sys("device/model"),
+                vendor: sys("device/vendor"),
+                serial,
+                wwn: sys("device/wwid"),
+                holders: holders.join(","),
+                installation_eligibility: okd_assisted_api::Eligibility {
+                    eligible: reasons.is_empty(),
+                    not_eligible_reasons: reasons,
+                },
+            }
+        })
+        .collect()
 }

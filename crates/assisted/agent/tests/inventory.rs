@@ -102,3 +102,111 @@ fn this_machine_as_the_kernel_says() {
     assert_eq!(id.len(), 36, "{id}");
     assert_eq!(id, host_id(&root), "the same id every time");
 }
+
+#[test]
+fn disks_of_a_made_up_machine() {
+    let (d, r) = fake(&[
+        ("/sys/block/vda/size", "41943040\n"),
+        ("/sys/block/vda/queue/rotational", "1\n"),
+        ("/sys/block/vda/serial", "okd-root\n"),
+        ("/sys/block/vda/removable", "0\n"),
+        ("/sys/block/vda/ro", "0\n"),
+        ("/sys/block/vda/vda1/partition", "1\n"),
+        ("/sys/block/sdb/size", "2097152\n"),
+        ("/sys/block/sdb/queue/rotational", "0\n"),
+        ("/sys/block/sdb/device/model", "QEMU HARDDISK\n"),
+        ("/sys/block/sdb/device/scsi_device/0:0:1:0/x", ""),
+        ("/sys/block/sdb/holders/dm-0", ""),
+        ("/sys/block/sr0/size", "2048\n"),
+        ("/sys/block/sr0/ro", "1\n"),
+        ("/sys/block/loop0/size", "8\n"),
+        (
+            "/proc/mounts",
+            "/dev/vda1 / ext4 rw 0 0\nproc /proc proc rw 0 0\n",
+        ),
+    ]);
+    // sdb: a boot sector, and by-id links (the WWN one wins).
+    let mut sector = vec![0u8; 512];
+    sector[510] = 0x55;
+    sector[511] = 0xAA;
+    std::fs::create_dir_all(d.path().join("dev/disk/by-id")).unwrap();
+    std::fs::write(d.path().join("dev/sdb"), &sector).unwrap();
+    std::os::unix::fs::symlink(
+        "../../sdb",
+        d.path().join("dev/disk/by-id/scsi-0QEMU_HARDDISK"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        "../../sdb",
+        d.path().join("dev/disk/by-id/wwn-0x5000c500a1b2c3d4"),
+    )
+    .unwrap();
+    let disks = inventory::disks(&r);
+    let names: Vec<&str> = disks.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, ["sdb", "sr0", "vda"], "loop0 is not reported");
+    let sdb = &disks[0];
+    assert_eq!(sdb.id, "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4");
+    assert_eq!(sdb.drive_type, "SSD");
+    assert_eq!(sdb.size_bytes, 1024 * 1024 * 1024);
+    assert_eq!(sdb.hctl, "0:0:1:0");
+    assert_eq!(sdb.holders, "dm-0");
+    assert!(sdb.bootable && sdb.installation_eligibility.eligible);
+    assert_eq!(sdb.model, "QEMU HARDDISK");
+    let sr0 = &disks[1];
+    assert_eq!(sr0.drive_type, "ODD");
+    assert_eq!(
+        sr0.installation_eligibility.not_eligible_reasons,
+        ["Disk is read-only"]
+    );
+    let vda = &disks[2];
+    assert_eq!(
+        (
+            vda.id.as_str(),
+            vda.drive_type.as_str(),
+            vda.serial.as_str()
+        ),
+        ("/dev/vda", "HDD", "okd-root")
+    );
+    assert_eq!(vda.size_bytes, 20 * 1024 * 1024 * 1024);
+    assert!(!vda.bootable);
+    assert_eq!(
+        vda.installation_eligibility.not_eligible_reasons,
+        ["Disk is mounted: vda1 at /"]
+    );
+}
+
+#[test]
+fn this_machines_disks_as_sysfs_says() {
+    let disks = inventory::disks(&Root::default());
+    let mut want: Vec<String> = std::fs::read_dir("/sys/block")
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| {
+            !["loop", "ram", "zram", "dm-", "nbd"]
+                .iter()
+                .any(|p| n.starts_with(p))
+        })
+        .collect();
+    want.sort();
+    let names: Vec<String> = disks.iter().map(|d| d.name.clone()).collect();
+    assert_eq!(names, want);
+    for d in &disks {
+        let sectors: u64 = std::fs::read_to_string(format!("/sys/block/{}/size", d.name))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(d.size_bytes, sectors * 512, "{}", d.name);
+    }
+    // The disk holding / is not eligible (it is mounted, or a partition of it is).
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    if let Some(dev) = mounts
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some("/"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|d| d.strip_prefix("/dev/"))
+        && let Some(disk) = disks.iter().find(|d| dev.starts_with(&d.name))
+    {
+        assert!(!disk.installation_eligibility.eligible, "{disk:?}");
+    }
+}

@@ -4,9 +4,9 @@
 //! optional fields left out.
 //!
 //! So far: the host [`Inventory`] the discovery agent reports (swagger
-//! definitions `inventory`, `cpu`, `memory`, `boot`, `system_vendor`;
-//! stored verbatim by the service as `host.inventory`, a JSON string).
-//! Disks, interfaces and routes come with the agent's next part.
+//! definitions `inventory`, `cpu`, `memory`, `boot`, `system_vendor`
+//! and `disk`; stored verbatim by the service as `host.inventory`, a JSON
+//! string). Interfaces and routes come with the agent's next part.
 
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +27,64 @@ pub struct Inventory {
     pub system_vendor: SystemVendor,
     /// `none`, `1.2` or `2.0`.
     pub tpm_version: String,
+    /// Block devices the agent reports (swagger `disk`).
+    #[serde(default)]
+    pub disks: Vec<Disk>,
+}
+
+/// Swagger `disk`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Disk {
+    /// `by_id` if there is one, else `by_path`, else `path`.
+    pub id: String,
+    /// The kernel name (`sda`, `vda`, `nvme0n1`).
+    pub name: String,
+    /// `/dev/<name>`.
+    pub path: String,
+    /// A `/dev/disk/by-id/` link to it (a WWN one first).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub by_id: String,
+    /// A `/dev/disk/by-path/` link to it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub by_path: String,
+    /// SCSI host:channel:target:lun.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub hctl: String,
+    /// `HDD`, `SSD`, `ODD`, `FDD`, `Unknown`, … (swagger's enum).
+    pub drive_type: String,
+    /// Size, bytes.
+    pub size_bytes: u64,
+    /// The first sector carries a boot signature.
+    pub bootable: bool,
+    /// Removable media.
+    pub removable: bool,
+    /// Model.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub model: String,
+    /// Vendor.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub vendor: String,
+    /// Serial.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub serial: String,
+    /// World-wide name.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub wwn: String,
+    /// Devices built on it (`dm-0`, `md127`), comma-separated.
+    #[serde(default)]
+    pub holders: String,
+    /// Whether the agent may install to it, and why not.
+    pub installation_eligibility: Eligibility,
+}
+
+/// Swagger `disk.installation_eligibility`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Eligibility {
+    /// No reason against it.
+    pub eligible: bool,
+    /// The reasons against it, in words.
+    #[serde(default)]
+    pub not_eligible_reasons: Vec<String>,
 }
 
 /// Swagger `cpu`.
@@ -114,6 +172,7 @@ mod tests {
                 ..Default::default()
             },
             tpm_version: "none".into(),
+            disks: vec![],
         };
         let v = serde_json::to_value(&inv).unwrap();
         assert_eq!(v["cpu"]["model_name"], "m");
