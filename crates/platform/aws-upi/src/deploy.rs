@@ -462,16 +462,18 @@ async fn deploy_inner(dir: &Path, wait: WaitOptions, state: &mut State) -> Resul
                         None => v.clone(),
                         // Modulo: existing subnets may be fewer than the
                         // masters' zones.
-                        Some(i) => v
-                            .split(',')
-                            .filter(|x| !x.is_empty())
-                            .collect::<Vec<_>>()
-                            .get(i % v.split(',').filter(|x| !x.is_empty()).count().max(1))
-                            .map(|x| x.to_string())
-                            .ok_or_else(|| DeployError::Check {
-                                what: format!("{name}.parameters.json: {}", p.key),
-                                rule: format!("output {output} of {stack} ({v}) has no item {i}"),
-                            })?,
+                        Some(i) => {
+                            let items: Vec<&str> = v.split(',').filter(|x| !x.is_empty()).collect();
+                            items
+                                .get(i % items.len().max(1))
+                                .map(|x| x.to_string())
+                                .ok_or_else(|| DeployError::Check {
+                                    what: format!("{name}.parameters.json: {}", p.key),
+                                    rule: format!(
+                                        "output {output} of {stack} ({v}) has no item {i}"
+                                    ),
+                                })?
+                        }
                     }
                 }
             };
@@ -570,15 +572,15 @@ async fn precheck(aws: &Clients, files: &Files) -> Result<(), DeployError> {
             .map(|p| p.value.clone())
     };
     for (name, _, _, params) in &files.stacks {
-        if let Some(p) = params
+        if let Some((key, what)) = params
             .iter()
-            .find(|p| matches!(Placeholder::parse(&p.value), Some(Placeholder::Required(_))))
+            .find_map(|p| match Placeholder::parse(&p.value) {
+                Some(Placeholder::Required(what)) => Some((&p.key, what)),
+                _ => None,
+            })
         {
-            let Some(Placeholder::Required(what)) = Placeholder::parse(&p.value) else {
-                unreachable!()
-            };
             return Err(DeployError::Check {
-                what: format!("aws/{name}.parameters.json: {}", p.key),
+                what: format!("aws/{name}.parameters.json: {key}"),
                 rule: format!(
                     "{what} is needed: run `okd-install create aws-stacks --ami ami-…` again, or put it in the file"
                 ),
