@@ -4,8 +4,9 @@
 //! inventory does (`src/inventory/*.go`, `src/scanners/machine_uuid_scanner.go`):
 //!
 //! - [`host_id`]: the host's id before it registers;
-//! - [`inventory::gather`]: CPU, memory, boot, system vendor, host name and
-//!   TPM of the swagger `inventory` ([`okd_assisted_api::Inventory`]).
+//! - [`inventory::gather`]: CPU, memory, boot, system vendor, host name,
+//!   TPM, disks, network interfaces and routes of the swagger `inventory`
+//!   ([`okd_assisted_api::Inventory`]).
 //!
 //! Every reader takes a [`Root`], so the tests run them on a made-up
 //! machine as well as on the real one.

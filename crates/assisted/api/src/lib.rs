@@ -4,9 +4,11 @@
 //! optional fields left out.
 //!
 //! So far: the host [`Inventory`] the discovery agent reports (swagger
-//! definitions `inventory`, `cpu`, `memory`, `boot`, `system_vendor`
-//! and `disk`; stored verbatim by the service as `host.inventory`, a JSON
-//! string). Interfaces and routes come with the agent's next part.
+//! definitions `inventory`, `cpu`, `memory`, `boot`, `system_vendor`,
+//! `disk`, `interface` and `route`; stored verbatim by the service as
+//! `host.inventory`, a JSON string).
+
+pub mod rest;
 
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +32,81 @@ pub struct Inventory {
     /// Block devices the agent reports (swagger `disk`).
     #[serde(default)]
     pub disks: Vec<Disk>,
+    /// Network interfaces the agent reports (swagger `interface`).
+    #[serde(default)]
+    pub interfaces: Vec<Interface>,
+    /// The routes of the kernel's main table, IPv4 then IPv6 (swagger
+    /// `route`).
+    #[serde(default)]
+    pub routes: Vec<Route>,
+}
+
+/// Swagger `interface`, as assisted-installer-agent's
+/// `src/inventory/interfaces.go` fills it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Interface {
+    /// The kernel name (`ens3`, `bond0`, `ens3.100`).
+    pub name: String,
+    /// The hardware address, lower case, colon-separated
+    /// (`52:54:00:aa:00:02`); left out when the link has none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub mac_address: String,
+    /// IPv4 addresses in CIDR form (`192.168.126.10/24`), link-local
+    /// (169.254.0.0/16) left out.
+    #[serde(default)]
+    pub ipv4_addresses: Vec<String>,
+    /// IPv6 addresses in CIDR form (`2001:db8::10/64`), link-local
+    /// (fe80::/10) left out.
+    #[serde(default)]
+    pub ipv6_addresses: Vec<String>,
+    /// MTU, bytes.
+    #[serde(default)]
+    pub mtu: u32,
+    /// Link speed, Mbit/s; -1 when unknown (as sysfs says for a link
+    /// that is down or has no speed).
+    #[serde(default)]
+    pub speed_mbps: i64,
+    /// The link has a carrier (cable in, peer up).
+    #[serde(default)]
+    pub has_carrier: bool,
+    /// The kind of link: `physical`, `bond`, `vlan`, `veth`, … (the
+    /// agent's rule is in its `inventory::interfaces`).
+    #[serde(rename = "type", default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// The PCI (or virtio) vendor id of the device behind it (`0x1af4`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub vendor: String,
+    /// The PCI (or virtio) device id of the device behind it (`0x1000`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub product: String,
+    /// Go's `net.Flags` names, in their order: `up`, `broadcast`,
+    /// `loopback`, `pointtopoint`, `multicast`, `running`.
+    #[serde(default)]
+    pub flags: Vec<String>,
+    /// The `biosdevname` name (not looked up: empty, left out).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub biosdevname: String,
+}
+
+/// Swagger `route`, as assisted-installer-agent's
+/// `src/inventory/routes.go` fills it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Route {
+    /// The interface the route sends packets to.
+    pub interface: String,
+    /// The next hop's address (`192.168.126.1`, `fe80::1`); left out for a
+    /// route to a directly connected network.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub gateway: String,
+    /// The destination network's address without its prefix length
+    /// (`0.0.0.0` and `::` for the default routes), as the reference agent
+    /// reports it.
+    pub destination: String,
+    /// 4 or 6.
+    pub family: i32,
+    /// The route's metric (priority); lower wins.
+    #[serde(default)]
+    pub metric: i64,
 }
 
 /// Swagger `disk`.
@@ -173,6 +250,35 @@ mod tests {
             },
             tpm_version: "none".into(),
             disks: vec![],
+            interfaces: vec![Interface {
+                name: "ens3".into(),
+                mac_address: "52:54:00:aa:00:02".into(),
+                ipv4_addresses: vec!["192.168.126.10/24".into()],
+                ipv6_addresses: vec![],
+                mtu: 1500,
+                speed_mbps: -1,
+                has_carrier: true,
+                kind: "physical".into(),
+                vendor: "0x1af4".into(),
+                product: "0x1000".into(),
+                flags: vec!["up".into(), "broadcast".into()],
+                biosdevname: String::new(),
+            }],
+            routes: vec![
+                Route {
+                    interface: "ens3".into(),
+                    gateway: "192.168.126.1".into(),
+                    destination: "0.0.0.0".into(),
+                    family: 4,
+                    metric: 100,
+                },
+                Route {
+                    interface: "ens3".into(),
+                    destination: "192.168.126.0".into(),
+                    family: 4,
+                    ..Default::default()
+                },
+            ],
         };
         let v = serde_json::to_value(&inv).unwrap();
         assert_eq!(v["cpu"]["model_name"], "m");
@@ -180,6 +286,27 @@ mod tests {
         assert_eq!(v["boot"]["current_boot_mode"], "uefi");
         assert_eq!(v["system_vendor"]["virtual"], true);
         assert!(v["boot"].get("command_line").is_none());
-        assert_eq!(serde_json::from_value::<Inventory>(v).unwrap(), inv);
+        let nic = &v["interfaces"][0];
+        assert_eq!(nic["mac_address"], "52:54:00:aa:00:02");
+        assert_eq!(nic["ipv4_addresses"][0], "192.168.126.10/24");
+        assert_eq!(nic["ipv6_addresses"], serde_json::json!([]));
+        assert_eq!(nic["type"], "physical");
+        assert_eq!(nic["speed_mbps"], -1);
+        assert_eq!(nic["has_carrier"], true);
+        assert_eq!(nic["vendor"], "0x1af4");
+        assert_eq!(nic["product"], "0x1000");
+        assert!(nic.get("biosdevname").is_none());
+        assert_eq!(v["routes"][0]["gateway"], "192.168.126.1");
+        assert_eq!(v["routes"][0]["family"], 4);
+        assert_eq!(v["routes"][0]["metric"], 100);
+        assert!(v["routes"][1].get("gateway").is_none(), "a link route");
+        assert_eq!(serde_json::from_value::<Inventory>(v.clone()).unwrap(), inv);
+        // An inventory without interfaces and routes (an older agent's).
+        let mut old = v;
+        let o = old.as_object_mut().unwrap();
+        o.remove("interfaces");
+        o.remove("routes");
+        let back: Inventory = serde_json::from_value(old).unwrap();
+        assert!(back.interfaces.is_empty() && back.routes.is_empty());
     }
 }
