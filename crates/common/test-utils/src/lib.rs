@@ -8,6 +8,7 @@
 pub mod fuzz;
 pub mod moto;
 pub mod pkcs10;
+pub mod postgres;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,0 +1,151 @@
+//! The assisted service (issue #24): `okd-install assisted serve`.
+//!
+//! A REST API shaped as openshift/assisted-service's v2
+//! (`/api/assisted-install/v2`, its `swagger.yaml`): clusters,
+//! infra-envs, hosts, the next-step protocol and events ([`api`]); storage
+//! in SQLite by default or PostgreSQL ([`db`]); validations, role
+//! suggestion and the pre-install host and cluster states ([`validate`]),
+//! driven by a monitor ([`monitor`]). The discovery agent
+//! (okd-assisted-agent) registers hosts here and answers their steps.
+//!
+//! Where state lives: the database only (one SQLite file `assisted.db` in
+//! the service's directory, 0600, or the PostgreSQL database given); the
+//! process keeps nothing that a restart would lose.
+
+pub mod api;
+pub mod db;
+pub mod events;
+pub mod model;
+pub mod monitor;
+pub mod validate;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+/// How the service runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `sqlite://<path>` or `postgres://…`.
+    pub db_url: String,
+    /// The HTTP listen address.
+    pub listen: SocketAddr,
+    /// Seconds an agent waits between polls (`next_instruction_seconds`;
+    /// assisted-service: 60).
+    pub next_instruction_seconds: u64,
+    /// Between monitor passes (assisted-service's host monitor: 8 s).
+    pub monitor_interval: Duration,
+    /// Database connections at most.
+    pub max_connections: u32,
+}
+
+impl Options {
+    /// The defaults with `db_url` and `listen`.
+    pub fn new(db_url: String, listen: SocketAddr) -> Options {
+        Options {
+            db_url,
+            listen,
+            next_instruction_seconds: 60,
+            monitor_interval: Duration::from_secs(8),
+            max_connections: 16,
+        }
+    }
+}
+
+/// What every request handler and the monitor share.
+#[derive(Debug)]
+pub struct Inner {
+    /// The storage.
+    pub db: db::Db,
+    /// The options.
+    pub opts: Options,
+    /// Wakes the monitor early.
+    pub monitor: Notify,
+}
+
+/// The shared state (cheap to clone).
+pub type Shared = Arc<Inner>;
+
+/// A failure to start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// The database.
+    #[error(transparent)]
+    Db(#[from] db::DbError),
+    /// The listen address.
+    #[error("listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// The reason.
+        source: std::io::Error,
+    },
+}
+
+/// The `sqlite://` URL of `<dir>/assisted.db` (made when missing).
+pub fn sqlite_url(dir: &std::path::Path) -> String {
+    format!("sqlite://{}?mode=rwc", dir.join("assisted.db").display())
+}
+
+/// Opens the database and builds the shared state.
+pub async fn open(opts: Options) -> Result<Shared, ServiceError> {
+    let db = db::Db::open(&opts.db_url, opts.max_connections).await?;
+    Ok(Arc::new(Inner {
+        db,
+        opts,
+        monitor: Notify::new(),
+    }))
+}
+
+/// Runs the monitor until `shutdown`: a pass every interval and whenever
+/// [`Inner::monitor`] is notified; a failed pass (the database away) is
+/// logged and retried at the next.
+pub async fn run_monitor(state: Shared, shutdown: impl std::future::Future<Output = ()>) {
+    tokio::pin!(shutdown);
+    let mut unavailable = false;
+    loop {
+        match monitor::pass(&state.db).await {
+            Ok(()) => {
+                if unavailable {
+                    tracing::info!("the database answers again; monitoring resumed");
+                    unavailable = false;
+                }
+            }
+            Err(e) => {
+                if !unavailable {
+                    tracing::warn!(error = %e, "monitor pass failed; retrying every interval");
+                }
+                unavailable = true;
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(state.opts.monitor_interval) => {}
+            () = state.monitor.notified() => {}
+            () = &mut shutdown => return,
+        }
+    }
+}
+
+/// Serves the API on `opts.listen` and runs the monitor until `shutdown`
+/// completes. Returns the bound address through `bound` (useful with port
+/// 0) before serving.
+pub async fn serve(
+    state: Shared,
+    listener: okd_listen::Listener,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) {
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let mon = tokio::spawn(run_monitor(state.clone(), {
+        let mut rx = rx.clone();
+        async move {
+            let _ = rx.wait_for(|v| *v).await;
+        }
+    }));
+    let router = api::routes(state.clone());
+    okd_listen::serve_router(listener, router, None, shutdown).await;
+    let _ = tx.send(true);
+    let _ = mon.await;
+    state.db.close().await;
+}

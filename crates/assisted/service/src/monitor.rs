@@ -1,0 +1,257 @@
+//! The monitor: re-evaluates every host's and cluster's validations and
+//! moves them through the pre-install states (assisted-service
+//! `internal/host/monitor.go`, `internal/cluster/monitor`; one loop here,
+//! every `--monitor-interval`, default 8 s, and at once after a change
+//! that matters: a new inventory, a user's update, a new cluster).
+//!
+//! Every change is a conditional update on the status it was computed
+//! from, so a second service replica running the same pass on the same
+//! PostgreSQL changes each host once; the event is written by the one
+//! whose update took.
+
+use okd_assisted_api::Inventory;
+
+use crate::db::{ClusterRow, Db, DbError, HostRow, now_ms};
+use crate::events::{self, Scope};
+use crate::model;
+use crate::validate::{self, ClusterFacts, HostContext, HostFacts};
+
+fn name_of(h: &HostRow, inv: Option<&Inventory>) -> String {
+    let n = validate::hostname(&h.requested_hostname, inv);
+    if n.is_empty() { h.id.clone() } else { n }
+}
+
+/// One pass over every cluster and unbound host.
+///
+/// Errors: the database's; a pass stops at the first.
+pub async fn pass(db: &Db) -> Result<(), DbError> {
+    for c in db.clusters().await? {
+        cluster_pass(db, &c).await?;
+    }
+    let unbound: Vec<HostRow> = db
+        .all_hosts()
+        .await?
+        .into_iter()
+        .filter(|h| h.cluster_id.is_empty())
+        .collect();
+    for h in unbound {
+        unbound_pass(db, &h).await?;
+    }
+    Ok(())
+}
+
+async fn cluster_pass(db: &Db, c: &ClusterRow) -> Result<(), DbError> {
+    let params = model::cluster_params(c);
+    let hosts = db.hosts_of_cluster(&c.id).await?;
+    let invs: Vec<Option<Inventory>> = hosts
+        .iter()
+        .map(|h| serde_json::from_str(&h.inventory).ok())
+        .collect();
+    let present: Vec<&Inventory> = invs.iter().flatten().collect();
+    let nets = validate::machine_networks(&params, &present);
+    let pairs: Vec<(&str, Option<&Inventory>)> = hosts
+        .iter()
+        .zip(&invs)
+        .map(|(h, i)| (h.role.as_str(), i.as_ref()))
+        .collect();
+    let suggested = validate::suggest_roles(&params, &pairs);
+    let names: Vec<String> = hosts
+        .iter()
+        .zip(&invs)
+        .map(|(h, i)| validate::hostname(&h.requested_hostname, i.as_ref()))
+        .collect();
+    let now = now_ms();
+    let mut after: Vec<(String, String)> = Vec::new();
+    for (i, h) in hosts.iter().enumerate() {
+        let suggestion = suggested[i].unwrap_or(if h.role == "auto-assign" {
+            ""
+        } else {
+            h.suggested_role.as_str()
+        });
+        let role = if h.role == "auto-assign" {
+            if suggestion.is_empty() {
+                "auto-assign"
+            } else {
+                suggestion
+            }
+        } else {
+            h.role.as_str()
+        };
+        let role = if params.control_plane_count == 1 && role == "auto-assign" {
+            "master"
+        } else {
+            role
+        };
+        let others: Vec<String> = names
+            .iter()
+            .enumerate()
+            .filter(|(j, n)| *j != i && !n.is_empty())
+            .map(|(_, n)| n.clone())
+            .collect();
+        let ctx = HostContext {
+            cluster: &params,
+            machine_networks: &nets,
+            other_hostnames: others,
+            now_ms: now,
+        };
+        let facts = HostFacts {
+            inventory: invs[i].as_ref(),
+            role,
+            requested_hostname: &h.requested_hostname,
+            checked_in_at: h.checked_in_at,
+            host_timestamp: h.host_timestamp,
+            ntp_sources: &h.ntp_sources,
+        };
+        let v = validate::host_validations(&facts, &ctx);
+        let vjson = v.to_json();
+        let (to, info) = match validate::host_status(&h.status, &v) {
+            Some((to, info)) => (to.to_string(), info),
+            None => (h.status.clone(), h.status_info.clone()),
+        };
+        let suggestion = if h.role == "auto-assign" {
+            suggestion
+        } else {
+            ""
+        };
+        if to != h.status
+            || info != h.status_info
+            || vjson != h.validations_info
+            || suggestion != h.suggested_role
+        {
+            let took = db
+                .set_host_status(h, &h.status, &to, &info, &vjson, suggestion)
+                .await?;
+            if took && to != h.status {
+                events::emit(
+                    db,
+                    Scope {
+                        cluster_id: &c.id,
+                        infra_env_id: &h.infra_env_id,
+                        host_id: &h.id,
+                    },
+                    if to == "insufficient" || to == "disconnected" {
+                        "warning"
+                    } else {
+                        "info"
+                    },
+                    "host_status_updated",
+                    format!(
+                        "Host {}: updated status from {} to {} ({info})",
+                        name_of(h, invs[i].as_ref()),
+                        h.status,
+                        to
+                    ),
+                )
+                .await;
+            }
+            after.push((if took { to } else { h.status.clone() }, role.to_string()));
+        } else {
+            after.push((h.status.clone(), role.to_string()));
+        }
+    }
+    let facts = ClusterFacts {
+        params: &params,
+        pull_secret_set: !c.pull_secret.is_empty(),
+        machine_networks: &nets,
+        hosts: after
+            .iter()
+            .map(|(s, r)| (s.as_str(), r.as_str()))
+            .collect(),
+        host_clocks: hosts.iter().map(|h| h.host_timestamp).collect(),
+    };
+    let v = validate::cluster_validations(&facts);
+    let vjson = v.to_json();
+    if let Some((to, info)) = validate::cluster_status(&c.status, &v)
+        && (to != c.status || info != c.status_info || vjson != c.validations_info)
+    {
+        let took = db
+            .set_cluster_status(&c.id, &c.status, to, &info, &vjson)
+            .await?;
+        if took && to != c.status {
+            events::cluster(
+                db,
+                &c.id,
+                "info",
+                "cluster_status_updated",
+                format!("Updated status of the cluster to {to} ({info})"),
+            )
+            .await;
+        }
+    }
+    Ok(())
+}
+
+async fn unbound_pass(db: &Db, h: &HostRow) -> Result<(), DbError> {
+    if !matches!(
+        h.status.as_str(),
+        "discovering-unbound" | "known-unbound" | "insufficient-unbound" | "disconnected-unbound"
+    ) {
+        return Ok(());
+    }
+    let inv: Option<Inventory> = serde_json::from_str(&h.inventory).ok();
+    let params = model::defaults("", None);
+    let ctx = HostContext {
+        cluster: &params,
+        machine_networks: &[],
+        other_hostnames: vec![],
+        now_ms: now_ms(),
+    };
+    let facts = HostFacts {
+        inventory: inv.as_ref(),
+        role: "auto-assign",
+        requested_hostname: &h.requested_hostname,
+        checked_in_at: h.checked_in_at,
+        host_timestamp: h.host_timestamp,
+        ntp_sources: &h.ntp_sources,
+    };
+    let v = validate::host_validations(&facts, &ctx);
+    let (to, info) = if v.status("connected") != Some("success") {
+        (
+            "disconnected-unbound",
+            "Host has stopped communicating with the installation service".to_string(),
+        )
+    } else if inv.is_none() {
+        (
+            "discovering-unbound",
+            "Waiting for host to send hardware details".to_string(),
+        )
+    } else if !v.passed(validate::MIN_HARDWARE) {
+        (
+            "insufficient-unbound",
+            format!(
+                "Host does not meet the minimum hardware requirements: {}",
+                v.failing_messages(validate::MIN_HARDWARE).join(" ; ")
+            ),
+        )
+    } else {
+        (
+            "known-unbound",
+            "Host is ready to be bound to a cluster".to_string(),
+        )
+    };
+    let vjson = v.to_json();
+    if to != h.status || info != h.status_info || vjson != h.validations_info {
+        let took = db
+            .set_host_status(h, &h.status, to, &info, &vjson, "")
+            .await?;
+        if took && to != h.status {
+            events::emit(
+                db,
+                Scope {
+                    cluster_id: "",
+                    infra_env_id: &h.infra_env_id,
+                    host_id: &h.id,
+                },
+                "info",
+                "host_status_updated",
+                format!(
+                    "Host {}: updated status from {} to {to} ({info})",
+                    name_of(h, inv.as_ref()),
+                    h.status
+                ),
+            )
+            .await;
+        }
+    }
+    Ok(())
+}
