@@ -4,6 +4,7 @@
 //! openshift-install's exit codes (3 for install-config errors, 1 otherwise).
 //! [`run`] calls one function per command, in the module of its family.
 
+mod assisted;
 mod aws;
 mod cluster;
 mod create;
@@ -87,6 +88,9 @@ enum Cmd {
     /// CloudFormation stacks of `create aws-stacks`.
     #[command(subcommand)]
     Aws(aws::AwsCmd),
+    /// The assisted flow: the assisted service and its client commands.
+    #[command(subcommand)]
+    Assisted(assisted::AssistedCmd),
     /// Wait for install-time events.
     #[command(subcommand)]
     WaitFor(cluster::WaitForCmd),
@@ -99,7 +103,6 @@ enum Cmd {
     /// machine config (okd-control-plane.service).
     #[command(subcommand)]
     Node(node::NodeCmd),
-    /// Print the asset graph of a target in Graphviz DOT.
     /// Adds or removes workers of a cluster made by `create cluster`.
     Scale {
         /// The number of workers wanted.
@@ -109,6 +112,7 @@ enum Cmd {
         #[arg(long = "libvirt-uri")]
         libvirt_uri: Option<String>,
     },
+    /// Print the asset graph of a target in Graphviz DOT.
     Graph {
         /// Target: install-config, manifests, ignition-configs, single-node-ignition-config.
         #[arg(default_value = "ignition-configs")]
@@ -144,6 +148,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         Cmd::Gather(g) => gather::run_gather(dir, g),
         Cmd::Destroy(d) => gather::run_destroy(dir, d),
         Cmd::Aws(a) => aws::run(dir, a),
+        Cmd::Assisted(a) => assisted::run(dir, a),
         Cmd::WaitFor(w) => cluster::wait_for(dir, w),
         Cmd::Mirror(m) => mirror::command(dir, m),
         Cmd::Create(c) => create::run(dir, c),

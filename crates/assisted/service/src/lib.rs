@@ -128,9 +128,64 @@ pub async fn run_monitor(state: Shared, shutdown: impl std::future::Future<Outpu
     }
 }
 
-/// Serves the API on `opts.listen` and runs the monitor until `shutdown`
-/// completes. Returns the bound address through `bound` (useful with port
-/// 0) before serving.
+/// `url` with its password (if any) replaced by `***`, for logs.
+pub fn redact_url(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://")
+        && let Some((cred, host)) = rest.split_once('@')
+        && let Some((user, _)) = cred.split_once(':')
+    {
+        return format!("{scheme}://{user}:***@{host}");
+    }
+    url.to_string()
+}
+
+/// `okd-install assisted serve`: opens the database (migrations run),
+/// binds `opts.listen`, logs where the API is, and serves with the
+/// monitor until SIGINT or SIGTERM.
+///
+/// Errors: the database cannot be opened or migrated; the address cannot
+/// be bound.
+pub async fn run(opts: Options) -> Result<(), ServiceError> {
+    let listen = opts.listen;
+    let db_url = redact_url(&opts.db_url);
+    let state = open(opts).await?;
+    let listener = okd_listen::Listener::bind(listen, okd_listen::Limits::default())
+        .await
+        .map_err(|source| ServiceError::Listen {
+            addr: listen,
+            source,
+        })?;
+    let addr = listener.local_addr().unwrap_or(listen);
+    tracing::info!(
+        "assisted service: http://{addr}{} (database {db_url}); Ctrl-C stops it",
+        okd_assisted_api::rest::BASE_PATH
+    );
+    serve(state, listener, async {
+        let sig = shutdown_signal().await;
+        tracing::info!("{sig}: stopping the assisted service");
+    })
+    .await;
+    Ok(())
+}
+
+async fn shutdown_signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        std::future::pending::<()>().await;
+        return "";
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    }
+}
+
+/// Serves the API on `listener` and runs the monitor until `shutdown`
+/// completes; then lets open requests finish (5 s at most), stops the
+/// monitor and closes the database.
 pub async fn serve(
     state: Shared,
     listener: okd_listen::Listener,
@@ -148,4 +203,19 @@ pub async fn serve(
     let _ = tx.send(true);
     let _ = mon.await;
     state.db.close().await;
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn passwords_stay_out_of_logs() {
+        assert_eq!(
+            super::redact_url("postgres://admin:s3cret@db:5432/assisted"),
+            "postgres://admin:***@db:5432/assisted"
+        );
+        assert_eq!(
+            super::redact_url("sqlite:///var/lib/a.db?mode=rwc"),
+            "sqlite:///var/lib/a.db?mode=rwc"
+        );
+    }
 }
