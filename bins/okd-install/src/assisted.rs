@@ -30,6 +30,11 @@ pub struct ServeArgs {
     /// Seconds agents wait between polls (assisted-service: 60).
     #[arg(long = "next-instruction-seconds", default_value_t = 60)]
     next_instruction_seconds: u64,
+    /// The release image installs are generated for (default: okd-install's
+    /// default release; assisted-service maps openshift_version to an image
+    /// from its release list).
+    #[arg(long = "release-image")]
+    release_image: Option<String>,
     /// Between monitor passes (e.g. 8s, 500ms).
     #[arg(long = "monitor-interval", default_value = "8s", value_parser = crate::node::parse_duration)]
     monitor_interval: std::time::Duration,
@@ -53,6 +58,9 @@ fn serve(dir: &Path, a: &ServeArgs) -> Result<(), Failure> {
     let mut opts = okd_assisted_service::Options::new(url, a.listen);
     opts.next_instruction_seconds = a.next_instruction_seconds.max(1);
     opts.monitor_interval = a.monitor_interval;
+    if let Some(image) = &a.release_image {
+        opts.release_image = image.clone();
+    }
     runtime()
         .map_err(fail)?
         .block_on(okd_assisted_service::run(opts))

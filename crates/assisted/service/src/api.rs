@@ -13,7 +13,7 @@ use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use okd_assisted_api::Inventory;
 use okd_assisted_api::rest::{
     self, ApiError, Cidr, ClusterCreateParams, ClusterUpdateParams, HostCreateParams,
@@ -24,7 +24,7 @@ use serde::de::DeserializeOwned;
 
 use crate::db::{ClusterRow, DbError, EventFilter, HostRow, InfraEnvRow, ReplyColumn, now_ms};
 use crate::model::{self, ClusterParams, InfraEnvParams, Outstanding};
-use crate::{Shared, events, validate};
+use crate::{Shared, events, install, validate};
 
 /// The largest request body accepted, bytes (an inventory of a host with
 /// hundreds of disks fits).
@@ -126,6 +126,23 @@ pub fn routes(state: Shared) -> Router {
         .route(
             "/infra-envs/{infra_env_id}/hosts/{host_id}/instructions",
             get(next_steps).post(step_reply),
+        )
+        .route(
+            "/clusters/{cluster_id}/actions/install",
+            post(install_cluster),
+        )
+        .route("/clusters/{cluster_id}/downloads/files", get(download_file))
+        .route(
+            "/clusters/{cluster_id}/downloads/credentials",
+            get(download_credentials),
+        )
+        .route(
+            "/infra-env/{infra_env_id}/hosts/{host_id}/downloads/ignition",
+            get(host_ignition),
+        )
+        .route(
+            "/infra-envs/{infra_env_id}/hosts/{host_id}/progress",
+            axum::routing::put(host_progress),
         )
         .route("/events", get(list_events))
         .layer(DefaultBodyLimit::max(MAX_BODY))
@@ -806,6 +823,7 @@ pub fn steps_for(status: &str, interval: u64) -> (Vec<&'static str>, u64) {
         | "insufficient-unbound"
         | "known-unbound" => (vec!["inventory", "ntp-synchronizer"], interval),
         "disconnected" | "disconnected-unbound" => (vec!["inventory"], interval * 2),
+        "installing" => (vec!["install"], interval),
         _ => (vec![], interval * 2),
     }
 }
@@ -814,12 +832,28 @@ fn step_id(step_type: &str) -> String {
     format!("{step_type}-{:08x}", rand::random::<u32>())
 }
 
-fn step_args(step_type: &str, h: &HostRow, ntp: &str) -> Vec<String> {
+fn step_args(step_type: &str, h: &HostRow, extra: &str) -> Vec<String> {
     match step_type {
         "inventory" => vec![h.id.clone()],
-        "ntp-synchronizer" => vec![serde_json::json!({ "ntp_source": ntp }).to_string()],
+        "ntp-synchronizer" => vec![serde_json::json!({ "ntp_source": extra }).to_string()],
+        "install" => vec![extra.to_string()],
         _ => vec![],
     }
+}
+
+/// The install step's argument for a host (its `install_cmd_request`).
+async fn install_arg(s: &Shared, h: &HostRow) -> Res<String> {
+    let c = cluster_or_404(s, &h.cluster_id).await?;
+    let p = model::cluster_params(&c);
+    let hosts = s.db.hosts_of_cluster(&c.id).await?;
+    let nets = validate::machine_networks(&p, &[]);
+    let plan = install::plan(&c, &p, &hosts, &nets).map_err(Failure::conflict)?;
+    let me = plan
+        .hosts
+        .iter()
+        .find(|x| x.id == h.id && x.infra_env_id == h.infra_env_id)
+        .ok_or_else(|| Failure::not_found(format!("host {} is not in its cluster's plan", h.id)))?;
+    Ok(install::install_request(&c.id, &p, me).to_string())
 }
 
 async fn next_steps(
@@ -838,24 +872,28 @@ async fn next_steps(
         let old = h.steps.clone();
         let now = now_ms();
         let (types, interval) = steps_for(&h.status, s.opts.next_instruction_seconds);
-        let ntp = if types.contains(&"ntp-synchronizer") && !h.cluster_id.is_empty() {
-            s.db.cluster(&h.cluster_id)
-                .await?
-                .map(|c| model::cluster_params(&c).additional_ntp_source)
-                .unwrap_or_default()
-        } else {
-            String::new()
-        };
         let mut outstanding: Vec<Outstanding> = serde_json::from_str(&old).unwrap_or_default();
         outstanding.retain(|o| now - o.issued_at < STEP_TTL_MS);
-        let instructions: Vec<Step> = types
-            .iter()
-            .map(|t| Step {
-                step_type: (*t).to_string(),
+        let mut instructions: Vec<Step> = Vec::new();
+        for t in types {
+            let extra = match t {
+                "ntp-synchronizer" if !h.cluster_id.is_empty() => {
+                    s.db.cluster(&h.cluster_id)
+                        .await?
+                        .map(|c| model::cluster_params(&c).additional_ntp_source)
+                        .unwrap_or_default()
+                }
+                // One install step at a time: not again while one is out.
+                "install" if outstanding.iter().any(|o| o.step_type == "install") => continue,
+                "install" => install_arg(&s, &h).await?,
+                _ => String::new(),
+            };
+            instructions.push(Step {
+                step_type: t.to_string(),
                 step_id: step_id(t),
-                args: step_args(t, &h, &ntp),
-            })
-            .collect();
+                args: step_args(t, &h, &extra),
+            });
+        }
         outstanding.extend(instructions.iter().map(|st| Outstanding {
             step_id: st.step_id.clone(),
             step_type: st.step_type.clone(),
@@ -904,7 +942,10 @@ async fn step_reply(
         "free-network-addresses" => Some(ReplyColumn::FreeAddresses),
         _ => None,
     };
-    if column != Some(ReplyColumn::Inventory) && r.exit_code == 0 && !r.output.is_empty() {
+    if column.is_some_and(|c| c != ReplyColumn::Inventory)
+        && r.exit_code == 0
+        && !r.output.is_empty()
+    {
         serde_json::from_str::<serde_json::Value>(&r.output).map_err(|e| {
             Failure::bad(format!("step-reply {}: output: not JSON: {e}", r.step_id))
         })?;
@@ -960,6 +1001,9 @@ async fn step_reply(
             if set.is_some() && column == Some(ReplyColumn::Inventory) {
                 s.monitor.notify_one();
             }
+            if r.step_type == "install" {
+                install_replied(&s, &h, &r).await?;
+            }
             return Ok(StatusCode::NO_CONTENT.into_response());
         }
     }
@@ -1002,4 +1046,492 @@ async fn list_events(
 /// documents).
 pub fn networks_of(c: &ClusterRow, invs: &[&Inventory]) -> Vec<Cidr> {
     validate::machine_networks(&model::cluster_params(c), invs)
+}
+
+// ---- install
+
+async fn install_cluster(State(s): State<Shared>, Path(id): Path<String>) -> Res<Response> {
+    let c = cluster_or_404(&s, &id).await?;
+    if c.status != "ready" {
+        return Err(Failure::conflict(format!(
+            "Cluster is not ready for installation: it is {} ({})",
+            c.status, c.status_info
+        )));
+    }
+    let p = model::cluster_params(&c);
+    let hosts = s.db.hosts_of_cluster(&id).await?;
+    if let Some(h) = hosts.iter().find(|h| h.status != "known") {
+        return Err(Failure::conflict(format!(
+            "Cluster is not ready for installation: host {} is {}",
+            h.id, h.status
+        )));
+    }
+    let invs: Vec<Inventory> = hosts
+        .iter()
+        .filter_map(|h| serde_json::from_str(&h.inventory).ok())
+        .collect();
+    let refs: Vec<&Inventory> = invs.iter().collect();
+    let nets = validate::machine_networks(&p, &refs);
+    let plan = install::plan(&c, &p, &hosts, &nets).map_err(Failure::conflict)?;
+    if !s
+        .db
+        .set_cluster_status(
+            &id,
+            "ready",
+            "preparing-for-installation",
+            "Preparing cluster for installation",
+            &c.validations_info,
+        )
+        .await?
+    {
+        return Err(Failure::conflict(format!(
+            "cluster {id} changed status while the installation was starting; try again"
+        )));
+    }
+    s.db.set_install_started(&id).await?;
+    events::cluster(
+        &s.db,
+        &id,
+        "info",
+        "cluster_status_updated",
+        "Updated status of the cluster to preparing-for-installation (Preparing cluster for installation)".into(),
+    )
+    .await;
+    for ph in &plan.hosts {
+        s.db.set_host_role(&ph.infra_env_id, &ph.id, &ph.role, ph.bootstrap)
+            .await?;
+        host_move(
+            &s,
+            &id,
+            ph,
+            "known",
+            "preparing-for-installation",
+            "Host is preparing for installation",
+        )
+        .await?;
+    }
+    let (st, cid) = (s.clone(), id.clone());
+    tokio::spawn(async move {
+        if let Err(e) = prepare(&st, &cid, plan).await {
+            tracing::warn!(cluster = %cid, error = %e.reason, "preparing the installation failed");
+        }
+    });
+    let c = cluster_or_404(&s, &id).await?;
+    Ok(json(StatusCode::ACCEPTED, &cluster_document(&s, &c).await?))
+}
+
+/// Moves a planned host from `from` to `to`, with an event when it took.
+async fn host_move(
+    s: &Shared,
+    cluster_id: &str,
+    ph: &install::PlannedHost,
+    from: &str,
+    to: &str,
+    info: &str,
+) -> Res<bool> {
+    let Some(h) = s.db.host(&ph.infra_env_id, &ph.id).await? else {
+        return Ok(false);
+    };
+    let took =
+        s.db.set_host_status(&h, from, to, info, &h.validations_info, &h.suggested_role)
+            .await?;
+    if took {
+        events::emit(
+            &s.db,
+            events::Scope {
+                cluster_id,
+                infra_env_id: &ph.infra_env_id,
+                host_id: &ph.id,
+            },
+            "info",
+            "host_status_updated",
+            format!(
+                "Host {}: updated status from {from} to {to} ({info})",
+                ph.name
+            ),
+        )
+        .await;
+    }
+    Ok(took)
+}
+
+/// Generates the install's files and moves the cluster and its hosts on
+/// to installing (or back to ready / known with the reason).
+async fn prepare(s: &Shared, id: &str, plan: install::Plan) -> Res<()> {
+    let c = cluster_or_404(s, id).await?;
+    let p = model::cluster_params(&c);
+    let (image, version, domain, name) = (
+        s.opts.release_image.clone(),
+        p.openshift_version.clone(),
+        p.base_dns_domain.clone(),
+        c.name.clone(),
+    );
+    let plan2 = plan.clone();
+    let generated = tokio::task::spawn_blocking(move || {
+        install::generate(&plan2, &image, &version, &domain, &name)
+    })
+    .await
+    .unwrap_or_else(|e| Err(format!("the generation task: {e}")));
+    match generated {
+        Ok(files) => {
+            s.db.put_files(id, &files).await?;
+            for ph in &plan.hosts {
+                host_move(
+                    s,
+                    id,
+                    ph,
+                    "preparing-for-installation",
+                    "preparing-successful",
+                    "Host finished successfully to prepare for installation",
+                )
+                .await?;
+            }
+            let c = cluster_or_404(s, id).await?;
+            if s.db
+                .set_cluster_status(
+                    id,
+                    "preparing-for-installation",
+                    "installing",
+                    "Installation in progress",
+                    &c.validations_info,
+                )
+                .await?
+            {
+                events::cluster(
+                    &s.db,
+                    id,
+                    "info",
+                    "cluster_status_updated",
+                    "Updated status of the cluster to installing (Installation in progress)".into(),
+                )
+                .await;
+            }
+            for ph in &plan.hosts {
+                host_move(
+                    s,
+                    id,
+                    ph,
+                    "preparing-successful",
+                    "installing",
+                    "Installation is in progress",
+                )
+                .await?;
+            }
+        }
+        Err(reason) => {
+            let info = format!("Failed to prepare the installation: {reason}");
+            let c = cluster_or_404(s, id).await?;
+            s.db.set_cluster_status(
+                id,
+                "preparing-for-installation",
+                "ready",
+                &info,
+                &c.validations_info,
+            )
+            .await?;
+            events::cluster(
+                &s.db,
+                id,
+                "error",
+                "cluster_prepare_installation_failed",
+                info.clone(),
+            )
+            .await;
+            for ph in &plan.hosts {
+                host_move(
+                    s,
+                    id,
+                    ph,
+                    "preparing-for-installation",
+                    "known",
+                    "Host is ready to be installed",
+                )
+                .await?;
+            }
+            return Err(Failure::conflict(info));
+        }
+    }
+    Ok(())
+}
+
+/// The install step's reply: success starts the host's installation
+/// (stage "Starting installation", with the agent's words); a failure
+/// moves it to error (HostInstallationFailed).
+async fn install_replied(s: &Shared, h: &HostRow, r: &StepReply) -> Res<()> {
+    let scope = events::Scope {
+        cluster_id: &h.cluster_id,
+        infra_env_id: &h.infra_env_id,
+        host_id: &h.id,
+    };
+    if r.exit_code == 0 {
+        if s.db
+            .set_host_progress(
+                h,
+                "installing",
+                "installing-in-progress",
+                "Starting installation",
+                "Starting installation",
+                &r.output,
+            )
+            .await?
+        {
+            events::emit(
+                &s.db,
+                scope,
+                "info",
+                "host_install_progress_updated",
+                format!(
+                    "Host {}: reached installation stage Starting installation",
+                    h.id
+                ),
+            )
+            .await;
+        }
+    } else {
+        let info = format!("Failed to install host: {}", r.error);
+        for from in ["installing", "installing-in-progress"] {
+            if s.db
+                .set_host_progress(h, from, "error", &info, "Failed", &r.error)
+                .await?
+            {
+                events::emit(
+                    &s.db,
+                    scope,
+                    "error",
+                    "host_install_failed",
+                    format!("Host {}: {info}", h.id),
+                )
+                .await;
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Installation stages by role (the reference's §7.4, assisted-service
+/// `internal/host/common.go`); a host may not go back to an earlier one.
+pub fn stages(role: &str, bootstrap: bool, single: bool) -> &'static [&'static str] {
+    if single {
+        &[
+            "Starting installation",
+            "Installing",
+            "Waiting for bootkube",
+            "Writing image to disk",
+            "Copying registry data to disk",
+            "Rebooting",
+            "Joined",
+            "Done",
+        ]
+    } else if bootstrap {
+        &[
+            "Starting installation",
+            "Installing",
+            "Writing image to disk",
+            "Copying registry data to disk",
+            "Waiting for control plane",
+            "Waiting for bootkube",
+            "Waiting for controller",
+            "Rebooting",
+            "Configuring",
+            "Joined",
+            "Done",
+        ]
+    } else if role == "master" {
+        &[
+            "Starting installation",
+            "Installing",
+            "Writing image to disk",
+            "Copying registry data to disk",
+            "Rebooting",
+            "Configuring",
+            "Joined",
+            "Done",
+        ]
+    } else {
+        &[
+            "Starting installation",
+            "Installing",
+            "Writing image to disk",
+            "Waiting for control plane",
+            "Rebooting",
+            "Waiting for ignition",
+            "Configuring",
+            "Joined",
+            "Done",
+        ]
+    }
+}
+
+async fn host_progress(
+    State(s): State<Shared>,
+    Path((ie, id)): Path<(String, String)>,
+    b: Bytes,
+) -> Res<Response> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Progress {
+        current_stage: String,
+        #[serde(default)]
+        progress_info: String,
+    }
+    let pr: Progress = body("host-progress", &b)?;
+    let h = host_or_404(&s, &ie, &id).await?;
+    if !matches!(h.status.as_str(), "installing" | "installing-in-progress") {
+        return Err(Failure::conflict(format!(
+            "host {id} is {}, not installing: no progress to report",
+            h.status
+        )));
+    }
+    let c = cluster_or_404(&s, &h.cluster_id).await?;
+    let single = model::cluster_params(&c).control_plane_count == 1;
+    let list = stages(&h.role, h.bootstrap, single);
+    let scope = events::Scope {
+        cluster_id: &h.cluster_id,
+        infra_env_id: &ie,
+        host_id: &id,
+    };
+    if pr.current_stage == "Failed" {
+        let info = format!("Failed to install host: {}", pr.progress_info);
+        s.db.set_host_progress(&h, &h.status, "error", &info, "Failed", &pr.progress_info)
+            .await?;
+        events::emit(
+            &s.db,
+            scope,
+            "error",
+            "host_install_failed",
+            format!("Host {id}: {info}"),
+        )
+        .await;
+        return Ok(StatusCode::OK.into_response());
+    }
+    let Some(new) = list.iter().position(|x| *x == pr.current_stage) else {
+        return Err(Failure::bad(format!(
+            "current_stage {:?}: not a stage of a {} host ({})",
+            pr.current_stage,
+            if h.bootstrap {
+                "bootstrap"
+            } else {
+                h.role.as_str()
+            },
+            list.join(", ")
+        )));
+    };
+    let old = list.iter().position(|x| *x == h.progress_stage);
+    if old.is_some_and(|o| new < o) {
+        return Err(Failure::conflict(format!(
+            "host {id} is at stage {:?}; it cannot go back to {:?}",
+            h.progress_stage, pr.current_stage
+        )));
+    }
+    let (to, info) = if pr.current_stage == "Done" {
+        ("installed", "Done".to_string())
+    } else {
+        ("installing-in-progress", pr.current_stage.clone())
+    };
+    if s.db
+        .set_host_progress(
+            &h,
+            &h.status,
+            to,
+            &info,
+            &pr.current_stage,
+            &pr.progress_info,
+        )
+        .await?
+    {
+        events::emit(
+            &s.db,
+            scope,
+            "info",
+            "host_install_progress_updated",
+            format!("Host {id}: reached installation stage {}", pr.current_stage),
+        )
+        .await;
+    }
+    Ok(StatusCode::OK.into_response())
+}
+
+// ---- downloads
+
+/// The files `downloads/files` hands out.
+pub const CLUSTER_FILES: &[&str] = &[
+    "bootstrap.ign",
+    "master.ign",
+    "worker.ign",
+    "metadata.json",
+    "install-config.yaml",
+];
+
+async fn cluster_file(s: &Shared, id: &str, name: &str) -> Res<Response> {
+    cluster_or_404(s, id).await?;
+    let Some(text) = s.db.file(id, name).await? else {
+        return Err(Failure::conflict(format!(
+            "{name} of cluster {id} is not available: it is generated when the installation starts"
+        )));
+    };
+    Ok((
+        StatusCode::OK,
+        [
+            (
+                axum::http::header::CONTENT_TYPE,
+                "application/octet-stream".to_string(),
+            ),
+            (
+                axum::http::header::CONTENT_DISPOSITION,
+                format!("attachment; filename={name}"),
+            ),
+        ],
+        text,
+    )
+        .into_response())
+}
+
+async fn download_file(
+    State(s): State<Shared>,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Res<Response> {
+    let name = q.get("file_name").cloned().unwrap_or_default();
+    if !CLUSTER_FILES.contains(&name.as_str()) {
+        return Err(Failure::bad(format!(
+            "file_name {name:?}: one of {}",
+            CLUSTER_FILES.join(", ")
+        )));
+    }
+    cluster_file(&s, &id, &name).await
+}
+
+async fn download_credentials(
+    State(s): State<Shared>,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Res<Response> {
+    let name = q.get("file_name").cloned().unwrap_or_default();
+    let stored = match name.as_str() {
+        "kubeadmin-password" | "kubeconfig-noingress" => name.as_str(),
+        // Until the ingress CA is merged (finalizing), kubeconfig is the
+        // one without it, as assisted-service falls back.
+        "kubeconfig" => "kubeconfig-noingress",
+        _ => {
+            return Err(Failure::bad(format!(
+                "file_name {name:?}: one of kubeadmin-password, kubeconfig, kubeconfig-noingress"
+            )));
+        }
+    };
+    cluster_file(&s, &id, stored).await
+}
+
+async fn host_ignition(
+    State(s): State<Shared>,
+    Path((ie, id)): Path<(String, String)>,
+) -> Res<Response> {
+    let h = host_or_404(&s, &ie, &id).await?;
+    if h.cluster_id.is_empty() {
+        return Err(Failure::conflict(format!(
+            "host {id} is not bound to a cluster"
+        )));
+    }
+    let role = install::effective_role(&h).to_string();
+    cluster_file(&s, &h.cluster_id, &format!("{role}-{id}.ign")).await
 }

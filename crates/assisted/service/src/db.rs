@@ -960,6 +960,89 @@ impl Db {
         Ok(r.rows_affected() == 1)
     }
 
+    // ---- an install's files
+
+    /// Replaces the generated files of a cluster with `files` (name,
+    /// text), in one transaction.
+    pub async fn put_files(
+        &self,
+        cluster_id: &str,
+        files: &[(String, String)],
+    ) -> Result<(), DbError> {
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(sql("store an install's files"))?;
+        sqlx::query("DELETE FROM cluster_files WHERE cluster_id = $1")
+            .bind(cluster_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(sql("store an install's files"))?;
+        let now = now_ms();
+        for (name, content) in files {
+            sqlx::query(
+                "INSERT INTO cluster_files (cluster_id, name, content, created_at) \
+                 VALUES ($1,$2,$3,$4)",
+            )
+            .bind(cluster_id)
+            .bind(name)
+            .bind(content)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(sql("store an install's files"))?;
+        }
+        tx.commit().await.map_err(sql("store an install's files"))?;
+        Ok(())
+    }
+
+    /// One generated file of a cluster.
+    pub async fn file(&self, cluster_id: &str, name: &str) -> Result<Option<String>, DbError> {
+        let r =
+            sqlx::query("SELECT content FROM cluster_files WHERE cluster_id = $1 AND name = $2")
+                .bind(cluster_id)
+                .bind(name)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(sql("read an install's file"))?;
+        r.map(|r| r.try_get::<String, _>("content"))
+            .transpose()
+            .map_err(sql("read an install's file"))
+    }
+
+    /// A host's installation progress (stage and words), and its status
+    /// from `from` to `to`; `false` when its status is no longer `from`.
+    pub async fn set_host_progress(
+        &self,
+        h: &HostRow,
+        from: &str,
+        to: &str,
+        info: &str,
+        stage: &str,
+        stage_info: &str,
+    ) -> Result<bool, DbError> {
+        let now = now_ms();
+        let r = sqlx::query(
+            "UPDATE hosts SET status = $1, status_info = $2, progress_stage = $3, \
+             progress_info = $4, status_updated_at = $5, updated_at = $6 \
+             WHERE id = $7 AND infra_env_id = $8 AND status = $9",
+        )
+        .bind(to)
+        .bind(info)
+        .bind(stage)
+        .bind(stage_info)
+        .bind(if to == from { h.status_updated_at } else { now })
+        .bind(now)
+        .bind(&h.id)
+        .bind(&h.infra_env_id)
+        .bind(from)
+        .execute(&self.pool)
+        .await
+        .map_err(sql("record a host's progress"))?;
+        Ok(r.rows_affected() == 1)
+    }
+
     // ---- events
 
     /// Stores an event.

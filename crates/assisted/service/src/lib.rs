@@ -15,6 +15,7 @@
 pub mod api;
 pub mod db;
 pub mod events;
+pub mod install;
 pub mod model;
 pub mod monitor;
 pub mod validate;
@@ -39,6 +40,8 @@ pub struct Options {
     pub monitor_interval: Duration,
     /// Database connections at most.
     pub max_connections: u32,
+    /// The release image installs are generated for.
+    pub release_image: String,
 }
 
 impl Options {
@@ -50,6 +53,7 @@ impl Options {
             next_instruction_seconds: 60,
             monitor_interval: Duration::from_secs(8),
             max_connections: 16,
+            release_image: okd_types::release::DEFAULT_RELEASE_IMAGE.to_string(),
         }
     }
 }
