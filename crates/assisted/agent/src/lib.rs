@@ -1,17 +1,20 @@
 //! The discovery agent (issue #24, begun): what runs on each host booted
-//! from the discovery image. So far its first two duties, read from the
+//! from the discovery image. So far its first duties, read from the
 //! machine's own files the way openshift/assisted-installer-agent's
 //! inventory does (`src/inventory/*.go`, `src/scanners/machine_uuid_scanner.go`):
 //!
 //! - [`host_id`]: the host's id before it registers;
 //! - [`inventory::gather`]: CPU, memory, boot, system vendor, host name,
 //!   TPM, disks, network interfaces and routes of the swagger `inventory`
-//!   ([`okd_assisted_api::Inventory`]).
+//!   ([`okd_assisted_api::Inventory`]);
+//! - [`runner::run`]: registration with the service and the next-step
+//!   runner (poll, run, reply; back-off and replies kept until taken).
 //!
 //! Every reader takes a [`Root`], so the tests run them on a made-up
 //! machine as well as on the real one.
 
 pub mod inventory;
+pub mod runner;
 
 use std::path::{Path, PathBuf};
 

@@ -102,30 +102,13 @@ fn json<T: serde::Serialize>(status: StatusCode, v: &T) -> Response {
 
 /// The routes under [`rest::BASE_PATH`].
 pub fn routes(state: Shared) -> Router {
-    let v2 = Router::new()
+    let user = Router::new()
         .route("/clusters", get(list_clusters).post(register_cluster))
         .route(
             "/clusters/{cluster_id}",
             get(get_cluster)
                 .patch(update_cluster)
                 .delete(delete_cluster),
-        )
-        .route("/infra-envs", get(list_infra_envs).post(register_infra_env))
-        .route(
-            "/infra-envs/{infra_env_id}",
-            get(get_infra_env).delete(delete_infra_env),
-        )
-        .route(
-            "/infra-envs/{infra_env_id}/hosts",
-            get(list_hosts).post(register_host),
-        )
-        .route(
-            "/infra-envs/{infra_env_id}/hosts/{host_id}",
-            get(get_host).patch(update_host).delete(delete_host),
-        )
-        .route(
-            "/infra-envs/{infra_env_id}/hosts/{host_id}/instructions",
-            get(next_steps).post(step_reply),
         )
         .route(
             "/clusters/{cluster_id}/actions/install",
@@ -136,15 +119,49 @@ pub fn routes(state: Shared) -> Router {
             "/clusters/{cluster_id}/downloads/credentials",
             get(download_credentials),
         )
+        .route("/infra-envs", get(list_infra_envs).post(register_infra_env))
         .route(
-            "/infra-env/{infra_env_id}/hosts/{host_id}/downloads/ignition",
-            get(host_ignition),
+            "/infra-envs/{infra_env_id}",
+            get(get_infra_env).delete(delete_infra_env),
+        )
+        .route(
+            "/infra-envs/{infra_env_id}/downloads/files",
+            get(infra_env_file),
+        )
+        .route(
+            "/infra-envs/{infra_env_id}/regenerate-signing-key",
+            post(regenerate_signing_key),
+        )
+        .route("/infra-envs/{infra_env_id}/hosts", get(list_hosts))
+        .route(
+            "/infra-envs/{infra_env_id}/hosts/{host_id}",
+            get(get_host).patch(update_host).delete(delete_host),
+        )
+        .route("/events", get(list_events))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::auth::user,
+        ));
+    let agent = Router::new()
+        .route("/infra-envs/{infra_env_id}/hosts", post(register_host))
+        .route(
+            "/infra-envs/{infra_env_id}/hosts/{host_id}/instructions",
+            get(next_steps).post(step_reply),
         )
         .route(
             "/infra-envs/{infra_env_id}/hosts/{host_id}/progress",
             axum::routing::put(host_progress),
         )
-        .route("/events", get(list_events))
+        .route(
+            "/infra-env/{infra_env_id}/hosts/{host_id}/downloads/ignition",
+            get(host_ignition),
+        )
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::auth::agent,
+        ));
+    let v2 = user
+        .merge(agent)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(state);
     Router::new().nest(rest::BASE_PATH, v2)
@@ -479,6 +496,7 @@ async fn register_infra_env(State(s): State<Shared>, b: Bytes) -> Res<Response> 
         pull_secret: p.pull_secret,
         created_at: now,
         updated_at: now,
+        signing_generation: 0,
     };
     s.db.insert_infra_env(&row).await?;
     events::emit(
@@ -1534,4 +1552,74 @@ async fn host_ignition(
     }
     let role = install::effective_role(&h).to_string();
     cluster_file(&s, &h.cluster_id, &format!("{role}-{id}.ign")).await
+}
+
+// ---- the discovery Ignition and agent tokens
+
+async fn regenerate_signing_key(State(s): State<Shared>, Path(ie): Path<String>) -> Res<Response> {
+    let Some(generation) = s.db.regenerate_signing_key(&ie).await? else {
+        return Err(Failure::not_found(format!("infra-env {ie} not found")));
+    };
+    events::emit(
+        &s.db,
+        events::Scope { cluster_id: "", infra_env_id: &ie, host_id: "" },
+        "info",
+        "infra_env_signing_key_regenerated",
+        format!("The signing key of infra-env {ie} was regenerated (generation {generation}); agent tokens issued before are revoked"),
+    )
+    .await;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `GET /v2/infra-envs/{id}/downloads/files?file_name=discovery.ign`: the
+/// discovery Ignition (spec 3.1.0, as assisted-service renders it, §9.1):
+/// the `core` user's SSH key and `agent.service`, which runs `okd-install
+/// agent` against this service with the infra-env's agent token in
+/// `PULL_SECRET_TOKEN` (empty without authentication). The service URL is
+/// the one the request came to (its `Host` header).
+async fn infra_env_file(
+    State(s): State<Shared>,
+    Path(ie): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: axum::http::HeaderMap,
+) -> Res<Response> {
+    let name = q.get("file_name").cloned().unwrap_or_default();
+    if name != "discovery.ign" {
+        return Err(Failure::bad(format!(
+            "file_name {name:?}: only discovery.ign"
+        )));
+    }
+    let e = infra_env_or_404(&s, &ie).await?;
+    let p: InfraEnvParams = serde_json::from_str(&e.params).unwrap_or_default();
+    let host = headers
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| {
+            !h.is_empty()
+                && h.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || ".:-[]".contains(c))
+        })
+        .unwrap_or("127.0.0.1:8090");
+    let token = s
+        .opts
+        .auth_token
+        .as_deref()
+        .map(|t| crate::auth::agent_token(t, &ie, e.signing_generation))
+        .unwrap_or_default();
+    let unit = format!(
+        "[Unit]\nDescription=Assisted Installer discovery agent\nWants=network-online.target\nAfter=network-online.target\n\n[Service]\nEnvironment=PULL_SECRET_TOKEN={token}\nExecStart=/usr/local/bin/okd-install agent --url http://{host} --infra-env-id {ie}\nRestart=always\nRestartSec=3s\n\n[Install]\nWantedBy=multi-user.target\n"
+    );
+    let mut cfg = serde_json::json!({
+        "ignition": { "version": "3.1.0" },
+        "systemd": { "units": [ { "name": "agent.service", "enabled": true, "contents": unit } ] },
+    });
+    if !p.ssh_authorized_key.is_empty() {
+        cfg["passwd"] = serde_json::json!({ "users": [ { "name": "core", "sshAuthorizedKeys": [p.ssh_authorized_key] } ] });
+    }
+    Ok((
+        StatusCode::OK,
+        [(axum::http::header::CONTENT_TYPE, "application/octet-stream")],
+        cfg.to_string(),
+    )
+        .into_response())
 }

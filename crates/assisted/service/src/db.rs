@@ -159,6 +159,9 @@ pub struct InfraEnvRow {
     pub created_at: i64,
     /// Unix ms.
     pub updated_at: i64,
+    /// The agent-token key's generation (moved on by
+    /// regenerate-signing-key, which revokes older tokens).
+    pub signing_generation: i64,
 }
 
 /// A host row (the columns of migrations' `hosts`).
@@ -258,7 +261,8 @@ pub struct EventFilter {
 
 const CLUSTER_COLS: &str = "id, name, status, status_info, status_updated_at, params, pull_secret, \
      validations_info, install_started_at, created_at, updated_at";
-const INFRA_ENV_COLS: &str = "id, name, cluster_id, params, pull_secret, created_at, updated_at";
+const INFRA_ENV_COLS: &str =
+    "id, name, cluster_id, params, pull_secret, created_at, updated_at, signing_generation";
 const HOST_COLS: &str = "id, infra_env_id, cluster_id, status, status_info, status_updated_at, role, \
      suggested_role, bootstrap, requested_hostname, installation_disk_id, inventory, \
      validations_info, ntp_sources, connectivity, domain_name_resolutions, free_addresses, \
@@ -290,6 +294,7 @@ fn infra_env_row(r: &AnyRow) -> Result<InfraEnvRow, sqlx::Error> {
         pull_secret: r.try_get("pull_secret")?,
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
+        signing_generation: r.try_get("signing_generation")?,
     })
 }
 
@@ -598,7 +603,7 @@ impl Db {
     /// Stores a new infra-env.
     pub async fn insert_infra_env(&self, e: &InfraEnvRow) -> Result<(), DbError> {
         sqlx::query(safe(format!(
-            "INSERT INTO infra_envs ({INFRA_ENV_COLS}) VALUES ($1,$2,$3,$4,$5,$6,$7)"
+            "INSERT INTO infra_envs ({INFRA_ENV_COLS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)"
         )))
         .bind(&e.id)
         .bind(&e.name)
@@ -607,6 +612,7 @@ impl Db {
         .bind(&e.pull_secret)
         .bind(e.created_at)
         .bind(e.updated_at)
+        .bind(e.signing_generation)
         .execute(&self.pool)
         .await
         .map_err(sql("insert an infra-env"))?;
@@ -640,6 +646,24 @@ impl Db {
             .map(infra_env_row)
             .collect::<Result<_, _>>()
             .map_err(sql("list infra-envs"))
+    }
+
+    /// Moves an infra-env's agent-token key on; returns the new
+    /// generation (`None`: no such infra-env).
+    pub async fn regenerate_signing_key(&self, id: &str) -> Result<Option<i64>, DbError> {
+        let r = sqlx::query(
+            "UPDATE infra_envs SET signing_generation = signing_generation + 1, updated_at = $1 \
+             WHERE id = $2",
+        )
+        .bind(now_ms())
+        .bind(id)
+        .execute(&self.pool)
+        .await
+        .map_err(sql("regenerate an infra-env's signing key"))?;
+        if r.rows_affected() == 0 {
+            return Ok(None);
+        }
+        Ok(self.infra_env(id).await?.map(|e| e.signing_generation))
     }
 
     /// Deletes an infra-env and its hosts.

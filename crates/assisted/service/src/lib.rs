@@ -13,6 +13,7 @@
 //! process keeps nothing that a restart would lose.
 
 pub mod api;
+pub mod auth;
 pub mod db;
 pub mod events;
 pub mod install;
@@ -42,6 +43,9 @@ pub struct Options {
     pub max_connections: u32,
     /// The release image installs are generated for.
     pub release_image: String,
+    /// The user token (`None`: no authentication); agent tokens are
+    /// derived from it per infra-env ([`auth`]).
+    pub auth_token: Option<String>,
 }
 
 impl Options {
@@ -54,6 +58,7 @@ impl Options {
             monitor_interval: Duration::from_secs(8),
             max_connections: 16,
             release_image: okd_types::release::DEFAULT_RELEASE_IMAGE.to_string(),
+            auth_token: None,
         }
     }
 }
