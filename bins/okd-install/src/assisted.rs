@@ -1,7 +1,7 @@
 //! `okd-install assisted …`: the assisted flow's commands (issue #24).
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
@@ -15,6 +15,91 @@ pub enum AssistedCmd {
     /// events) with its monitor; state in <dir>/assisted.db (SQLite) or the
     /// PostgreSQL database of --db-url.
     Serve(ServeArgs),
+    /// Create a cluster and its infra-env from an install-config.yaml
+    /// (baseDomain, metadata.name, replicas, networking,
+    /// platform.baremetal apiVIPs/ingressVIPs or platform none for one
+    /// node, pullSecret, sshKey).
+    CreateCluster {
+        #[command(flatten)]
+        service: ServiceArgs,
+        /// The install-config.yaml; any field the assisted flow does not
+        /// take is refused, naming it.
+        #[arg(long)]
+        config: PathBuf,
+        /// The release major.minor [default: 4.19].
+        #[arg(long = "openshift-version")]
+        openshift_version: Option<String>,
+    },
+    /// List the clusters.
+    Clusters {
+        #[command(flatten)]
+        service: ServiceArgs,
+    },
+    /// List a cluster's hosts: name, role, status, CPUs, memory.
+    Hosts {
+        #[command(flatten)]
+        service: ServiceArgs,
+        /// The cluster's name or id.
+        #[arg(long)]
+        cluster: String,
+    },
+    /// The cluster's and its hosts' validations, failing first.
+    Validations {
+        #[command(flatten)]
+        service: ServiceArgs,
+        /// The cluster's name or id.
+        #[arg(long)]
+        cluster: String,
+        /// Only failing validations.
+        #[arg(long)]
+        failing: bool,
+    },
+    /// Start the installation (refused with the reason unless ready).
+    Install {
+        #[command(flatten)]
+        service: ServiceArgs,
+        /// The cluster's name or id.
+        #[arg(long)]
+        cluster: String,
+        /// Wait until the installation has started, printing status
+        /// changes; fail if it has not within this long (e.g. 5m).
+        #[arg(long, value_parser = crate::node::parse_duration)]
+        wait: Option<std::time::Duration>,
+    },
+    /// Write <dir>/auth/kubeconfig and <dir>/auth/kubeadmin-password (0600).
+    Credentials {
+        #[command(flatten)]
+        service: ServiceArgs,
+        /// The cluster's name or id.
+        #[arg(long)]
+        cluster: String,
+    },
+    /// The cluster's events.
+    Events {
+        #[command(flatten)]
+        service: ServiceArgs,
+        /// The cluster's name or id.
+        #[arg(long)]
+        cluster: String,
+    },
+}
+
+/// Where the client commands find the service.
+#[derive(Args, Debug)]
+pub struct ServiceArgs {
+    /// The assisted service's address (what `okd-install assisted serve`
+    /// listens on).
+    #[arg(long, default_value = okd_assisted_client::client::DEFAULT_URL)]
+    url: String,
+    /// Sent as Authorization: Bearer <token>.
+    #[arg(long, env = "OKD_ASSISTED_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+}
+
+impl ServiceArgs {
+    fn client(&self) -> Result<okd_assisted_client::Client, Failure> {
+        okd_assisted_client::Client::new(&self.url, self.token.clone()).map_err(fail)
+    }
 }
 
 /// `okd-install assisted serve`.
@@ -24,6 +109,16 @@ pub struct ServeArgs {
     /// instead of the SQLite file <dir>/assisted.db.
     #[arg(long = "db-url")]
     db_url: Option<String>,
+    /// Require this token from users (Authorization: Bearer) and give
+    /// agents per-infra-env tokens derived from it; read from the
+    /// environment variable OKD_ASSISTED_AUTH_TOKEN when not given, so it
+    /// stays out of process lists.
+    #[arg(
+        long = "auth-token",
+        env = "OKD_ASSISTED_AUTH_TOKEN",
+        hide_env_values = true
+    )]
+    auth_token: Option<String>,
     /// The address to listen on (assisted-service's port is 8090).
     #[arg(long, default_value = "0.0.0.0:8090")]
     listen: SocketAddr,
@@ -42,8 +137,71 @@ pub struct ServeArgs {
 
 /// Runs an `assisted` command.
 pub fn run(dir: &Path, cmd: &AssistedCmd) -> Result<(), Failure> {
+    use okd_assisted_client::commands as cmds;
+    let rt = || runtime().map_err(fail);
+    let print = |r: Result<String, okd_assisted_client::Error>| -> Result<(), Failure> {
+        print!("{}", r.map_err(fail)?);
+        Ok(())
+    };
     match cmd {
         AssistedCmd::Serve(a) => serve(dir, a),
+        AssistedCmd::CreateCluster {
+            service,
+            config,
+            openshift_version,
+        } => {
+            let c = service.client()?;
+            let (cl, ie) = rt()?
+                .block_on(cmds::create_cluster_from_file(
+                    &c,
+                    config,
+                    openshift_version.as_deref(),
+                ))
+                .map_err(fail)?;
+            print!("{}", cmds::describe_created(&cl, &ie));
+            Ok(())
+        }
+        AssistedCmd::Clusters { service } => {
+            let c = service.client()?;
+            print(rt()?.block_on(cmds::list_clusters(&c)))
+        }
+        AssistedCmd::Hosts { service, cluster } => {
+            let c = service.client()?;
+            print(rt()?.block_on(cmds::list_hosts(&c, cluster)))
+        }
+        AssistedCmd::Validations {
+            service,
+            cluster,
+            failing,
+        } => {
+            let c = service.client()?;
+            print(rt()?.block_on(cmds::validations(&c, cluster, *failing)))
+        }
+        AssistedCmd::Install {
+            service,
+            cluster,
+            wait,
+        } => {
+            let c = service.client()?;
+            rt()?
+                .block_on(cmds::install(&c, cluster, *wait, &mut std::io::stdout()))
+                .map_err(fail)?;
+            Ok(())
+        }
+        AssistedCmd::Credentials { service, cluster } => {
+            let c = service.client()?;
+            let paths = rt()?
+                .block_on(cmds::download_credentials(&c, cluster, dir))
+                .map_err(fail)?;
+            for p in paths {
+                println!("{}", p.display());
+            }
+            Ok(())
+        }
+        AssistedCmd::Events { service, cluster } => {
+            let c = service.client()?;
+            print(rt()?.block_on(cmds::list_events(&c, cluster)))
+        }
     }
 }
 
@@ -58,11 +216,71 @@ fn serve(dir: &Path, a: &ServeArgs) -> Result<(), Failure> {
     let mut opts = okd_assisted_service::Options::new(url, a.listen);
     opts.next_instruction_seconds = a.next_instruction_seconds.max(1);
     opts.monitor_interval = a.monitor_interval;
+    opts.auth_token = a.auth_token.clone().filter(|t| !t.is_empty());
     if let Some(image) = &a.release_image {
         opts.release_image = image.clone();
     }
     runtime()
         .map_err(fail)?
         .block_on(okd_assisted_service::run(opts))
+        .map_err(fail)
+}
+
+/// `okd-install agent`: the discovery agent (assisted-installer-agent's
+/// `agent`), run by the discovery Ignition's agent.service.
+#[derive(Args, Debug)]
+pub struct AgentArgs {
+    /// The assisted service, e.g. http://192.168.126.1:8090.
+    #[arg(long)]
+    url: String,
+    /// The infra-env this host registers with.
+    #[arg(long = "infra-env-id")]
+    infra_env_id: String,
+    /// The host id (default: from the board serial, the system UUID or the
+    /// lowest MAC, as assisted-installer-agent computes it). Give one when
+    /// machines share serials (cloned VMs).
+    #[arg(long = "host-id")]
+    host_id: Option<String>,
+    /// Where the machine's /proc and /sys are (the real agent's /host).
+    #[arg(long, default_value = "/")]
+    root: PathBuf,
+    /// Seconds between registration attempts while the service is away.
+    #[arg(long, default_value = "60s", value_parser = crate::node::parse_duration)]
+    interval: std::time::Duration,
+    /// A PEM file of CA certificates for an https service.
+    #[arg(long)]
+    cacert: Option<PathBuf>,
+    /// Where the install step keeps this host's Ignition.
+    #[arg(long = "state-dir", default_value = "/var/lib/okd-assisted-agent")]
+    state_dir: PathBuf,
+}
+
+/// Runs the agent until SIGINT or SIGTERM. The infra-env's agent token is
+/// read from `PULL_SECRET_TOKEN` (as the real agent's unit passes it), never
+/// from the command line, where `ps` would show it.
+pub fn agent(a: &AgentArgs) -> Result<(), Failure> {
+    let mut cfg = okd_assisted_agent::runner::AgentConfig::new(&a.url, &a.infra_env_id);
+    cfg.host_id = a.host_id.clone();
+    cfg.root = okd_assisted_agent::Root(a.root.clone());
+    cfg.interval = a.interval;
+    cfg.ca_cert = a.cacert.clone();
+    cfg.state_dir = a.state_dir.clone();
+    cfg.token = std::env::var("PULL_SECRET_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty());
+    runtime()
+        .map_err(fail)?
+        .block_on(okd_assisted_agent::runner::run(cfg, async {
+            use tokio::signal::unix::{SignalKind, signal};
+            match (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+            ) {
+                (Ok(mut t), Ok(mut i)) => {
+                    tokio::select! { _ = t.recv() => {}, _ = i.recv() => {} }
+                }
+                _ => std::future::pending::<()>().await,
+            }
+        }))
         .map_err(fail)
 }

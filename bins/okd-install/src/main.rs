@@ -91,6 +91,9 @@ enum Cmd {
     /// The assisted flow: the assisted service and its client commands.
     #[command(subcommand)]
     Assisted(assisted::AssistedCmd),
+    /// The discovery agent: registers this host with an assisted service,
+    /// reports its inventory and runs the steps the service hands out.
+    Agent(assisted::AgentArgs),
     /// Wait for install-time events.
     #[command(subcommand)]
     WaitFor(cluster::WaitForCmd),
@@ -149,6 +152,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         Cmd::Destroy(d) => gather::run_destroy(dir, d),
         Cmd::Aws(a) => aws::run(dir, a),
         Cmd::Assisted(a) => assisted::run(dir, a),
+        Cmd::Agent(a) => assisted::agent(a),
         Cmd::WaitFor(w) => cluster::wait_for(dir, w),
         Cmd::Mirror(m) => mirror::command(dir, m),
         Cmd::Create(c) => create::run(dir, c),

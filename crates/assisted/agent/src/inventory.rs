@@ -506,14 +506,13 @@ fn ipv6_addresses(root: &Root) -> Vec<(String, String)> {
 ///   `running` when the link is up and its `operstate` is `up` or
 ///   `unknown` (the kernel's `dev_get_flags`; Go ≥ 1.20 names it);
 /// - `ipv6_addresses` from `<root>/proc/net/if_inet6` for any root;
-///   `ipv4_addresses` from `getifaddrs`, only when `root` is `/` (sysfs
-///   and procfs have no file of them; a made-up root gets none).
+///   `ipv4_addresses` from `getifaddrs` of the network namespace the
+///   agent runs in, by interface name, for any root (sysfs and procfs have
+///   no file of them): a root whose `sys/class/net` is this namespace's
+///   (the real agent's `/host`, or a made-up machine that links it) gets
+///   them; an interface this namespace lacks gets none.
 pub fn interfaces(root: &Root) -> Vec<Interface> {
-    let v4 = if root.0 == std::path::Path::new("/") {
-        ipv4_addresses()
-    } else {
-        Vec::new()
-    };
+    let v4 = ipv4_addresses();
     let v6 = ipv6_addresses(root);
     entries(root, "/sys/class/net")
         .into_iter()

@@ -13,6 +13,7 @@
 //! Every reader takes a [`Root`], so the tests run them on a made-up
 //! machine as well as on the real one.
 
+pub mod install;
 pub mod inventory;
 pub mod runner;
 

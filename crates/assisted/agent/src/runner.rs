@@ -118,6 +118,9 @@ pub struct AgentConfig {
     pub ca_cert: Option<PathBuf>,
     /// Sent as the [`SECRET_HEADER`] on every request.
     pub token: Option<String>,
+    /// Where the `install` step keeps the host's Ignition and request
+    /// ([`crate::install`]; default `/var/lib/okd-assisted-agent`).
+    pub state_dir: PathBuf,
 }
 
 impl AgentConfig {
@@ -134,6 +137,7 @@ impl AgentConfig {
             interval: DEFAULT_INTERVAL,
             ca_cert: None,
             token: None,
+            state_dir: PathBuf::from("/var/lib/okd-assisted-agent"),
         }
     }
 }
@@ -149,6 +153,7 @@ impl std::fmt::Debug for AgentConfig {
             .field("interval", &self.interval)
             .field("ca_cert", &self.ca_cert)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("state_dir", &self.state_dir)
             .finish()
     }
 }
@@ -624,6 +629,17 @@ fn check_id(what: &'static str, value: &str) -> Result<(), AgentError> {
 }
 
 impl Agent {
+    /// `…/infra-env/{ie}/hosts/{id}/downloads/ignition` (the swagger's
+    /// singular `infra-env` in this one path).
+    fn ignition_url(&self) -> String {
+        let base = self.hosts_url.trim_end_matches("/hosts");
+        let (head, ie) = base.rsplit_once("/infra-envs/").unwrap_or((base, ""));
+        format!(
+            "{head}/infra-env/{ie}/hosts/{}/downloads/ignition",
+            self.host_id
+        )
+    }
+
     fn new(cfg: AgentConfig) -> Result<Agent, AgentError> {
         let bad = |reason: &str| AgentError::Url {
             url: cfg.service_url.clone(),
@@ -867,7 +883,26 @@ impl Agent {
         for st in steps {
             tracing::debug!(step_type = %st.step_type, step_id = %st.step_id, "running step");
             let key = (st.step_type.clone(), st.step_id.clone());
-            let h = set.spawn(execute(st, self.cfg.root.clone()));
+            let h = if st.step_type == "install" {
+                let (client, url, dir) = (
+                    self.client.clone(),
+                    self.ignition_url(),
+                    self.cfg.state_dir.clone(),
+                );
+                set.spawn(async move {
+                    let (exit_code, output, error) =
+                        crate::install::run(&st.args, &client, &url, &dir).await;
+                    StepReply {
+                        step_type: st.step_type,
+                        step_id: st.step_id,
+                        exit_code,
+                        output,
+                        error,
+                    }
+                })
+            } else {
+                set.spawn(execute(st, self.cfg.root.clone()))
+            };
             ids.insert(h.id(), key);
         }
         let mut stuck = false;

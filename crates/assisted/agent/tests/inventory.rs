@@ -37,7 +37,7 @@ fn a_made_up_machine() {
         ("/sys/class/dmi/id/product_name", "KVM\n"),
         ("/sys/class/tpm/tpm0/tpm_version_major", "2\n"),
         ("/proc/sys/kernel/hostname", "localhost\n"),
-        ("/sys/class/net/ens3/address", "52:54:00:aa:00:02\n"),
+        ("/sys/class/net/ensfake3/address", "52:54:00:aa:00:02\n"),
     ]);
     let inv = inventory::gather(&r);
     assert_eq!(inv.cpu.count, 2);
@@ -222,9 +222,9 @@ fn route_hex(a: [u8; 4]) -> String {
 fn interfaces_and_routes_of_a_made_up_machine() {
     let route = format!(
         "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
-         ens3\t{}\t{}\t0003\t0\t0\t100\t{}\t0\t0\t0\n\
-         ens3\t{}\t{}\t0001\t0\t0\t100\t{}\t0\t0\t0\n\
-         ens4\t{}\t{}\t0000\t0\t0\t0\t{}\t0\t0\t0\n",
+         ensfake3\t{}\t{}\t0003\t0\t0\t100\t{}\t0\t0\t0\n\
+         ensfake3\t{}\t{}\t0001\t0\t0\t100\t{}\t0\t0\t0\n\
+         ensfake4\t{}\t{}\t0000\t0\t0\t0\t{}\t0\t0\t0\n",
         route_hex([0, 0, 0, 0]),
         route_hex([192, 168, 126, 1]),
         route_hex([0, 0, 0, 0]),
@@ -239,46 +239,49 @@ fn interfaces_and_routes_of_a_made_up_machine() {
     let z = "00000000000000000000000000000000";
     let ipv6_route = [
         // The default route via 2001:db8::1, metric 1024.
-        format!("{z} 00 {z} 00 20010db8000000000000000000000001 00000400 00000001 00000000 00000003     ens3"),
+        format!("{z} 00 {z} 00 20010db8000000000000000000000001 00000400 00000001 00000000 00000003     ensfake3"),
         // The link-local network.
-        format!("fe800000000000000000000000000000 40 {z} 00 {z} 00000100 00000001 00000000 00000001     ens3"),
+        format!("fe800000000000000000000000000000 40 {z} 00 {z} 00000100 00000001 00000000 00000001     ensfake3"),
         // Local-table entries (local, anycast), multicast, lo and the null
         // route: left out.
-        format!("20010db8000000000000000000000000 80 {z} 00 {z} 00000000 00000002 00000000 80300001     ens3"),
-        format!("20010db8000000000000000000000010 80 {z} 00 {z} 00000000 00000002 00000000 80200001     ens3"),
-        format!("ff000000000000000000000000000000 08 {z} 00 {z} 00000100 00000002 00000000 00000001     ens3"),
+        format!("20010db8000000000000000000000000 80 {z} 00 {z} 00000000 00000002 00000000 80300001     ensfake3"),
+        format!("20010db8000000000000000000000010 80 {z} 00 {z} 00000000 00000002 00000000 80200001     ensfake3"),
+        format!("ff000000000000000000000000000000 08 {z} 00 {z} 00000100 00000002 00000000 00000001     ensfake3"),
         format!("00000000000000000000000000000001 80 {z} 00 {z} 00000000 00000002 00000000 80200001       lo"),
         format!("{z} 00 {z} 00 {z} ffffffff 00000001 00000000 00200200       lo"),
     ]
     .join("\n");
     let (d, r) = fake(&[
-        // ens3: a virtio NIC, up, with carrier.
-        ("/sys/class/net/ens3/device/vendor", "0x1af4\n"),
-        ("/sys/class/net/ens3/device/device", "0x1000\n"),
-        ("/sys/class/net/ens3/address", "52:54:00:AA:00:02\n"),
-        ("/sys/class/net/ens3/mtu", "1500\n"),
-        ("/sys/class/net/ens3/carrier", "1\n"),
-        ("/sys/class/net/ens3/speed", "1000\n"),
-        ("/sys/class/net/ens3/flags", "0x1003\n"),
-        ("/sys/class/net/ens3/operstate", "up\n"),
-        ("/sys/class/net/ens3/uevent", "INTERFACE=ens3\nIFINDEX=2\n"),
-        // ens4: down (carrier and speed unreadable, as EINVAL says).
-        ("/sys/class/net/ens4/device/vendor", "0x8086\n"),
-        ("/sys/class/net/ens4/device/device", "0x100e\n"),
-        ("/sys/class/net/ens4/address", "52:54:00:aa:00:03\n"),
-        ("/sys/class/net/ens4/mtu", "9000\n"),
-        ("/sys/class/net/ens4/flags", "0x1002\n"),
-        ("/sys/class/net/ens4/operstate", "down\n"),
+        // ensfake3: a virtio NIC, up, with carrier.
+        ("/sys/class/net/ensfake3/device/vendor", "0x1af4\n"),
+        ("/sys/class/net/ensfake3/device/device", "0x1000\n"),
+        ("/sys/class/net/ensfake3/address", "52:54:00:AA:00:02\n"),
+        ("/sys/class/net/ensfake3/mtu", "1500\n"),
+        ("/sys/class/net/ensfake3/carrier", "1\n"),
+        ("/sys/class/net/ensfake3/speed", "1000\n"),
+        ("/sys/class/net/ensfake3/flags", "0x1003\n"),
+        ("/sys/class/net/ensfake3/operstate", "up\n"),
+        (
+            "/sys/class/net/ensfake3/uevent",
+            "INTERFACE=ensfake3\nIFINDEX=2\n",
+        ),
+        // ensfake4: down (carrier and speed unreadable, as EINVAL says).
+        ("/sys/class/net/ensfake4/device/vendor", "0x8086\n"),
+        ("/sys/class/net/ensfake4/device/device", "0x100e\n"),
+        ("/sys/class/net/ensfake4/address", "52:54:00:aa:00:03\n"),
+        ("/sys/class/net/ensfake4/mtu", "9000\n"),
+        ("/sys/class/net/ensfake4/flags", "0x1002\n"),
+        ("/sys/class/net/ensfake4/operstate", "down\n"),
         // Kinds: a bond, a VLAN, a veth are reported; a bridge, a dummy,
         // a tun and lo are not.
         ("/sys/class/net/bond0/bonding/mode", "active-backup 1\n"),
         ("/sys/class/net/bond0/address", "52:54:00:aa:00:04\n"),
         ("/sys/class/net/bond0/flags", "0x1402\n"),
         (
-            "/sys/class/net/ens3.100/uevent",
-            "DEVTYPE=vlan\nINTERFACE=ens3.100\n",
+            "/sys/class/net/ensfake3.100/uevent",
+            "DEVTYPE=vlan\nINTERFACE=ensfake3.100\n",
         ),
-        ("/sys/class/net/ens3.100/address", "52:54:00:aa:00:02\n"),
+        ("/sys/class/net/ensfake3.100/address", "52:54:00:aa:00:02\n"),
         ("/sys/class/net/veth0/iflink", "9\n"),
         ("/sys/class/net/veth0/ifindex", "8\n"),
         ("/sys/class/net/veth0/address", "02:00:00:00:00:08\n"),
@@ -293,24 +296,32 @@ fn interfaces_and_routes_of_a_made_up_machine() {
         ("/sys/class/net/lo/flags", "0x9\n"),
         (
             "/proc/net/if_inet6",
-            "20010db8000000000000000000000010 02 40 00 80     ens3\n\
-             fe80000000000000505400fffeaa0002 02 40 20 80     ens3\n\
+            "20010db8000000000000000000000010 02 40 00 80     ensfake3\n\
+             fe80000000000000505400fffeaa0002 02 40 20 80     ensfake3\n\
              00000000000000000000000000000001 01 80 10 80       lo\n",
         ),
         ("/proc/net/route", &route),
         ("/proc/net/ipv6_route", &ipv6_route),
     ]);
-    // A macvlan: stacked on ens3 (a lower_ link), so not a veth.
+    // A macvlan: stacked on ensfake3 (a lower_ link), so not a veth.
     std::fs::create_dir_all(d.path().join("sys/class/net/macvlan0")).unwrap();
     std::fs::write(d.path().join("sys/class/net/macvlan0/iflink"), "2\n").unwrap();
     std::fs::write(d.path().join("sys/class/net/macvlan0/ifindex"), "13\n").unwrap();
     std::os::unix::fs::symlink(
-        "../ens3",
+        "../ensfake3",
         d.path().join("sys/class/net/macvlan0/lower_ens3"),
     )
     .unwrap();
     let kinds: Vec<(String, String)> = [
-        "ens3", "ens4", "bond0", "ens3.100", "veth0", "br0", "dummy0", "tun0", "macvlan0",
+        "ensfake3",
+        "ensfake4",
+        "bond0",
+        "ensfake3.100",
+        "veth0",
+        "br0",
+        "dummy0",
+        "tun0",
+        "macvlan0",
     ]
     .iter()
     .map(|n| (n.to_string(), inventory::link_kind(&r, n)))
@@ -318,10 +329,10 @@ fn interfaces_and_routes_of_a_made_up_machine() {
     assert_eq!(
         kinds,
         [
-            ("ens3", "physical"),
-            ("ens4", "physical"),
+            ("ensfake3", "physical"),
+            ("ensfake4", "physical"),
             ("bond0", "bond"),
-            ("ens3.100", "vlan"),
+            ("ensfake3.100", "vlan"),
             ("veth0", "veth"),
             ("br0", "bridge"),
             ("dummy0", "virtual"),
@@ -333,14 +344,17 @@ fn interfaces_and_routes_of_a_made_up_machine() {
 
     let inv = inventory::gather(&r);
     let names: Vec<&str> = inv.interfaces.iter().map(|i| i.name.as_str()).collect();
-    assert_eq!(names, ["bond0", "ens3", "ens3.100", "ens4", "veth0"]);
-    let ens3 = &inv.interfaces[1];
     assert_eq!(
-        ens3,
+        names,
+        ["bond0", "ensfake3", "ensfake3.100", "ensfake4", "veth0"]
+    );
+    let ensfake3 = &inv.interfaces[1];
+    assert_eq!(
+        ensfake3,
         &Interface {
-            name: "ens3".into(),
+            name: "ensfake3".into(),
             mac_address: "52:54:00:aa:00:02".into(),
-            // A made-up root has no IPv4 addresses (they come from getifaddrs).
+            // No such interface in the test's namespace: no IPv4 from getifaddrs.
             ipv4_addresses: vec![],
             ipv6_addresses: vec!["2001:db8::10/64".into()],
             mtu: 1500,
@@ -355,11 +369,11 @@ fn interfaces_and_routes_of_a_made_up_machine() {
             biosdevname: String::new(),
         }
     );
-    let ens4 = &inv.interfaces[3];
+    let ensfake4 = &inv.interfaces[3];
     assert_eq!(
-        ens4,
+        ensfake4,
         &Interface {
-            name: "ens4".into(),
+            name: "ensfake4".into(),
             mac_address: "52:54:00:aa:00:03".into(),
             ipv4_addresses: vec![],
             ipv6_addresses: vec![],
@@ -392,10 +406,10 @@ fn interfaces_and_routes_of_a_made_up_machine() {
     assert_eq!(
         inv.routes,
         [
-            route("ens3", "192.168.126.1", "0.0.0.0", 4, 100),
-            route("ens3", "", "192.168.126.0", 4, 100),
-            route("ens3", "2001:db8::1", "::", 6, 1024),
-            route("ens3", "", "fe80::", 6, 256),
+            route("ensfake3", "192.168.126.1", "0.0.0.0", 4, 100),
+            route("ensfake3", "", "192.168.126.0", 4, 100),
+            route("ensfake3", "2001:db8::1", "::", 6, 1024),
+            route("ensfake3", "", "fe80::", 6, 256),
         ]
     );
 }

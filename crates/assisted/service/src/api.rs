@@ -901,8 +901,14 @@ async fn next_steps(
                         .map(|c| model::cluster_params(&c).additional_ntp_source)
                         .unwrap_or_default()
                 }
-                // One install step at a time: not again while one is out.
-                "install" if outstanding.iter().any(|o| o.step_type == "install") => continue,
+                // One install step: not again while one is out, nor once
+                // the agent accepted it (its words are the progress info).
+                "install"
+                    if outstanding.iter().any(|o| o.step_type == "install")
+                        || !h.progress_info.is_empty() =>
+                {
+                    continue;
+                }
                 "install" => install_arg(&s, &h).await?,
                 _ => String::new(),
             };
@@ -1272,9 +1278,11 @@ async fn prepare(s: &Shared, id: &str, plan: install::Plan) -> Res<()> {
     Ok(())
 }
 
-/// The install step's reply: success starts the host's installation
-/// (stage "Starting installation", with the agent's words); a failure
-/// moves it to error (HostInstallationFailed).
+/// The install step's reply. Success: the host stays `installing`, its
+/// progress info records what the agent did with the step (the per-host
+/// installer reports the stages from "Starting installation" on); the
+/// step is not handed out again. A failure moves the host to error
+/// (HostInstallationFailed).
 async fn install_replied(s: &Shared, h: &HostRow, r: &StepReply) -> Res<()> {
     let scope = events::Scope {
         cluster_id: &h.cluster_id,
@@ -1282,14 +1290,15 @@ async fn install_replied(s: &Shared, h: &HostRow, r: &StepReply) -> Res<()> {
         host_id: &h.id,
     };
     if r.exit_code == 0 {
+        let info = format!("install step accepted by the agent: {}", r.output);
         if s.db
             .set_host_progress(
                 h,
                 "installing",
-                "installing-in-progress",
-                "Starting installation",
-                "Starting installation",
-                &r.output,
+                "installing",
+                &h.status_info,
+                &h.progress_stage,
+                &info,
             )
             .await?
         {
@@ -1297,11 +1306,8 @@ async fn install_replied(s: &Shared, h: &HostRow, r: &StepReply) -> Res<()> {
                 &s.db,
                 scope,
                 "info",
-                "host_install_progress_updated",
-                format!(
-                    "Host {}: reached installation stage Starting installation",
-                    h.id
-                ),
+                "host_install_step_accepted",
+                format!("Host {}: {info}", h.id),
             )
             .await;
         }

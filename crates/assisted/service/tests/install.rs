@@ -212,8 +212,28 @@ async fn install_hands_out_the_ignition_and_the_install_step() {
         None,
     )
     .await;
-    assert_eq!(h["status"], "installing-in-progress");
-    assert_eq!(h["progress"]["current_stage"], "Starting installation");
+    assert_eq!(
+        h["status"], "installing",
+        "the installer reports its stages itself"
+    );
+    assert!(
+        h["progress"]["progress_info"]
+            .as_str()
+            .unwrap()
+            .contains("install step received")
+    );
+    let after: Steps = c
+        .get(format!("{url}?timestamp={}", now_s()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        after.instructions.is_empty(),
+        "an accepted install step is not handed out again: {after:?}"
+    );
 
     // Progress: forward is fine, back is refused, an unknown stage too.
     let purl = format!("{base}/infra-envs/{ie}/hosts/{}/progress", ids[2]);
@@ -225,6 +245,15 @@ async fn install_hands_out_the_ignition_and_the_install_step() {
     )
     .await;
     assert_eq!(code, 200);
+    let (_, h) = send(
+        &c,
+        M::GET,
+        &format!("{base}/infra-envs/{ie}/hosts/{}", ids[2]),
+        None,
+    )
+    .await;
+    assert_eq!(h["status"], "installing-in-progress");
+    assert_eq!(h["progress"]["current_stage"], "Waiting for control plane");
     let (code, body) = send(
         &c,
         M::PUT,

@@ -21,6 +21,7 @@ pub struct Postgres {
     dir: PathBuf,
     uid: u32,
     gid: u32,
+    netns: Option<String>,
     child: Option<Child>,
 }
 
@@ -50,6 +51,14 @@ impl Postgres {
     /// accepts connections. `None` when Debian's `postgresql` is missing
     /// outside CI (as [`crate::tool`]: a panic with `OKD_REQUIRE_TOOLS=1`).
     pub fn start() -> Option<Postgres> {
+        Postgres::start_in_netns(None)
+    }
+
+    /// As [`Postgres::start`], the server in network namespace `netns`
+    /// (`ip netns` name; entered with `nsenter`, which drops to the
+    /// `postgres` user after joining it), listening on that namespace's
+    /// 127.0.0.1.
+    pub fn start_in_netns(netns: Option<&str>) -> Option<Postgres> {
         let (Some(bin), Some((uid, gid))) = (bin_dir(), ids("postgres")) else {
             crate::tool(
                 "postgres",
@@ -72,11 +81,21 @@ impl Postgres {
             dir,
             uid,
             gid,
+            netns: netns.map(str::to_string),
             child: None,
         };
         let out = pg
             .as_postgres(&pg.bin.join("initdb"))
-            .args(["-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "-D"])
+            .args([
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "-D",
+            ])
             .arg(pg.dir.join("data"))
             .output()
             .expect("run initdb");
@@ -102,10 +121,24 @@ impl Postgres {
     pub fn resume(&mut self) {
         assert!(self.child.is_none(), "already running");
         let log = std::fs::File::create(self.dir.join("postgres.log")).expect("log");
-        std::os::unix::fs::chown(self.dir.join("postgres.log"), Some(self.uid), Some(self.gid))
-            .expect("chown the log");
-        let child = self
-            .as_postgres(&self.bin.join("postgres"))
+        std::os::unix::fs::chown(
+            self.dir.join("postgres.log"),
+            Some(self.uid),
+            Some(self.gid),
+        )
+        .expect("chown the log");
+        let mut cmd = match &self.netns {
+            None => self.as_postgres(&self.bin.join("postgres")),
+            Some(ns) => {
+                let mut c = Command::new("nsenter");
+                c.arg(format!("--net=/run/netns/{ns}"))
+                    .args(["-S", &self.uid.to_string(), "-G", &self.gid.to_string()])
+                    .arg(self.bin.join("postgres"))
+                    .current_dir(&self.dir);
+                c
+            }
+        };
+        let child = cmd
             .arg("-D")
             .arg(self.dir.join("data"))
             .args(["-p", &self.port.to_string(), "-k"])
@@ -127,7 +160,8 @@ impl Postgres {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let ready = self.dir.join("data/postmaster.pid").exists()
-                && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+                && (self.netns.is_some()
+                    || std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok())
                 && std::fs::read_to_string(self.dir.join("postgres.log"))
                     .unwrap_or_default()
                     .contains("ready to accept connections");

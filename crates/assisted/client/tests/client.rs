@@ -1,0 +1,631 @@
+//! The client commands against the real assisted service, in-process on
+//! 127.0.0.1 over SQLite: a cluster from an install-config-like file
+//! (the example's, and the errors naming file and field), hosts and
+//! validations after agents report, install refused then accepted and
+//! awaited, the credentials written 0600, and an address where nothing
+//! listens.
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use okd_assisted_api::rest::{Cluster, ClusterCreateParams, Steps};
+use okd_assisted_api::{Cpu, Disk, Eligibility, Interface, Inventory, Memory};
+use okd_assisted_client::{Client, Error, commands};
+use serde_json::json;
+
+const PS: &str = r#"{"auths":{"registry.example":{"auth":"c2VjcmV0OnMzY3JldAo="}}}"#;
+/// The secret part of [`PS`], never to be printed.
+const SECRET: &str = "c2VjcmV0OnMzY3JldAo";
+
+// ---- the service in-process (as crates/assisted/service/tests/common)
+
+struct Svc {
+    /// `http://127.0.0.1:<port>` (the service's root).
+    root: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+async fn start(dir: &Path) -> Svc {
+    let url = okd_assisted_service::sqlite_url(dir);
+    let mut opts = okd_assisted_service::Options::new(url, "127.0.0.1:0".parse().unwrap());
+    opts.monitor_interval = Duration::from_millis(200);
+    opts.next_instruction_seconds = 1;
+    let state = okd_assisted_service::open(opts).await.unwrap();
+    let listener = okd_listen::Listener::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        okd_listen::Limits::default(),
+    )
+    .await
+    .unwrap();
+    let root = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(okd_assisted_service::serve(state, listener, async {
+        let _ = rx.await;
+    }));
+    Svc { root, stop, task }
+}
+
+impl Svc {
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.task.await.unwrap();
+    }
+}
+
+fn inventory(name: &str, ip: &str, mem_gib: u64) -> Inventory {
+    Inventory {
+        hostname: name.into(),
+        cpu: Cpu {
+            count: 8,
+            frequency: 2400.0,
+            model_name: "test".into(),
+            architecture: "x86_64".into(),
+            flags: vec![],
+        },
+        memory: Memory {
+            physical_bytes: mem_gib << 30,
+            usable_bytes: mem_gib << 30,
+            physical_bytes_method: "dmidecode".into(),
+        },
+        disks: vec![Disk {
+            id: "/dev/disk/by-path/pci-0000:00:04.0".into(),
+            name: "vda".into(),
+            path: "/dev/vda".into(),
+            drive_type: "HDD".into(),
+            size_bytes: 120_000_000_000,
+            installation_eligibility: Eligibility {
+                eligible: true,
+                not_eligible_reasons: vec![],
+            },
+            ..Default::default()
+        }],
+        interfaces: vec![Interface {
+            name: "ens3".into(),
+            mac_address: "52:54:00:00:00:01".into(),
+            ipv4_addresses: vec![format!("{ip}/24")],
+            mtu: 1500,
+            has_carrier: true,
+            kind: "physical".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+/// Plays the agent once: polls the host's steps and answers them.
+async fn poll_and_answer(c: &reqwest::Client, api: &str, ie: &str, id: &str, inv: &Inventory) {
+    let url = format!("{api}/infra-envs/{ie}/hosts/{id}/instructions");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let steps: Steps = c
+        .get(format!("{url}?timestamp={now}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    for st in &steps.instructions {
+        let output = match st.step_type.as_str() {
+            "inventory" => serde_json::to_string(inv).unwrap(),
+            "ntp-synchronizer" => {
+                json!({"ntp_sources":[{"source_name":"192.0.2.1","source_state":"synced"}]})
+                    .to_string()
+            }
+            _ => continue,
+        };
+        let r = c
+            .post(&url)
+            .json(&json!({"step_type": st.step_type, "step_id": st.step_id, "exit_code": 0, "output": output}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 204);
+    }
+}
+
+async fn wait_for(client: &Client, id: &str, what: &str, pred: impl Fn(&Cluster) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let cl = client.cluster(id).await.unwrap();
+        if pred(&cl) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "waiting for {what}: cluster {} ({}); hosts {:?}",
+            cl.status,
+            cl.status_info,
+            cl.hosts
+                .iter()
+                .map(|h| (h.status.clone(), h.status_info.clone()))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn write(dir: &Path, text: &str) -> PathBuf {
+    let p = dir.join("install-config.yaml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn config(name: &str, platform: &str) -> String {
+    format!(
+        "apiVersion: v1
+baseDomain: example.com
+metadata:
+  name: {name}
+controlPlane:
+  name: master
+  replicas: 3
+compute:
+- name: worker
+  replicas: 0
+networking:
+  clusterNetwork:
+  - cidr: 10.128.0.0/14
+    hostPrefix: 23
+  serviceNetwork:
+  - 172.30.0.0/16
+  machineNetwork:
+  - cidr: 192.168.126.0/24
+  networkType: OVNKubernetes
+platform:
+{platform}
+pullSecret: '{PS}'
+sshKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOkd test@example
+"
+    )
+}
+
+const BAREMETAL: &str = "  baremetal:
+    apiVIPs:
+    - 192.168.126.253
+    ingressVIPs:
+    - 192.168.126.254";
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+// ---- the tests
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_from_file_hosts_validations_install_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = start(dir.path()).await;
+    let client = Client::new(&svc.root, Some("t0ken".into())).unwrap();
+    assert!(!format!("{client:?}").contains("t0ken"), "token redacted");
+    let api = format!("{}/api/assisted-install/v2", svc.root);
+    let http = reqwest::Client::new();
+
+    let path = write(dir.path(), &config("demo", BAREMETAL));
+    let (cl, ie) = commands::create_cluster_from_file(&client, &path, None)
+        .await
+        .unwrap();
+    assert_eq!(cl.name, "demo");
+    assert_eq!(cl.openshift_version, "4.19");
+    assert_eq!(cl.base_dns_domain, "example.com");
+    assert_eq!(cl.control_plane_count, 3);
+    assert_eq!(cl.api_vips[0].ip, "192.168.126.253");
+    assert_eq!(cl.ingress_vips[0].ip, "192.168.126.254");
+    assert_eq!(cl.machine_networks[0].cidr, "192.168.126.0/24");
+    assert_eq!(cl.network_type, "OVNKubernetes");
+    assert!(cl.ssh_public_key.starts_with("ssh-ed25519 "));
+    assert!(cl.pull_secret_set);
+    assert_eq!(ie.name, "demo-infra-env");
+    assert_eq!(ie.cluster_id, cl.id);
+    assert!(ie.pull_secret_set);
+    assert_eq!(ie.ssh_authorized_key, cl.ssh_public_key);
+    let text = commands::describe_created(&cl, &ie);
+    assert!(text.contains(&cl.id) && text.contains(&ie.id), "{text}");
+    assert!(!text.contains(SECRET), "no pull secret printed");
+
+    // The same name again: refused, naming the cluster there is.
+    let err = commands::create_cluster_from_file(&client, &path, None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Exists { ref id, .. } if *id == cl.id),
+        "{err}"
+    );
+
+    let hosts = commands::list_hosts(&client, "demo").await.unwrap();
+    assert!(hosts.contains("no hosts have registered yet"), "{hosts}");
+
+    // Not ready: install refused with the service's reason and status.
+    let mut out = Vec::new();
+    let err = commands::install(&client, "demo", None, &mut out)
+        .await
+        .unwrap_err();
+    match &err {
+        Error::Status { status, reason, .. } => {
+            assert_eq!(*status, 409);
+            assert!(
+                reason.starts_with("Cluster is not ready for installation"),
+                "{reason}"
+            );
+        }
+        other => panic!("{other}"),
+    }
+    assert!(
+        err.to_string().contains("HTTP 409: Cluster is not ready"),
+        "{err}"
+    );
+    // Nothing generated yet: credentials refused with the reason.
+    let assets = dir.path().join("assets");
+    let err = commands::download_credentials(&client, "demo", &assets)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Status { status: 409, reason, .. } if reason.contains("generated when the installation starts")),
+        "{err}"
+    );
+    assert!(!assets.exists(), "nothing written on failure");
+
+    // Agents report: two hosts with enough memory, one with too little.
+    let ids: Vec<String> = (0..3)
+        .map(|i| format!("44444444-0000-0000-0000-00000000000{i}"))
+        .collect();
+    for (i, id) in ids.iter().enumerate() {
+        let r = http
+            .post(format!("{api}/infra-envs/{}/hosts", ie.id))
+            .json(&json!({"host_id": id}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 201);
+        let mem = if i == 2 { 4 } else { 16 };
+        let inv = inventory(&format!("master-{i}"), &format!("192.168.126.1{i}"), mem);
+        poll_and_answer(&http, &api, &ie.id, id, &inv).await;
+    }
+    wait_for(&client, &cl.id, "two known, one insufficient", |c| {
+        let st: Vec<&str> = c.hosts.iter().map(|h| h.status.as_str()).collect();
+        st.iter().filter(|s| **s == "known").count() == 2 && st.contains(&"insufficient")
+    })
+    .await;
+    assert_eq!(client.hosts(&ie.id).await.unwrap().len(), 3);
+
+    let hosts = commands::list_hosts(&client, "demo").await.unwrap();
+    let lines: Vec<&str> = hosts.lines().collect();
+    assert_eq!(lines.len(), 4, "{hosts}");
+    for h in ["NAME", "ROLE", "STATUS", "CPUS", "MEMORY(GiB)", "INFO"] {
+        assert!(lines[0].contains(h), "{hosts}");
+    }
+    assert!(
+        lines[1].starts_with("master-0 ") && lines[1].contains(" known "),
+        "{hosts}"
+    );
+    assert!(
+        lines[1].contains(" 8 ") && lines[1].contains(" 16.0 "),
+        "{hosts}"
+    );
+    assert!(
+        lines[3].starts_with("master-2 ")
+            && lines[3].contains(" insufficient ")
+            && lines[3].contains(" 4.0 "),
+        "{hosts}"
+    );
+
+    // Validations: the cluster first, then the failing host, failures first.
+    let v = commands::validations(&client, "demo", false).await.unwrap();
+    let titles: Vec<&str> = v.lines().filter(|l| !l.starts_with("  ")).collect();
+    assert_eq!(titles.len(), 4, "{v}");
+    assert!(titles[0].starts_with("cluster demo (insufficient)"), "{v}");
+    assert!(titles[1].starts_with("host master-2 (insufficient)"), "{v}");
+    let sections: Vec<Vec<&str>> = v
+        .lines()
+        .collect::<Vec<_>>()
+        .split(|l| !l.starts_with("  "))
+        .map(<[&str]>::to_vec)
+        .filter(|s| !s.is_empty())
+        .collect();
+    assert_eq!(sections.len(), 4, "{v}");
+    let rank = |l: &str| {
+        ["failure", "error", "pending", "disabled", "success"]
+            .iter()
+            .position(|s| l.trim_start().starts_with(s))
+            .unwrap_or_else(|| panic!("no status in {l:?}"))
+    };
+    for s in &sections {
+        let ranks: Vec<usize> = s.iter().map(|l| rank(l)).collect();
+        assert!(ranks.is_sorted(), "failing first:\n{v}");
+    }
+    assert!(
+        sections[1][0].starts_with("  failure  has-min-memory: "),
+        "{v}"
+    );
+    let failing = commands::validations(&client, "demo", true).await.unwrap();
+    assert!(failing.contains("has-min-memory"), "{failing}");
+    assert!(!failing.contains("success"), "{failing}");
+    assert!(!failing.contains("host master-0"), "{failing}");
+
+    // The third host gets more memory; the cluster becomes ready.
+    poll_and_answer(
+        &http,
+        &api,
+        &ie.id,
+        &ids[2],
+        &inventory("master-2", "192.168.126.12", 16),
+    )
+    .await;
+    wait_for(&client, &cl.id, "ready", |c| c.status == "ready").await;
+    let hosts = commands::list_hosts(&client, "demo").await.unwrap();
+    for l in hosts.lines().skip(1) {
+        assert!(
+            l.contains(" master (suggested) ") && l.contains(" known "),
+            "{hosts}"
+        );
+    }
+    assert_eq!(
+        commands::validations(&client, "demo", true).await.unwrap(),
+        "cluster demo: no failing validations\n"
+    );
+
+    // Install, waiting for it to start (bounded).
+    let mut out = Vec::new();
+    let done = commands::install(&client, &cl.id, Some(Duration::from_secs(120)), &mut out)
+        .await
+        .unwrap();
+    let out = String::from_utf8(out).unwrap();
+    assert_eq!(done.status, "installing", "{out}");
+    assert!(
+        out.starts_with("cluster demo: installation accepted: preparing-for-installation"),
+        "{out}"
+    );
+    assert!(out.contains("cluster demo: installing ("), "{out}");
+
+    // The credentials, 0600 in <dir>/auth, the directories 0750.
+    let written = commands::download_credentials(&client, "demo", &assets)
+        .await
+        .unwrap();
+    assert_eq!(
+        written,
+        vec![
+            assets.join("auth/kubeconfig"),
+            assets.join("auth/kubeadmin-password")
+        ]
+    );
+    for p in &written {
+        assert_eq!(mode(p), 0o600, "{}", p.display());
+        assert!(std::fs::metadata(p).unwrap().len() > 0);
+    }
+    assert_eq!(mode(&assets), 0o750);
+    assert_eq!(mode(&assets.join("auth")), 0o750);
+    let kc = std::fs::read_to_string(&written[0]).unwrap();
+    // clientcmd v1 as openshift-install writes it (no apiVersion/kind).
+    assert!(
+        kc.contains("clusters:") && kc.contains("server: https://api.demo.example.com:6443"),
+        "not the cluster's kubeconfig"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(assets.join("auth"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with(okd_fs::TEMP_PREFIX))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    let events = commands::list_events(&client, "demo").await.unwrap();
+    assert!(
+        events.contains("Successfully registered cluster demo"),
+        "{events}"
+    );
+    assert!(events.contains("installing"), "{events}");
+    let all = commands::list_clusters(&client).await.unwrap();
+    assert!(all.lines().nth(1).unwrap().starts_with("demo "), "{all}");
+    assert!(all.contains(" installing ") && all.contains(" 3 "), "{all}");
+
+    svc.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_refused_naming_file_and_field_and_the_example() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = start(dir.path()).await;
+    // A base with the API path given is taken too.
+    let client = Client::new(&format!("{}/api/assisted-install/v2/", svc.root), None).unwrap();
+    assert_eq!(client.base(), svc.root);
+
+    let refused = |text: String| {
+        let client = client.clone();
+        let dir = dir.path().to_path_buf();
+        async move {
+            let path = write(&dir, &text);
+            let e = commands::create_cluster_from_file(&client, &path, None)
+                .await
+                .unwrap_err();
+            assert!(matches!(e, Error::Config(_)), "{e}");
+            let s = e.to_string();
+            assert!(
+                s.starts_with(&format!("{}: ", path.display())),
+                "the file is named: {s}"
+            );
+            assert!(!s.contains(SECRET), "no pull secret in errors: {s}");
+            s
+        }
+    };
+
+    // An unknown top-level field.
+    let e = refused(config("a", BAREMETAL) + "proxy:\n  httpProxy: http://proxy:3128\n").await;
+    assert!(
+        e.contains("install-config.yaml: proxy: the assisted flow does not take this field"),
+        "{e}"
+    );
+    // A bad VIP.
+    let e = refused(config("a", &BAREMETAL.replace("192.168.126.253", "1.2.3"))).await;
+    assert!(
+        e.ends_with(
+            r#"install-config.yaml: platform.baremetal.apiVIPs[0]: "1.2.3" is not an IP address"#
+        ),
+        "{e}"
+    );
+    // A VIP outside the machine network.
+    let e = refused(config(
+        "a",
+        &BAREMETAL.replace("192.168.126.254", "10.0.0.1"),
+    ))
+    .await;
+    assert!(
+        e.contains("platform.baremetal.ingressVIPs[0]: 10.0.0.1 is not in networking.machineNetwork (192.168.126.0/24)"),
+        "{e}"
+    );
+    // A baremetal field of the IPI flow.
+    let e = refused(config(
+        "a",
+        &format!("{BAREMETAL}\n    provisioningNetwork: Disabled"),
+    ))
+    .await;
+    assert!(
+        e.contains(
+            "platform.baremetal.provisioningNetwork: the assisted flow does not take this field"
+        ),
+        "{e}"
+    );
+    // A nested unknown field: serde_yaml_ng's path, line and column.
+    let e = refused(config("a", BAREMETAL).replace(
+        "  networkType:",
+        "  machineCIDR: 10.0.0.0/16\n  networkType:",
+    ))
+    .await;
+    assert!(e.contains("networking: unknown field `machineCIDR`"), "{e}");
+    assert!(e.contains("line "), "{e}");
+    // No pull secret; a bad one (its text is not shown).
+    let e = refused(config("a", BAREMETAL).replace(&format!("pullSecret: '{PS}'\n"), "")).await;
+    assert!(e.contains("pullSecret: required"), "{e}");
+    let e = refused(config("a", BAREMETAL).replace(PS, &format!(r#"{{"nope":"{SECRET}"}}"#))).await;
+    assert!(e.contains("pullSecret: must be a JSON document"), "{e}");
+    // Three masters without VIPs; a host prefix shorter than its network.
+    let e = refused(config("a", "  baremetal: {}")).await;
+    assert!(
+        e.contains("platform.baremetal.apiVIPs: required for a cluster of 3 control-plane nodes"),
+        "{e}"
+    );
+    let e = refused(config("a", BAREMETAL).replace("hostPrefix: 23", "hostPrefix: 12")).await;
+    assert!(
+        e.contains(
+            "networking.clusterNetwork[0].hostPrefix: 12: must be longer than the network's /14"
+        ),
+        "{e}"
+    );
+
+    // The example: platform none with three masters is refused, naming why.
+    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../examples/baremetal-ha/install-config.yaml");
+    let text = std::fs::read_to_string(&example).unwrap();
+    let e = commands::create_cluster_from_file(&client, &example, None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.ends_with("install-config.yaml: platform.none: a cluster of 3 control-plane nodes needs platform.baremetal with apiVIPs and ingressVIPs in the assisted flow (the service has no user-managed networking; only a single-node cluster, controlPlane.replicas 1, takes platform none)"),
+        "{e}"
+    );
+    assert!(
+        client.clusters().await.unwrap().is_empty(),
+        "nothing was sent"
+    );
+
+    // The example with VIPs in its machine network: everything else of it
+    // (fips: false, hyperthreading, compute) is taken.
+    assert!(
+        text.contains("platform:\n  none: {}\n"),
+        "the example changed"
+    );
+    let vips = text.replace(
+        "platform:\n  none: {}\n",
+        "platform:\n  baremetal:\n    apiVIP: 192.168.130.253\n    ingressVIPs: [192.168.130.254]\n",
+    );
+    let path = write(dir.path(), &vips);
+    let cfg = okd_assisted_client::config::read_install_config(&path, "4.19").unwrap();
+    assert_eq!(cfg.workers, Some(2));
+    let (cl, ie) = commands::create_cluster_from_file(&client, &path, Some("4.18"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (cl.name.as_str(), cl.base_dns_domain.as_str()),
+        ("ocp", "lab.example")
+    );
+    assert_eq!(cl.openshift_version, "4.18");
+    assert_eq!(
+        cl.api_vips[0].ip, "192.168.130.253",
+        "the deprecated apiVIP"
+    );
+    assert_eq!(cl.machine_networks[0].cidr, "192.168.130.0/24");
+    assert_eq!(ie.name, "ocp-infra-env");
+    let e = commands::create_cluster_from_file(&client, &path, Some("latest"))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::Version(_)), "{e}");
+
+    // Names: two clusters named alike are ambiguous; an unknown one lists
+    // those there are.
+    let twin = ClusterCreateParams {
+        name: "ocp".into(),
+        openshift_version: "4.19".into(),
+        pull_secret: PS.into(),
+        ..Default::default()
+    };
+    let other = client.create_cluster(&twin).await.unwrap();
+    let e = client.find_cluster("ocp").await.unwrap_err();
+    assert!(matches!(e, Error::Ambiguous { .. }), "{e}");
+    let s = e.to_string();
+    assert!(
+        s.contains(&cl.id) && s.contains(&other.id) && s.contains("give the id"),
+        "{s}"
+    );
+    assert_eq!(client.find_cluster(&other.id).await.unwrap().id, other.id);
+    let e = commands::list_hosts(&client, "nope")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no cluster is named \"nope\"") && e.contains(&format!("ocp ({})", cl.id)),
+        "{e}"
+    );
+    // A refusal of the service carries its reason and status.
+    let e = client
+        .create_cluster(&ClusterCreateParams {
+            name: "Bad_Name".into(),
+            ..twin
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::Status { status: 400, reason, .. } if reason.starts_with("name \"Bad_Name\"")),
+        "{e}"
+    );
+
+    svc.stop().await;
+}
+
+#[tokio::test]
+async fn nothing_listening_names_the_url() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}");
+    let client = Client::new(&url, None).unwrap();
+    let e = commands::list_clusters(&client).await.unwrap_err();
+    assert!(matches!(e, Error::Unreachable { .. }), "{e}");
+    let s = e.to_string();
+    assert!(s.contains(&format!("at {url} (")), "{s}");
+    assert!(s.contains("okd-install assisted serve"), "{s}");
+
+    for bad in ["127.0.0.1:8090", "ftp://x", "http://x/?a=b"] {
+        assert!(
+            matches!(Client::new(bad, None), Err(Error::Url { .. })),
+            "{bad}"
+        );
+    }
+    assert!(matches!(
+        Client::new(&url, Some("a\nb".into())),
+        Err(Error::Token)
+    ));
+}
