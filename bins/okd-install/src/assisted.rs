@@ -130,7 +130,7 @@ pub struct ServeArgs {
     /// from its release list).
     #[arg(long = "release-image")]
     release_image: Option<String>,
-    /// Between monitor passes (e.g. 8s, 500ms).
+    /// Between monitor passes (e.g. 8s, 1m).
     #[arg(long = "monitor-interval", default_value = "8s", value_parser = crate::node::parse_duration)]
     monitor_interval: std::time::Duration,
 }

@@ -1,0 +1,410 @@
+//! The assisted flow end to end in network namespaces (issue #24): the
+//! service (`okd-install assisted serve`) on its SQLite default and on
+//! Debian's PostgreSQL, four hosts as namespaces each running `okd-install
+//! agent` with its own hardware (a made-up `/proc` and `/sys` whose network
+//! parts are the namespace's own), one with too little memory. It becomes
+//! insufficient with the memory validation's message; the service is
+//! killed and started again mid-discovery and the agents carry on; given
+//! more memory the host becomes known, roles are assigned (three masters,
+//! one worker), the cluster is ready, and install hands every host its
+//! Ignition and the install step, which each agent keeps.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::kube::in_netns;
+use common::netns::{self, Lab};
+use serde_json::{Value, json};
+
+const SERVICE: &str = "192.168.126.1";
+const PS: &str = r#"{"auths":{"fake":{"auth":"aWQ6cGFzcwo="}}}"#;
+
+/// A made-up machine at `root`: CPUs, memory, host name, DMI identity and
+/// one 120 GB disk; its `proc/net` and `sys/class/net` are links to the
+/// running system's, which `ip netns exec` makes the namespace's own.
+fn machine(root: &Path, hostname: &str, uuid: &str, cpus: u32, mem_gib: u64) {
+    let w = |p: &str, text: String| {
+        let path = root.join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    let cpuinfo: String = (0..cpus)
+        .map(|i| {
+            format!("processor\t: {i}\nmodel name\t: Test CPU\ncpu MHz\t\t: 2400.000\nflags\t\t: fpu vmx\n\n")
+        })
+        .collect();
+    w("proc/cpuinfo", cpuinfo);
+    set_memory(root, mem_gib);
+    w("proc/sys/kernel/hostname", format!("{hostname}\n"));
+    w("proc/cmdline", "BOOT_IMAGE=/vmlinuz console=ttyS0\n".into());
+    w("proc/mounts", String::new());
+    w("sys/class/dmi/id/product_uuid", format!("{uuid}\n"));
+    w("sys/class/dmi/id/sys_vendor", "QEMU\n".into());
+    w(
+        "sys/class/dmi/id/product_name",
+        "Standard PC (Q35 + ICH9, 2009)\n".into(),
+    );
+    w(
+        "sys/block/vda/size",
+        format!("{}\n", 120_000_000_000u64 / 512),
+    );
+    w("sys/block/vda/queue/rotational", "1\n".into());
+    w("sys/block/vda/ro", "0\n".into());
+    w("sys/block/vda/removable", "0\n".into());
+    std::os::unix::fs::symlink("/proc/net", root.join("proc/net")).unwrap();
+    std::fs::create_dir_all(root.join("sys/class")).unwrap();
+    std::os::unix::fs::symlink("/sys/class/net", root.join("sys/class/net")).unwrap();
+}
+
+fn set_memory(root: &Path, gib: u64) {
+    let p = root.join("proc/meminfo");
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    let tmp = root.join("proc/.meminfo");
+    std::fs::write(
+        &tmp,
+        format!(
+            "MemTotal:       {} kB\nMemFree:        1024 kB\n",
+            gib << 20
+        ),
+    )
+    .unwrap();
+    std::fs::rename(tmp, p).unwrap();
+}
+
+/// One request to the service from inside its namespace.
+fn api(ns: &str, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let (method, url) = (
+        reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
+        format!("http://{SERVICE}:8090/api/assisted-install/v2{path}"),
+    );
+    in_netns(ns, move || async move {
+        let c = reqwest::Client::new();
+        let mut r = c.request(method, &url).timeout(Duration::from_secs(10));
+        if let Some(b) = body {
+            r = r.json(&b);
+        }
+        match r.send().await {
+            Ok(resp) => {
+                let code = resp.status().as_u16();
+                let text = resp.text().await.unwrap_or_default();
+                (
+                    code,
+                    serde_json::from_str(&text).unwrap_or(Value::String(text)),
+                )
+            }
+            Err(e) => (0, Value::String(e.to_string())),
+        }
+    })
+}
+
+/// Waits (at most `secs`) until `pred` holds for the cluster document.
+fn wait_cluster(ns: &str, id: &str, secs: u64, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let (code, cl) = api(ns, "GET", &format!("/clusters/{id}"), None);
+        if code == 200 && pred(&cl) {
+            return cl;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "waiting {secs} s for {what}: {code} {}",
+            serde_json::to_string_pretty(&cl).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+fn host_named<'a>(cl: &'a Value, name: &str) -> &'a Value {
+    cl["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| {
+            serde_json::from_str::<Value>(h["inventory"].as_str().unwrap_or(""))
+                .is_ok_and(|i| i["hostname"] == name)
+        })
+        .unwrap_or_else(|| panic!("no host {name} in {cl}"))
+}
+
+fn start_service(lab: &mut Lab, dir: &Path, db_url: Option<&str>, log: &Path) -> u32 {
+    let bin = env!("CARGO_BIN_EXE_okd-install");
+    let svc = dir.join("svc").display().to_string();
+    let listen = format!("{SERVICE}:8090");
+    let mut args = vec![
+        "assisted",
+        "serve",
+        "--dir",
+        &svc,
+        "--listen",
+        &listen,
+        "--monitor-interval",
+        "1s",
+        "--next-instruction-seconds",
+        "1",
+    ];
+    if let Some(u) = db_url {
+        args.extend(["--db-url", u]);
+    }
+    let ns = lab.bastion.ns.clone();
+    let pid = lab.spawn(&ns, bin, &args, log);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while api(&ns, "GET", "/clusters", None).0 != 200 {
+        let alive =
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "));
+        assert!(
+            alive,
+            "the service exited:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        assert!(
+            Instant::now() < deadline,
+            "the service did not answer within 30 s:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    pid
+}
+
+fn scenario(tag: &str, postgres: bool) {
+    if !netns::available() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let prefix = format!("oa{}{tag}", std::process::id() % 10000);
+    let names = ["master-0", "master-1", "master-2", "worker-0"];
+    let nodes: Vec<(String, String)> = (0..4)
+        .map(|i| (format!("h{i}"), format!("192.168.126.1{i}")))
+        .collect();
+    let refs: Vec<(&str, &str)> = nodes
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let mut lab = Lab::new(&prefix, SERVICE, &refs, "example.com");
+    let ns = lab.bastion.ns.clone();
+    let pg = if postgres {
+        match okd_test_utils::postgres::Postgres::start_in_netns(Some(&ns)) {
+            Some(pg) => Some(pg),
+            None => return,
+        }
+    } else {
+        None
+    };
+    let db_url = pg.as_ref().map(|p| p.url.clone());
+    let svc_log = dir.join("service.log");
+    let svc = start_service(&mut lab, dir, db_url.as_deref(), &svc_log);
+
+    let (code, cl) = api(
+        &ns,
+        "POST",
+        "/clusters",
+        Some(json!({
+            "name": "demo", "openshift_version": "4.19", "pull_secret": PS,
+            "base_dns_domain": "example.com",
+            "api_vips": [{"ip": "192.168.126.253"}], "ingress_vips": [{"ip": "192.168.126.254"}]
+        })),
+    );
+    assert_eq!(code, 201, "{cl}");
+    let cid = cl["id"].as_str().unwrap().to_string();
+    let (code, ie) = api(
+        &ns,
+        "POST",
+        "/infra-envs",
+        Some(json!({
+            "name": "demo-ie", "pull_secret": PS, "cluster_id": cid
+        })),
+    );
+    assert_eq!(code, 201, "{ie}");
+    let ie = ie["id"].as_str().unwrap().to_string();
+
+    // Four hosts, each an agent in its namespace with its own hardware;
+    // worker-0 has 4 GiB.
+    let bin = env!("CARGO_BIN_EXE_okd-install");
+    let mut roots = Vec::new();
+    let mut states = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let root = dir.join(format!("root-{name}"));
+        let mem = if i == 3 { 4 } else { 16 };
+        machine(
+            &root,
+            name,
+            &format!("5e5e5e5e-0000-4000-8000-00000000000{i}"),
+            8,
+            mem,
+        );
+        let state = dir.join(format!("state-{name}"));
+        let url = format!("http://{SERVICE}:8090");
+        let (r, s) = (root.display().to_string(), state.display().to_string());
+        lab.spawn(
+            &format!("{prefix}-h{i}"),
+            bin,
+            &[
+                "agent",
+                "--url",
+                &url,
+                "--infra-env-id",
+                &ie,
+                "--root",
+                &r,
+                "--state-dir",
+                &s,
+                "--interval",
+                "1s",
+            ],
+            &dir.join(format!("agent-{name}.log")),
+        );
+        roots.push(root);
+        states.push(state);
+    }
+    let cl = wait_cluster(
+        &ns,
+        &cid,
+        60,
+        "worker-0 insufficient for its memory",
+        |cl| {
+            cl["hosts"].as_array().is_some_and(|h| h.len() == 4)
+                && cl["hosts"].as_array().unwrap().iter().any(|h| {
+                    h["status"] == "insufficient"
+                        && h["status_info"]
+                            .as_str()
+                            .unwrap_or("")
+                            .contains("minimum required RAM")
+                })
+        },
+    );
+    let small = host_named(&cl, "worker-0");
+    assert!(
+        small["status_info"]
+            .as_str()
+            .unwrap()
+            .contains("the minimum required RAM for any role is 8.00 GiB, found only 4.00 GiB"),
+        "{small}"
+    );
+    let inv: Value = serde_json::from_str(small["inventory"].as_str().unwrap()).unwrap();
+    let nic = &inv["interfaces"][0];
+    assert_eq!(nic["name"], "eth0", "the namespace's own NIC: {inv}");
+    assert_eq!(nic["ipv4_addresses"][0], "192.168.126.13/24");
+    assert_eq!(inv["cpu"]["count"], 8);
+    assert_eq!(inv["disks"][0]["size_bytes"], 120_000_000_000u64);
+    assert_eq!(cl["status"], "insufficient");
+
+    // The service killed mid-discovery and started again: nothing lost.
+    let (_, before) = api(&ns, "GET", &format!("/events?cluster_id={cid}"), None);
+    let before = before.as_array().unwrap().len();
+    lab.kill(svc);
+    std::thread::sleep(Duration::from_secs(2));
+    let _svc = start_service(&mut lab, dir, db_url.as_deref(), &dir.join("service-2.log"));
+    let (_, after) = api(&ns, "GET", &format!("/events?cluster_id={cid}"), None);
+    assert!(
+        after.as_array().unwrap().len() >= before,
+        "events kept across the restart"
+    );
+
+    // More memory: known, roles, ready.
+    set_memory(&roots[3], 16);
+    let cl = wait_cluster(&ns, &cid, 60, "ready", |cl| cl["status"] == "ready");
+    let hosts = cl["hosts"].as_array().unwrap();
+    assert_eq!(
+        hosts.len(),
+        4,
+        "the agents carried on after the restart: {cl}"
+    );
+    let masters = hosts
+        .iter()
+        .filter(|h| h["suggested_role"] == "master")
+        .count();
+    let workers = hosts
+        .iter()
+        .filter(|h| h["suggested_role"] == "worker")
+        .count();
+    assert_eq!((masters, workers), (3, 1), "{cl}");
+    for h in hosts {
+        assert_eq!(h["status"], "known", "{h}");
+    }
+    assert_eq!(cl["machine_networks"][0]["cidr"], "192.168.126.0/24");
+    let (_, ev) = api(&ns, "GET", &format!("/events?cluster_id={cid}"), None);
+    let msgs: Vec<&str> = ev
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["message"].as_str())
+        .collect();
+    assert!(
+        msgs.iter()
+            .any(|m| m.starts_with("Host worker-0: updated status from insufficient to known")),
+        "{msgs:#?}"
+    );
+
+    // Install: the Ignition and the install step to every host.
+    let (code, body) = api(
+        &ns,
+        "POST",
+        &format!("/clusters/{cid}/actions/install"),
+        None,
+    );
+    assert_eq!(code, 202, "{body}");
+    let cl = wait_cluster(&ns, &cid, 120, "every host's install step accepted", |cl| {
+        cl["status"] == "installing"
+            && cl["hosts"].as_array().unwrap().iter().all(|h| {
+                h["progress"]["progress_info"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("install step received")
+            })
+    });
+    for (i, name) in names.iter().enumerate() {
+        let h = host_named(&cl, name);
+        let ign: Value = serde_json::from_str(
+            &std::fs::read_to_string(states[i].join("install/ignition.ign")).unwrap(),
+        )
+        .unwrap();
+        let hn = ign["storage"]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"] == "/etc/hostname")
+            .unwrap();
+        assert_eq!(hn["contents"]["source"], format!("data:,{name}%0A"));
+        let req: Value = serde_json::from_str(
+            &std::fs::read_to_string(states[i].join("install/install-request.json")).unwrap(),
+        )
+        .unwrap();
+        // Equal hosts: which one the weights make the worker is the
+        // cluster's order; the request says the role the service gave.
+        let want = if h["bootstrap"] == true {
+            "bootstrap".to_string()
+        } else {
+            h["role"].as_str().unwrap().to_string()
+        };
+        assert_eq!(req["role"], want.as_str(), "{req}");
+        assert_eq!(req["boot_device"], "/dev/vda");
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(states[i].join("install/ignition.ign"))
+                .unwrap()
+                .permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let boots = cl["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["bootstrap"] == true)
+        .count();
+    assert_eq!(boots, 1);
+    drop(lab);
+    drop(pg);
+}
+
+#[test]
+fn assisted_discovery_and_install_on_sqlite() {
+    scenario("s", false);
+}
+
+#[test]
+fn assisted_discovery_and_install_on_postgresql() {
+    scenario("p", true);
+}
