@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 /// A host's inventory (swagger `inventory`). There is no timestamp in it:
 /// the host's time travels with each next-steps poll.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Inventory {
     /// The kernel host name (or the MAC-derived replacement of a forbidden
     /// one, see the agent).
@@ -43,7 +43,7 @@ pub struct Inventory {
 
 /// Swagger `interface`, as assisted-installer-agent's
 /// `src/inventory/interfaces.go` fills it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Interface {
     /// The kernel name (`ens3`, `bond0`, `ens3.100`).
     pub name: String,
@@ -90,7 +90,7 @@ pub struct Interface {
 
 /// Swagger `route`, as assisted-installer-agent's
 /// `src/inventory/routes.go` fills it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Route {
     /// The interface the route sends packets to.
     pub interface: String,
@@ -110,7 +110,7 @@ pub struct Route {
 }
 
 /// Swagger `disk`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Disk {
     /// `by_id` if there is one, else `by_path`, else `path`.
     pub id: String,
@@ -155,7 +155,7 @@ pub struct Disk {
 }
 
 /// Swagger `disk.installation_eligibility`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Eligibility {
     /// No reason against it.
     pub eligible: bool,
@@ -165,7 +165,7 @@ pub struct Eligibility {
 }
 
 /// Swagger `cpu`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cpu {
     /// Logical CPUs (`lscpu`'s `CPU(s)`).
     pub count: u32,
@@ -180,7 +180,7 @@ pub struct Cpu {
 }
 
 /// Swagger `memory`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Memory {
     /// Installed memory, bytes.
     pub physical_bytes: u64,
@@ -192,7 +192,7 @@ pub struct Memory {
 }
 
 /// Swagger `boot`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Boot {
     /// `uefi` or `bios`.
     pub current_boot_mode: String,
@@ -205,7 +205,7 @@ pub struct Boot {
 }
 
 /// Swagger `system_vendor`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SystemVendor {
     /// DMI `sys_vendor`.
     #[serde(default, skip_serializing_if = "String::is_empty")]

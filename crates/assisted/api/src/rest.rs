@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 pub const BASE_PATH: &str = "/api/assisted-install/v2";
 
 /// One network of `cluster_networks` (swagger `cluster_network`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterNetwork {
     /// The pod network, e.g. `10.128.0.0/14`.
@@ -24,7 +24,7 @@ pub struct ClusterNetwork {
 }
 
 /// A CIDR list entry (`service_networks`, `machine_networks`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Cidr {
     /// The network, e.g. `192.168.126.0/24`.
@@ -32,7 +32,7 @@ pub struct Cidr {
 }
 
 /// A VIP (`api_vips`, `ingress_vips`; swagger `api_vip`/`ingress_vip`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Vip {
     /// The address.
@@ -41,7 +41,7 @@ pub struct Vip {
 
 /// `POST /v2/clusters` (swagger `cluster-create-params`): the fields this
 /// service knows. Required: `name`, `openshift_version`, `pull_secret`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterCreateParams {
     /// The cluster's name (a DNS label).
@@ -88,7 +88,7 @@ pub struct ClusterCreateParams {
 
 /// `PATCH /v2/clusters/{id}` (swagger `v2-cluster-update-params`): every
 /// field optional; absent fields keep their value.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterUpdateParams {
     /// See [`ClusterCreateParams`].
@@ -129,7 +129,7 @@ pub struct ClusterUpdateParams {
 /// A cluster as the service returns it (swagger `cluster`, the fields
 /// this service keeps). The pull secret is never returned, only whether
 /// it is set.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cluster {
     /// UUID.
     pub id: String,
@@ -197,7 +197,7 @@ pub struct Cluster {
 
 /// `POST /v2/infra-envs` (swagger `infra-env-create-params`). Required:
 /// `name`, `pull_secret`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InfraEnvCreateParams {
     /// The infra-env's name.
@@ -225,7 +225,7 @@ pub struct InfraEnvCreateParams {
 }
 
 /// An infra-env as the service returns it (swagger `infra-env`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct InfraEnv {
     /// UUID.
     pub id: String,
@@ -260,7 +260,7 @@ pub struct InfraEnv {
 }
 
 /// `POST /v2/infra-envs/{id}/hosts` (swagger `host-create-params`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HostCreateParams {
     /// The host's id (agent: board serial, system UUID or lowest MAC).
@@ -272,7 +272,7 @@ pub struct HostCreateParams {
 
 /// `PATCH /v2/infra-envs/{id}/hosts/{host_id}` (swagger
 /// `host-update-params`, the fields this service knows).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HostUpdateParams {
     /// The host name to use instead of the inventory's.
@@ -287,7 +287,7 @@ pub struct HostUpdateParams {
 }
 
 /// One entry of `disks_selected_config`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DiskSelection {
     /// The disk's `id` from the inventory.
@@ -298,7 +298,7 @@ pub struct DiskSelection {
 
 /// A host as the service returns it (swagger `host`, the fields this
 /// service keeps).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Host {
     /// UUID chosen by the agent.
     pub id: String,
@@ -372,7 +372,7 @@ pub struct Host {
 }
 
 /// Swagger `host-progress-info`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostProgress {
     /// The stage reached (`Starting installation`, …).
     #[serde(default)]
@@ -387,7 +387,7 @@ pub struct HostProgress {
 
 /// `POST /v2/infra-envs/{id}/hosts` → 201 (swagger
 /// `host_registration_response`): the host and how to run the steps.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostRegistrationResponse {
     /// The host as stored.
     #[serde(flatten)]
@@ -397,7 +397,7 @@ pub struct HostRegistrationResponse {
 }
 
 /// Swagger `host_registration_response.next_step_runner_command`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NextStepRunnerCommand {
     /// The program (empty: the agent runs its built-in runner).
     #[serde(default)]
@@ -411,7 +411,7 @@ pub struct NextStepRunnerCommand {
 }
 
 /// `GET …/hosts/{host_id}/instructions` → 200 (swagger `steps`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Steps {
     /// Seconds until the next poll.
     pub next_instruction_seconds: u64,
@@ -423,7 +423,7 @@ pub struct Steps {
 }
 
 /// One instruction (swagger `step`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Step {
     /// `inventory`, `connectivity-check`, `free-network-addresses`,
     /// `ntp-synchronizer`, `domain-resolution`,
@@ -437,7 +437,7 @@ pub struct Step {
 }
 
 /// `POST …/hosts/{host_id}/instructions` (swagger `step-reply`) → 204.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StepReply {
     /// As in the [`Step`].
@@ -455,7 +455,7 @@ pub struct StepReply {
 }
 
 /// An event (swagger `event`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Event {
     /// The cluster it concerns.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -479,7 +479,7 @@ pub struct Event {
 }
 
 /// One validation of `validations_info`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ValidationResult {
     /// The validation id (`has-min-memory`, …).
     pub id: String,
@@ -491,7 +491,7 @@ pub struct ValidationResult {
 
 /// The error body of business-logic failures (swagger `error`):
 /// `{"kind":"Error","id":409,"code":"409","href":"","reason":"…"}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ApiError {
     /// `Error`.
     pub kind: String,
@@ -508,7 +508,7 @@ pub struct ApiError {
 
 /// The body of authentication failures (swagger `infra_error`):
 /// `{"code":401,"message":"…"}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct InfraError {
     /// 401 or 403.
     pub code: u16,

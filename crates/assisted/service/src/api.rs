@@ -114,6 +114,11 @@ pub fn routes(state: Shared) -> Router {
             "/clusters/{cluster_id}/actions/install",
             post(install_cluster),
         )
+        .route(
+            "/clusters/{cluster_id}/actions/cancel",
+            post(cancel_cluster),
+        )
+        .route("/clusters/{cluster_id}/actions/reset", post(reset_cluster))
         .route("/clusters/{cluster_id}/downloads/files", get(download_file))
         .route(
             "/clusters/{cluster_id}/downloads/credentials",
@@ -160,8 +165,13 @@ pub fn routes(state: Shared) -> Router {
             state.clone(),
             crate::auth::agent,
         ));
+    let public = Router::new().route(
+        "/openapi.json",
+        get(|| async { axum::Json(crate::openapi::document()) }),
+    );
     let v2 = user
         .merge(agent)
+        .merge(public)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(state);
     Router::new().nest(rest::BASE_PATH, v2)
@@ -842,6 +852,9 @@ pub fn steps_for(status: &str, interval: u64) -> (Vec<&'static str>, u64) {
         | "known-unbound" => (vec!["inventory", "ntp-synchronizer"], interval),
         "disconnected" | "disconnected-unbound" => (vec!["inventory"], interval * 2),
         "installing" => (vec!["install"], interval),
+        // The agent never left the live system: it registers again at once
+        // instead of the host being rebooted into the discovery image.
+        "resetting-pending-user-action" => (vec![], 0),
         _ => (vec![], interval * 2),
     }
 }
@@ -929,9 +942,10 @@ async fn next_steps(
         h.checked_in_at = now;
         h.host_timestamp = timestamp;
         if s.db.host_polled(&h, &old, &new).await? {
+            let exit = h.status == "resetting-pending-user-action";
             let steps = Steps {
                 next_instruction_seconds: interval,
-                post_step_action: "continue".into(),
+                post_step_action: if exit { "exit" } else { "continue" }.into(),
                 instructions,
             };
             return Ok(json(StatusCode::OK, &steps));
@@ -1628,4 +1642,155 @@ async fn infra_env_file(
         cfg.to_string(),
     )
         .into_response())
+}
+
+// ---- cancel and reset (the reference's §2.6 and §3.2)
+
+/// Cluster statuses `cancel` applies to, and where each goes.
+fn cancel_to(status: &str) -> Option<&'static str> {
+    match status {
+        "installing" | "installing-pending-user-action" | "error" | "finalizing" => {
+            Some("cancelled")
+        }
+        "preparing-for-installation" => Some("ready"),
+        _ => None,
+    }
+}
+
+/// Cluster statuses `reset` applies to.
+const RESETTABLE: &[&str] = &[
+    "preparing-for-installation",
+    "installing",
+    "installing-pending-user-action",
+    "error",
+    "cancelled",
+    "finalizing",
+];
+
+async fn cancel_cluster(State(s): State<Shared>, Path(id): Path<String>) -> Res<Response> {
+    let c = cluster_or_404(&s, &id).await?;
+    let Some(to) = cancel_to(&c.status) else {
+        return Err(Failure::conflict(format!(
+            "cluster {id} is {}: only an installing, preparing, pending or failed installation can be cancelled",
+            c.status
+        )));
+    };
+    let info = if to == "ready" {
+        "Cluster ready to be installed"
+    } else {
+        "Canceled cluster installation"
+    };
+    if !s
+        .db
+        .set_cluster_status(&id, &c.status, to, info, &c.validations_info)
+        .await?
+    {
+        return Err(Failure::conflict(format!(
+            "cluster {id} changed status meanwhile; try again"
+        )));
+    }
+    events::cluster(
+        &s.db,
+        &id,
+        "info",
+        "cluster_status_updated",
+        format!("Updated status of the cluster to {to} ({info})"),
+    )
+    .await;
+    for h in s.db.hosts_of_cluster(&id).await? {
+        let (hto, hinfo) = match h.status.as_str() {
+            "installing"
+            | "installing-in-progress"
+            | "installing-pending-user-action"
+            | "installed"
+            | "error" => ("cancelled", "Installation was cancelled"),
+            "preparing-for-installation" | "preparing-successful" => {
+                ("known", "Host is ready to be installed")
+            }
+            _ => continue,
+        };
+        if s.db
+            .set_host_status(
+                &h,
+                &h.status,
+                hto,
+                hinfo,
+                &h.validations_info,
+                &h.suggested_role,
+            )
+            .await?
+        {
+            events::emit(
+                &s.db,
+                events::Scope {
+                    cluster_id: &id,
+                    infra_env_id: &h.infra_env_id,
+                    host_id: &h.id,
+                },
+                "info",
+                "host_status_updated",
+                format!(
+                    "Host {}: updated status from {} to {hto} ({hinfo})",
+                    h.id, h.status
+                ),
+            )
+            .await;
+        }
+    }
+    let c = cluster_or_404(&s, &id).await?;
+    Ok(json(StatusCode::ACCEPTED, &cluster_document(&s, &c).await?))
+}
+
+async fn reset_cluster(State(s): State<Shared>, Path(id): Path<String>) -> Res<Response> {
+    let c = cluster_or_404(&s, &id).await?;
+    if !RESETTABLE.contains(&c.status.as_str()) {
+        return Err(Failure::conflict(format!(
+            "cluster {id} is {}: only a cluster past the start of its installation can be reset",
+            c.status
+        )));
+    }
+    let info = "Cluster is not ready for install";
+    if !s
+        .db
+        .set_cluster_status(&id, &c.status, "insufficient", info, &c.validations_info)
+        .await?
+    {
+        return Err(Failure::conflict(format!(
+            "cluster {id} changed status meanwhile; try again"
+        )));
+    }
+    events::cluster(
+        &s.db,
+        &id,
+        "info",
+        "cluster_status_updated",
+        "Updated status of the cluster to insufficient (the installation was reset)".into(),
+    )
+    .await;
+    s.db.put_files(&id, &[]).await?;
+    for h in s.db.hosts_of_cluster(&id).await? {
+        s.db.set_host_role(&h.infra_env_id, &h.id, &h.role, false)
+            .await?;
+        let hinfo = "The installation was reset: the host's agent registers again (reboot it into the discovery image if it left it)";
+        if s.db.reset_host(&h, hinfo).await? {
+            events::emit(
+                &s.db,
+                events::Scope {
+                    cluster_id: &id,
+                    infra_env_id: &h.infra_env_id,
+                    host_id: &h.id,
+                },
+                "info",
+                "host_status_updated",
+                format!(
+                    "Host {}: updated status from {} to resetting-pending-user-action",
+                    h.id, h.status
+                ),
+            )
+            .await;
+        }
+    }
+    s.monitor.notify_one();
+    let c = cluster_or_404(&s, &id).await?;
+    Ok(json(StatusCode::ACCEPTED, &cluster_document(&s, &c).await?))
 }

@@ -88,12 +88,97 @@ fn same(a: &str, b: &str) -> bool {
     aws_lc_rs::constant_time::verify_slices_are_equal(a.as_bytes(), b.as_bytes()).is_ok()
 }
 
+/// The name of the web page's session cookie (HttpOnly, SameSite=Strict).
+pub const COOKIE: &str = "okd-assisted-token";
+
+/// The user token of a request: `Authorization: Bearer <t>`, else the web
+/// page's cookie.
 fn bearer(req: &Request) -> Option<&str> {
-    req.headers()
-        .get(axum::http::header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Bearer ")
+    let h = req.headers();
+    if let Some(t) = h
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    {
+        return Some(t);
+    }
+    h.get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|kv| kv.trim().strip_prefix(COOKIE)?.strip_prefix('='))
+}
+
+/// The sign-in page shown instead of the web page while the service
+/// requires a token and the browser has none (no script: a form posting
+/// to `/login`).
+fn sign_in(message: &str) -> Response {
+    let page = maud::html! {
+        (maud::DOCTYPE)
+        html lang="en" {
+            head { meta charset="utf-8"; title { "Assisted installer: sign in" } }
+            body style="font-family: sans-serif; max-width: 28em; margin: 4em auto" {
+                h1 { "Assisted installer" }
+                p { "This service requires its token (okd-install assisted serve --auth-token)." }
+                @if !message.is_empty() { p #login-error style="color: #a00" { (message) } }
+                form method="post" action="/login" {
+                    label { "Token " input type="password" name="token" autofocus; }
+                    " " button type="submit" { "Sign in" }
+                }
+            }
+        }
+    };
+    (
+        StatusCode::UNAUTHORIZED,
+        [
+            (axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (
+                axum::http::header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; form-action 'self'; style-src 'unsafe-inline'",
+            ),
+        ],
+        page.into_string(),
+    )
+        .into_response()
+}
+
+/// Middleware of the web page: with a service token, the session cookie
+/// must carry it, else the sign-in page.
+pub async fn page(State(s): State<Shared>, req: Request, next: Next) -> Response {
+    let Some(token) = s.opts.auth_token.as_deref() else {
+        return next.run(req).await;
+    };
+    match bearer(&req) {
+        Some(t) if same(t, token) => next.run(req).await,
+        _ => sign_in(""),
+    }
+}
+
+/// The sign-in form's field.
+#[derive(Debug, serde::Deserialize)]
+pub struct Login {
+    token: String,
+}
+
+/// `POST /login`: the right token sets the session cookie (HttpOnly,
+/// SameSite=Strict, so other sites' pages cannot use it) and goes to the
+/// clusters; a wrong one shows the form again.
+pub async fn login(State(s): State<Shared>, axum::Form(f): axum::Form<Login>) -> Response {
+    match s.opts.auth_token.as_deref() {
+        Some(token) if same(&f.token, token) => {
+            let cookie = format!("{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict", f.token);
+            (
+                StatusCode::SEE_OTHER,
+                [
+                    (axum::http::header::SET_COOKIE, cookie),
+                    (axum::http::header::LOCATION, "/".to_string()),
+                ],
+            )
+                .into_response()
+        }
+        Some(_) => sign_in("That is not this service's token."),
+        None => (StatusCode::SEE_OTHER, [(axum::http::header::LOCATION, "/")]).into_response(),
+    }
 }
 
 /// Middleware of user routes: the user token, when the service has one.

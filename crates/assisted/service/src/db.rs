@@ -950,6 +950,28 @@ impl Db {
         Ok(r.rows_affected() == 1)
     }
 
+    /// A cluster reset: the host to `resetting-pending-user-action` with its
+    /// handed-out steps, progress and step outputs cleared (so replies to
+    /// steps from before the reset are refused).
+    pub async fn reset_host(&self, h: &HostRow, info: &str) -> Result<bool, DbError> {
+        let now = now_ms();
+        let r = sqlx::query(
+            "UPDATE hosts SET status = 'resetting-pending-user-action', status_info = $1, \
+             steps = '[]', progress_stage = '', progress_info = '', status_updated_at = $2, \
+             updated_at = $3 WHERE id = $4 AND infra_env_id = $5 AND status = $6",
+        )
+        .bind(info)
+        .bind(now)
+        .bind(now)
+        .bind(&h.id)
+        .bind(&h.infra_env_id)
+        .bind(&h.status)
+        .execute(&self.pool)
+        .await
+        .map_err(sql("reset a host"))?;
+        Ok(r.rows_affected() == 1)
+    }
+
     /// Sets a host's role and bootstrap flag (at install).
     pub async fn set_host_role(
         &self,

@@ -19,6 +19,8 @@ pub mod events;
 pub mod install;
 pub mod model;
 pub mod monitor;
+pub mod openapi;
+pub mod ui;
 pub mod validate;
 
 use std::net::SocketAddr;
@@ -166,7 +168,7 @@ pub async fn run(opts: Options) -> Result<(), ServiceError> {
         })?;
     let addr = listener.local_addr().unwrap_or(listen);
     tracing::info!(
-        "assisted service: http://{addr}{} (database {db_url}); Ctrl-C stops it",
+        "assisted service: http://{addr}{} (database {db_url}), its page http://{addr}/; Ctrl-C stops it",
         okd_assisted_api::rest::BASE_PATH
     );
     serve(state, listener, async {
@@ -207,7 +209,7 @@ pub async fn serve(
             let _ = rx.wait_for(|v| *v).await;
         }
     }));
-    let router = api::routes(state.clone());
+    let router = api::routes(state.clone()).merge(ui::routes(state.clone()));
     okd_listen::serve_router(listener, router, None, shutdown).await;
     let _ = tx.send(true);
     let _ = mon.await;

@@ -163,3 +163,65 @@ async fn user_and_agent_tokens() {
     assert_eq!(code, StatusCode::CREATED, "{body}");
     svc.stop().await;
 }
+
+/// The web page with a token: the sign-in form, a wrong token refused,
+/// the right one as an HttpOnly, SameSite=Strict cookie that opens the
+/// pages and the API calls the page makes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_asks_for_the_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = start_with(&okd_assisted_service::sqlite_url(dir.path()), |o| {
+        o.auth_token = Some(TOKEN.into());
+    })
+    .await;
+    let root = svc
+        .base
+        .trim_end_matches("/api/assisted-install/v2")
+        .to_string();
+    let c = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = c.get(format!("{root}/")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let page = r.text().await.unwrap();
+    assert!(page.contains("action=\"/login\""), "{page}");
+    let r = c
+        .post(format!("{root}/login"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("token=nope")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(r.text().await.unwrap().contains("not this service's token"));
+    let r = c
+        .post(format!("{root}/login"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("token={TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let cookie = r.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let pair = cookie.split(';').next().unwrap().to_string();
+    let r = c
+        .get(format!("{root}/"))
+        .header("cookie", &pair)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = c
+        .get(format!("{}/clusters", svc.base))
+        .header("cookie", &pair)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    svc.stop().await;
+}

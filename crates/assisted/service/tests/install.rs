@@ -296,3 +296,118 @@ async fn install_hands_out_the_ignition_and_the_install_step() {
     assert!(h["status_info"].as_str().unwrap().contains("no such disk"));
     svc.stop().await;
 }
+
+/// Cancel and reset (the reference's §2.6/§3.2): a cancelled installation
+/// and its hosts; a reset sends the hosts back through registration, and a
+/// reply to a step from before the reset is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_and_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = start(&okd_assisted_service::sqlite_url(dir.path())).await;
+    let base = svc.base.clone();
+    let c = reqwest::Client::new();
+    use reqwest::Method as M;
+    let (cid, ie, ids, invs) = ready_cluster(&c, &base, "again").await;
+    let (code, body) = send(
+        &c,
+        M::POST,
+        &format!("{base}/clusters/{cid}/actions/reset"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 409, "nothing to reset before install: {body}");
+    let installing = |c: reqwest::Client, base: String, cid: String| async move {
+        let (code, body) = send(
+            &c,
+            M::POST,
+            &format!("{base}/clusters/{cid}/actions/install"),
+            None,
+        )
+        .await;
+        assert_eq!(code, 202, "{body}");
+        wait_for(&c, &base, &cid, "installing", |cl| {
+            cl.status == "installing"
+        })
+        .await
+    };
+    installing(c.clone(), base.clone(), cid.clone()).await;
+    let url = format!("{base}/infra-envs/{ie}/hosts/{}/instructions", ids[0]);
+    let steps: Steps = c
+        .get(format!("{url}?timestamp={}", now_s()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(steps.instructions[0].step_type, "install");
+
+    // Cancel: the cluster and its hosts cancelled.
+    let (code, body) = send(
+        &c,
+        M::POST,
+        &format!("{base}/clusters/{cid}/actions/cancel"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 202, "{body}");
+    assert_eq!(body["status"], "cancelled");
+    for h in body["hosts"].as_array().unwrap() {
+        assert_eq!(h["status"], "cancelled", "{h}");
+    }
+    // Reset: insufficient, hosts back through registration.
+    let (code, body) = send(
+        &c,
+        M::POST,
+        &format!("{base}/clusters/{cid}/actions/reset"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 202, "{body}");
+    assert_eq!(body["status"], "insufficient");
+    for h in body["hosts"].as_array().unwrap() {
+        assert_eq!(h["status"], "resetting-pending-user-action", "{h}");
+        assert_eq!(h["bootstrap"], false);
+    }
+    let (code, _) = send(
+        &c,
+        M::GET,
+        &format!("{base}/clusters/{cid}/downloads/files?file_name=bootstrap.ign"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 409, "the generated files went with the reset");
+    // The install step handed out before the reset: refused.
+    let (code, body) = send(&c, M::POST, &url, Some(json!({
+        "step_type": "install", "step_id": steps.instructions[0].step_id, "exit_code": 0, "output": "late"
+    }))).await;
+    assert_eq!(code, 409, "{body}");
+    // The agent is told to register again.
+    let steps: Steps = c
+        .get(format!("{url}?timestamp={}", now_s()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(steps.post_step_action, "exit");
+    for (id, inv) in ids.iter().zip(&invs) {
+        let (code, h) = send(
+            &c,
+            M::POST,
+            &format!("{base}/infra-envs/{ie}/hosts"),
+            Some(json!({"host_id": id})),
+        )
+        .await;
+        assert_eq!(code, 201, "{h}");
+        assert_eq!(h["status"], "discovering");
+        poll_and_answer(&c, &base, &ie, id, inv).await;
+    }
+    wait_for(&c, &base, &cid, "ready after the reset", |cl| {
+        cl.status == "ready"
+    })
+    .await;
+    installing(c.clone(), base.clone(), cid.clone()).await;
+    svc.stop().await;
+}
