@@ -271,16 +271,7 @@ pub fn agent(a: &AgentArgs) -> Result<(), Failure> {
     runtime()
         .map_err(fail)?
         .block_on(okd_assisted_agent::runner::run(cfg, async {
-            use tokio::signal::unix::{SignalKind, signal};
-            match (
-                signal(SignalKind::terminate()),
-                signal(SignalKind::interrupt()),
-            ) {
-                (Ok(mut t), Ok(mut i)) => {
-                    tokio::select! { _ = t.recv() => {}, _ = i.recv() => {} }
-                }
-                _ => std::future::pending::<()>().await,
-            }
+            okd_listen::shutdown_signal().await;
         }))
         .map_err(fail)
 }

@@ -18,14 +18,7 @@ use crate::{Root, macs};
 
 /// Host names the service would refuse (assisted-service `hostname-valid`):
 /// the agent reports the first interface's MAC with dashes instead.
-pub const FORBIDDEN_HOSTNAMES: &[&str] = &[
-    "localhost",
-    "localhost.localdomain",
-    "localhost4",
-    "localhost4.localdomain4",
-    "localhost6",
-    "localhost6.localdomain6",
-];
+pub use okd_assisted_api::FORBIDDEN_HOSTNAMES;
 
 /// The inventory's parts this agent gathers so far (module docs), for the
 /// machine at `root`; the architecture is the one this program was built

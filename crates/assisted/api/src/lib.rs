@@ -10,6 +10,18 @@
 
 pub mod rest;
 
+/// Host names assisted-service refuses (`hostutil.ForbiddenHostnames`,
+/// validation `hostname-valid`); the agent reports a MAC-derived name
+/// instead of one of these.
+pub const FORBIDDEN_HOSTNAMES: &[&str] = &[
+    "localhost",
+    "localhost.localdomain",
+    "localhost4",
+    "localhost4.localdomain4",
+    "localhost6",
+    "localhost6.localdomain6",
+];
+
 use serde::{Deserialize, Serialize};
 
 /// A host's inventory (swagger `inventory`). There is no timestamp in it:

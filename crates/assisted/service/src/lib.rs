@@ -172,26 +172,11 @@ pub async fn run(opts: Options) -> Result<(), ServiceError> {
         okd_assisted_api::rest::BASE_PATH
     );
     serve(state, listener, async {
-        let sig = shutdown_signal().await;
+        let sig = okd_listen::shutdown_signal().await;
         tracing::info!("{sig}: stopping the assisted service");
     })
     .await;
     Ok(())
-}
-
-async fn shutdown_signal() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        std::future::pending::<()>().await;
-        return "";
-    };
-    tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
-    }
 }
 
 /// Serves the API on `listener` and runs the monitor until `shutdown`

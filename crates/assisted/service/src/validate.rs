@@ -56,14 +56,7 @@ pub const SERVICE_AHEAD_S: i64 = 20 * 60;
 pub const HOST_AHEAD_S: i64 = 60 * 60;
 
 /// Host names a host may not keep (`hostutil.ForbiddenHostnames`).
-pub const FORBIDDEN_HOSTNAMES: &[&str] = &[
-    "localhost",
-    "localhost.localdomain",
-    "localhost4",
-    "localhost4.localdomain4",
-    "localhost6",
-    "localhost6.localdomain6",
-];
+pub use okd_assisted_api::FORBIDDEN_HOSTNAMES;
 
 /// Drive types an installation disk may have (HDD, SSD, Multipath; RAID
 /// from 4.14 and iSCSI from 4.15 are left out here).

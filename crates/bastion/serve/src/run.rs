@@ -438,7 +438,7 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> Result<(), 
     }
 
     let result = tokio::select! {
-        r = shutdown_signal() => { info!("Received {r}, shutting down"); Ok(()) }
+        r = okd_listen::shutdown_signal() => { info!("Received {r}, shutting down"); Ok(()) }
         Some(r) = tasks.join_next() => match r {
             Ok(Ok(())) => Err(crate::ServeError::Stopped(
                 "a service stopped unexpectedly".into(),
@@ -459,19 +459,4 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> Result<(), 
     }
     let _ = std::fs::remove_file(control::socket_path(&dir));
     result
-}
-
-async fn shutdown_signal() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        std::future::pending::<()>().await;
-        return "";
-    };
-    tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
-    }
 }

@@ -549,7 +549,11 @@ pub async fn run(opts: &Options) -> Result<Summary, ApproveError> {
     debug!("API {version} at {}", cluster.server());
     let mut approver = Approver::new(cluster, ids);
     if opts.watch {
-        approver.watch(shutdown_signal()).await?;
+        approver
+            .watch(async {
+                okd_listen::shutdown_signal().await;
+            })
+            .await?;
         return Ok(Summary::default());
     }
     let s = approver.pass().await?;
@@ -560,15 +564,4 @@ pub async fn run(opts: &Options) -> Result<Summary, ApproveError> {
         s.refused.len()
     );
     Ok(s)
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let Ok(mut term) = signal(SignalKind::terminate()) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
 }

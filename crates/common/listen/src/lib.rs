@@ -464,6 +464,25 @@ pub fn raise_nofile_limit() -> io::Result<NofileLimit> {
     })
 }
 
+/// Waits for SIGTERM or SIGINT (Ctrl-C) and says which came: how every
+/// long-running command of okd-install stops (serve, the assisted service,
+/// the agent, approve-csr --watch). Never completes when the handlers
+/// cannot be installed.
+pub async fn shutdown_signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        std::future::pending::<()>().await;
+        return "";
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,310 @@
+//! Hosts: register (and the re-registration rule), list, get, update and
+//! delete.
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use okd_assisted_api::Inventory;
+use okd_assisted_api::rest::{
+    HostCreateParams, HostRegistrationResponse, HostUpdateParams, NextStepRunnerCommand,
+};
+
+use super::clusters::cluster_or_404;
+use super::infra_envs::infra_env_or_404;
+use super::{Failure, Res, body, json};
+use crate::db::{HostRow, now_ms};
+use crate::model;
+use crate::{Shared, events, validate};
+
+pub(super) async fn host_or_404(s: &Shared, ie: &str, id: &str) -> Res<HostRow> {
+    s.db.host(ie, id)
+        .await?
+        .ok_or_else(|| Failure::not_found(format!("host {id} not found in infra-env {ie}")))
+}
+
+/// Statuses of a bound cluster that accept new hosts
+/// (`AcceptRegistration`).
+pub const ACCEPTS_HOSTS: &[&str] = &["insufficient", "ready", "pending-for-input", "adding-hosts"];
+
+/// What a registration of an existing host does, by its status (the
+/// RegisterHost rules): the next status and whether its inventory is
+/// collected anew; `None`: refused.
+fn reregistration(status: &str) -> Option<(&'static str, bool)> {
+    match status {
+        "discovering"
+        | "known"
+        | "disconnected"
+        | "insufficient"
+        | "pending-for-input"
+        | "resetting-pending-user-action"
+        | "binding"
+        | "resetting" => Some(("discovering", true)),
+        "preparing-for-installation" | "preparing-successful" => Some(("known", false)),
+        "installing" | "installing-in-progress" => Some(("error", false)),
+        "discovering-unbound"
+        | "known-unbound"
+        | "insufficient-unbound"
+        | "disconnected-unbound" => Some(("discovering-unbound", true)),
+        _ => None,
+    }
+}
+
+pub(super) async fn register_host(
+    State(s): State<Shared>,
+    Path(ie): Path<String>,
+    b: Bytes,
+) -> Res<Response> {
+    let p: HostCreateParams = body("host-create-params", &b)?;
+    if uuid::Uuid::parse_str(&p.host_id).is_err() {
+        return Err(Failure::bad(format!("host_id {:?}: not a UUID", p.host_id)));
+    }
+    let env = infra_env_or_404(&s, &ie).await?;
+    if !env.cluster_id.is_empty() {
+        let c = cluster_or_404(&s, &env.cluster_id).await?;
+        if !ACCEPTS_HOSTS.contains(&c.status.as_str()) {
+            return Err(Failure::conflict(format!(
+                "Cannot add hosts to cluster {} in status {}",
+                c.id, c.status
+            )));
+        }
+    }
+    let now = now_ms();
+    let (status, info) = if env.cluster_id.is_empty() {
+        (
+            "discovering-unbound",
+            "Waiting for host to send hardware details",
+        )
+    } else {
+        ("discovering", "Waiting for host to send hardware details")
+    };
+    let row = HostRow {
+        id: p.host_id.clone(),
+        infra_env_id: ie.clone(),
+        cluster_id: env.cluster_id.clone(),
+        status: status.into(),
+        status_info: info.into(),
+        status_updated_at: now,
+        role: "auto-assign".into(),
+        agent_version: p.discovery_agent_version.clone(),
+        registered_at: now,
+        created_at: now,
+        updated_at: now,
+        steps: "[]".into(),
+        ..HostRow::default()
+    };
+    let scope = events::Scope {
+        cluster_id: &env.cluster_id,
+        infra_env_id: &ie,
+        host_id: &p.host_id,
+    };
+    if s.db.insert_host(&row).await? {
+        events::emit(
+            &s.db,
+            scope,
+            "info",
+            "host_registration_succeeded",
+            format!("Host {}: Successfully registered", p.host_id),
+        )
+        .await;
+    } else {
+        let old = host_or_404(&s, &ie, &p.host_id).await?;
+        let Some((to, reset)) = reregistration(&old.status) else {
+            return Err(Failure::conflict(format!(
+                "Host {} is in status {} and cannot register again; reset the cluster's installation first",
+                p.host_id, old.status
+            )));
+        };
+        let active = old.checked_in_at > 0
+            && now - old.checked_in_at
+                < i64::try_from(s.opts.next_instruction_seconds * 2000).unwrap_or(i64::MAX);
+        if !s
+            .db
+            .reregister_host(
+                (&ie, &p.host_id),
+                &old.status,
+                to,
+                info,
+                reset,
+                &p.discovery_agent_version,
+            )
+            .await?
+        {
+            return Err(Failure::conflict(format!(
+                "Host {} changed status while registering again; retry",
+                p.host_id
+            )));
+        }
+        let name = validate::hostname(
+            &old.requested_hostname,
+            serde_json::from_str::<Inventory>(&old.inventory)
+                .ok()
+                .as_ref(),
+        );
+        let who = if name.is_empty() {
+            p.host_id.clone()
+        } else {
+            name
+        };
+        let (sev, msg) = if active {
+            (
+                "warning",
+                format!(
+                    "Host {who}: registered again while its agent was polling; if two machines share the id {} (cloned VMs, identical board serials), give one of them another id (okd-install agent --host-id)",
+                    p.host_id
+                ),
+            )
+        } else {
+            ("info", format!("Host {who}: registered again"))
+        };
+        events::emit(&s.db, scope, sev, "host_registration_succeeded", msg).await;
+    }
+    let h = host_or_404(&s, &ie, &p.host_id).await?;
+    let args = serde_json::json!({
+        "infra_env_id": ie,
+        "host_id": p.host_id,
+        "agent_version": p.discovery_agent_version,
+    })
+    .to_string();
+    let resp = HostRegistrationResponse {
+        host: model::host_doc(&h),
+        next_step_runner_command: NextStepRunnerCommand {
+            command: String::new(),
+            args: vec![args],
+            retry_seconds: None,
+        },
+    };
+    Ok(json(StatusCode::CREATED, &resp))
+}
+
+pub(super) async fn list_hosts(State(s): State<Shared>, Path(ie): Path<String>) -> Res<Response> {
+    infra_env_or_404(&s, &ie).await?;
+    let v: Vec<_> =
+        s.db.hosts_of_infra_env(&ie)
+            .await?
+            .iter()
+            .map(model::host_doc)
+            .collect();
+    Ok(json(StatusCode::OK, &v))
+}
+
+pub(super) async fn get_host(
+    State(s): State<Shared>,
+    Path((ie, id)): Path<(String, String)>,
+) -> Res<Response> {
+    Ok(json(
+        StatusCode::OK,
+        &model::host_doc(&host_or_404(&s, &ie, &id).await?),
+    ))
+}
+
+pub(super) async fn update_host(
+    State(s): State<Shared>,
+    Path((ie, id)): Path<(String, String)>,
+    b: Bytes,
+) -> Res<Response> {
+    let u: HostUpdateParams = body("host-update-params", &b)?;
+    let h = host_or_404(&s, &ie, &id).await?;
+    if !matches!(
+        h.status.as_str(),
+        "discovering"
+            | "known"
+            | "insufficient"
+            | "pending-for-input"
+            | "disconnected"
+            | "discovering-unbound"
+            | "known-unbound"
+            | "insufficient-unbound"
+    ) {
+        return Err(Failure::conflict(format!(
+            "host {id} cannot be updated in status {}",
+            h.status
+        )));
+    }
+    let mut name = h.requested_hostname.clone();
+    let mut role = h.role.clone();
+    let mut disk = h.installation_disk_id.clone();
+    if let Some(n) = u.host_name {
+        if !validate::hostname_ok(&n) || validate::FORBIDDEN_HOSTNAMES.contains(&n.as_str()) {
+            return Err(Failure::bad(format!(
+                "host_name {n:?}: must match ^[a-z0-9][a-z0-9-]{{0,62}}(?:[.][a-z0-9-]{{1,63}})*$ and not be localhost"
+            )));
+        }
+        name = n;
+    }
+    if let Some(r) = u.host_role {
+        if !matches!(r.as_str(), "auto-assign" | "master" | "worker") {
+            return Err(Failure::bad(format!(
+                "host_role {r:?}: must be auto-assign, master or worker"
+            )));
+        }
+        role = r;
+    }
+    if let Some(sel) = u.disks_selected_config {
+        let inv: Option<Inventory> = serde_json::from_str(&h.inventory).ok();
+        for d in sel {
+            if !matches!(d.role.as_str(), "install" | "none") {
+                return Err(Failure::bad(format!(
+                    "disks_selected_config role {:?}: must be install or none",
+                    d.role
+                )));
+            }
+            let known = inv
+                .as_ref()
+                .and_then(|i| i.disks.iter().find(|x| x.id == d.id));
+            let Some(disk_info) = known else {
+                return Err(Failure::bad(format!(
+                    "disks_selected_config id {:?}: not a disk of this host's inventory",
+                    d.id
+                )));
+            };
+            if d.role == "install" {
+                if !disk_info.installation_eligibility.eligible {
+                    return Err(Failure::bad(format!(
+                        "disks_selected_config id {:?}: not eligible for installation ({})",
+                        d.id,
+                        disk_info
+                            .installation_eligibility
+                            .not_eligible_reasons
+                            .join("; ")
+                    )));
+                }
+                disk = d.id;
+            } else if disk == d.id {
+                disk.clear();
+            }
+        }
+    }
+    s.db.update_host_settings(&ie, &id, &name, &role, &disk)
+        .await?;
+    events::emit(
+        &s.db,
+        events::Scope {
+            cluster_id: &h.cluster_id,
+            infra_env_id: &ie,
+            host_id: &id,
+        },
+        "info",
+        "host_updated",
+        format!("Host {id}: updated (host name {name:?}, role {role})"),
+    )
+    .await;
+    s.monitor.notify_one();
+    Ok(json(
+        StatusCode::CREATED,
+        &model::host_doc(&host_or_404(&s, &ie, &id).await?),
+    ))
+}
+
+pub(super) async fn delete_host(
+    State(s): State<Shared>,
+    Path((ie, id)): Path<(String, String)>,
+) -> Res<Response> {
+    if !s.db.delete_host(&ie, &id).await? {
+        return Err(Failure::not_found(format!(
+            "host {id} not found in infra-env {ie}"
+        )));
+    }
+    s.monitor.notify_one();
+    Ok(StatusCode::NO_CONTENT.into_response())
+}

@@ -1,0 +1,235 @@
+//! The next-step protocol: the steps a host gets by status, their
+//! arguments (the install step's included) and the replies to them.
+
+use std::collections::HashMap;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use okd_assisted_api::Inventory;
+use okd_assisted_api::rest::{Step, StepReply, Steps};
+
+use super::clusters::cluster_or_404;
+use super::hosts::host_or_404;
+use super::installation::install_replied;
+use super::{Failure, Res, body, json};
+use crate::db::{HostRow, ReplyColumn, now_ms};
+use crate::model::{self, Outstanding};
+use crate::{Shared, events, install, validate};
+
+/// Steps younger than this stay answerable, ms (10 min).
+pub const STEP_TTL_MS: i64 = 10 * 60 * 1000;
+
+/// At most this many unanswered steps are kept per host (the oldest go).
+pub const MAX_OUTSTANDING: usize = 32;
+
+/// The steps a host in `status` gets, and the poll interval, s (the
+/// reference's §6.3 for the step types this agent runs).
+pub fn steps_for(status: &str, interval: u64) -> (Vec<&'static str>, u64) {
+    match status {
+        "discovering" | "discovering-unbound" => (vec!["inventory"], interval),
+        "insufficient"
+        | "pending-for-input"
+        | "known"
+        | "insufficient-unbound"
+        | "known-unbound" => (vec!["inventory", "ntp-synchronizer"], interval),
+        "disconnected" | "disconnected-unbound" => (vec!["inventory"], interval * 2),
+        "installing" => (vec!["install"], interval),
+        // The agent never left the live system: it registers again at once
+        // instead of the host being rebooted into the discovery image.
+        "resetting-pending-user-action" => (vec![], 0),
+        _ => (vec![], interval * 2),
+    }
+}
+
+fn step_id(step_type: &str) -> String {
+    format!("{step_type}-{:08x}", rand::random::<u32>())
+}
+
+fn step_args(step_type: &str, h: &HostRow, extra: &str) -> Vec<String> {
+    match step_type {
+        "inventory" => vec![h.id.clone()],
+        "ntp-synchronizer" => vec![serde_json::json!({ "ntp_source": extra }).to_string()],
+        "install" => vec![extra.to_string()],
+        _ => vec![],
+    }
+}
+
+/// The install step's argument for a host (its `install_cmd_request`).
+async fn install_arg(s: &Shared, h: &HostRow) -> Res<String> {
+    let c = cluster_or_404(s, &h.cluster_id).await?;
+    let p = model::cluster_params(&c);
+    let hosts = s.db.hosts_of_cluster(&c.id).await?;
+    let nets = validate::machine_networks(&p, &[]);
+    let plan = install::plan(&c, &p, &hosts, &nets).map_err(Failure::conflict)?;
+    let me = plan
+        .hosts
+        .iter()
+        .find(|x| x.id == h.id && x.infra_env_id == h.infra_env_id)
+        .ok_or_else(|| Failure::not_found(format!("host {} is not in its cluster's plan", h.id)))?;
+    Ok(install::install_request(&c.id, &p, me).to_string())
+}
+
+pub(super) async fn next_steps(
+    State(s): State<Shared>,
+    Path((ie, id)): Path<(String, String)>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Res<Response> {
+    let timestamp = match q.get("timestamp") {
+        Some(t) => t
+            .parse::<i64>()
+            .map_err(|_| Failure::bad(format!("timestamp {t:?}: must be Unix seconds")))?,
+        None => 0,
+    };
+    for _ in 0..5 {
+        let mut h = host_or_404(&s, &ie, &id).await?;
+        let old = h.steps.clone();
+        let now = now_ms();
+        let (types, interval) = steps_for(&h.status, s.opts.next_instruction_seconds);
+        let mut outstanding: Vec<Outstanding> = serde_json::from_str(&old).unwrap_or_default();
+        outstanding.retain(|o| now - o.issued_at < STEP_TTL_MS);
+        let mut instructions: Vec<Step> = Vec::new();
+        for t in types {
+            let extra = match t {
+                "ntp-synchronizer" if !h.cluster_id.is_empty() => {
+                    s.db.cluster(&h.cluster_id)
+                        .await?
+                        .map(|c| model::cluster_params(&c).additional_ntp_source)
+                        .unwrap_or_default()
+                }
+                // One install step: not again while one is out, nor once
+                // the agent accepted it (its words are the progress info).
+                "install"
+                    if outstanding.iter().any(|o| o.step_type == "install")
+                        || !h.progress_info.is_empty() =>
+                {
+                    continue;
+                }
+                "install" => install_arg(&s, &h).await?,
+                _ => String::new(),
+            };
+            instructions.push(Step {
+                step_type: t.to_string(),
+                step_id: step_id(t),
+                args: step_args(t, &h, &extra),
+            });
+        }
+        outstanding.extend(instructions.iter().map(|st| Outstanding {
+            step_id: st.step_id.clone(),
+            step_type: st.step_type.clone(),
+            issued_at: now,
+        }));
+        let excess = outstanding.len().saturating_sub(MAX_OUTSTANDING);
+        outstanding.drain(..excess);
+        let new = serde_json::to_string(&outstanding).unwrap_or_else(|_| "[]".into());
+        h.checked_in_at = now;
+        h.host_timestamp = timestamp;
+        if s.db.host_polled(&h, &old, &new).await? {
+            let exit = h.status == "resetting-pending-user-action";
+            let steps = Steps {
+                next_instruction_seconds: interval,
+                post_step_action: if exit { "exit" } else { "continue" }.into(),
+                instructions,
+            };
+            return Ok(json(StatusCode::OK, &steps));
+        }
+    }
+    Err(Failure::conflict(format!(
+        "host {id}: its steps changed under five polls in a row; poll again"
+    )))
+}
+
+pub(super) async fn step_reply(
+    State(s): State<Shared>,
+    Path((ie, id)): Path<(String, String)>,
+    b: Bytes,
+) -> Res<Response> {
+    let r: StepReply = body("step-reply", &b)?;
+    let mut parsed_inventory: Option<String> = None;
+    if r.exit_code == 0 && r.step_type == "inventory" {
+        let inv: Inventory = serde_json::from_str(&r.output).map_err(|e| {
+            Failure::bad(format!(
+                "step-reply {}: output: not an inventory: {e}",
+                r.step_id
+            ))
+        })?;
+        parsed_inventory = Some(serde_json::to_string(&inv).unwrap_or_default());
+    }
+    let column = match r.step_type.as_str() {
+        "inventory" => Some(ReplyColumn::Inventory),
+        "ntp-synchronizer" => Some(ReplyColumn::NtpSources),
+        "connectivity-check" => Some(ReplyColumn::Connectivity),
+        "domain-resolution" => Some(ReplyColumn::DomainResolutions),
+        "free-network-addresses" => Some(ReplyColumn::FreeAddresses),
+        _ => None,
+    };
+    if column.is_some_and(|c| c != ReplyColumn::Inventory)
+        && r.exit_code == 0
+        && !r.output.is_empty()
+    {
+        serde_json::from_str::<serde_json::Value>(&r.output).map_err(|e| {
+            Failure::bad(format!("step-reply {}: output: not JSON: {e}", r.step_id))
+        })?;
+    }
+    for _ in 0..5 {
+        let h = host_or_404(&s, &ie, &id).await?;
+        let mut outstanding: Vec<Outstanding> = serde_json::from_str(&h.steps).unwrap_or_default();
+        let Some(pos) = outstanding.iter().position(|o| o.step_id == r.step_id) else {
+            return Err(Failure::conflict(format!(
+                "step {} was not handed to host {id}, was answered already, or is older than the host's last registration or reset",
+                r.step_id
+            )));
+        };
+        if outstanding[pos].step_type != r.step_type {
+            return Err(Failure::bad(format!(
+                "step {} is a {} step, not {}",
+                r.step_id, outstanding[pos].step_type, r.step_type
+            )));
+        }
+        outstanding.remove(pos);
+        let new = serde_json::to_string(&outstanding).unwrap_or_else(|_| "[]".into());
+        let output = parsed_inventory.as_deref().unwrap_or(&r.output);
+        let current = match column {
+            Some(ReplyColumn::Inventory) => &h.inventory,
+            Some(ReplyColumn::NtpSources) => &h.ntp_sources,
+            Some(ReplyColumn::Connectivity) => &h.connectivity,
+            Some(ReplyColumn::DomainResolutions) => &h.domain_name_resolutions,
+            Some(ReplyColumn::FreeAddresses) => &h.free_addresses,
+            None => &h.steps,
+        };
+        let set = match column {
+            Some(c) if r.exit_code == 0 && current != output => Some((c, output)),
+            _ => None,
+        };
+        if s.db.host_replied(&ie, &id, &h.steps, &new, set).await? {
+            if r.exit_code != 0 {
+                events::emit(
+                    &s.db,
+                    events::Scope {
+                        cluster_id: &h.cluster_id,
+                        infra_env_id: &ie,
+                        host_id: &id,
+                    },
+                    "warning",
+                    "host_step_failed",
+                    format!(
+                        "Host {id}: step {} ({}) failed with exit code {}: {}",
+                        r.step_id, r.step_type, r.exit_code, r.error
+                    ),
+                )
+                .await;
+            }
+            if set.is_some() && column == Some(ReplyColumn::Inventory) {
+                s.monitor.notify_one();
+            }
+            if r.step_type == "install" {
+                install_replied(&s, &h, &r).await?;
+            }
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+    }
+    Err(Failure::conflict(format!(
+        "host {id}: its steps changed under five tries in a row; send the reply again"
+    )))
+}
