@@ -167,6 +167,11 @@ pub async fn run(opts: Options) -> Result<(), ServiceError> {
             source,
         })?;
     let addr = listener.local_addr().unwrap_or(listen);
+    if state.opts.auth_token.is_none() && !addr.ip().is_loopback() {
+        tracing::warn!(
+            "no --auth-token: anyone who reaches {addr} can read the clusters and download their install-config (with the pull secret) and credentials; set OKD_ASSISTED_AUTH_TOKEN, or listen on a network only the hosts and you reach"
+        );
+    }
     tracing::info!(
         "assisted service: http://{addr}{} (database {db_url}), its page http://{addr}/; Ctrl-C stops it",
         okd_assisted_api::rest::BASE_PATH

@@ -21,11 +21,20 @@ fn name_of(h: &HostRow, inv: Option<&Inventory>) -> String {
     if n.is_empty() { h.id.clone() } else { n }
 }
 
+/// How long a cluster may stay `preparing-for-installation`, ms
+/// (`PREPARE_FOR_INSTALLATION_TIMEOUT`, 10 min): the replica that was
+/// generating its files may have stopped.
+pub const PREPARE_TIMEOUT_MS: i64 = 10 * 60 * 1000;
+
 /// One pass over every cluster and unbound host.
 ///
 /// Errors: the database's; a pass stops at the first.
 pub async fn pass(db: &Db) -> Result<(), DbError> {
     for c in db.clusters().await? {
+        if c.status == "preparing-for-installation" {
+            preparation_timeout(db, &c).await?;
+            continue;
+        }
         cluster_pass(db, &c).await?;
     }
     let unbound: Vec<HostRow> = db
@@ -248,6 +257,63 @@ async fn unbound_pass(db: &Db, h: &HostRow) -> Result<(), DbError> {
                     "Host {}: updated status from {} to {to} ({info})",
                     name_of(h, inv.as_ref()),
                     h.status
+                ),
+            )
+            .await;
+        }
+    }
+    Ok(())
+}
+
+/// A preparation older than [`PREPARE_TIMEOUT_MS`]: the cluster back to
+/// `ready` with the reason, its preparing hosts back to `known` (the
+/// reference's §3.2: "timeout → ready").
+async fn preparation_timeout(db: &Db, c: &ClusterRow) -> Result<(), DbError> {
+    if now_ms() - c.status_updated_at < PREPARE_TIMEOUT_MS {
+        return Ok(());
+    }
+    let info = "Preparing the installation timed out after 10 minutes; install again";
+    if !db
+        .set_cluster_status(&c.id, &c.status, "ready", info, &c.validations_info)
+        .await?
+    {
+        return Ok(());
+    }
+    events::cluster(
+        db,
+        &c.id,
+        "error",
+        "cluster_prepare_installation_failed",
+        info.to_string(),
+    )
+    .await;
+    for h in db.hosts_of_cluster(&c.id).await? {
+        if matches!(
+            h.status.as_str(),
+            "preparing-for-installation" | "preparing-successful"
+        ) && db
+            .set_host_status(
+                &h,
+                &h.status,
+                "known",
+                "Host is ready to be installed",
+                &h.validations_info,
+                &h.suggested_role,
+            )
+            .await?
+        {
+            events::emit(
+                db,
+                Scope {
+                    cluster_id: &c.id,
+                    infra_env_id: &h.infra_env_id,
+                    host_id: &h.id,
+                },
+                "info",
+                "host_status_updated",
+                format!(
+                    "Host {}: updated status from {} to known (the preparation timed out)",
+                    h.id, h.status
                 ),
             )
             .await;

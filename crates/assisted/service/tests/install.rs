@@ -70,11 +70,12 @@ async fn install_hands_out_the_ignition_and_the_install_step() {
     let cl: Cluster = loop {
         let (_, v) = send(&c, M::GET, &format!("{base}/clusters/{cid}"), None).await;
         let cl: Cluster = serde_json::from_value(v).unwrap();
-        if cl.status == "installing" {
+        // The cluster goes to installing first, then its hosts.
+        if cl.status == "installing" && cl.hosts.iter().all(|h| h.status == "installing") {
             break cl;
         }
         assert!(
-            cl.status == "preparing-for-installation",
+            cl.status == "preparing-for-installation" || cl.status == "installing",
             "{} ({})",
             cl.status,
             cl.status_info
@@ -326,7 +327,7 @@ async fn cancel_and_reset() {
         .await;
         assert_eq!(code, 202, "{body}");
         wait_for(&c, &base, &cid, "installing", |cl| {
-            cl.status == "installing"
+            cl.status == "installing" && cl.hosts.iter().all(|h| h.status == "installing")
         })
         .await
     };
@@ -409,5 +410,42 @@ async fn cancel_and_reset() {
     })
     .await;
     installing(c.clone(), base.clone(), cid.clone()).await;
+    svc.stop().await;
+}
+
+/// A preparation that never ends (its replica stopped while generating)
+/// goes back to ready after PREPARE_FOR_INSTALLATION_TIMEOUT (10 min).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_preparation_times_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = okd_assisted_service::sqlite_url(dir.path());
+    let svc = start(&url).await;
+    let base = svc.base.clone();
+    let c = reqwest::Client::new();
+    let (cid, _, _, _) = ready_cluster(&c, &base, "stuck").await;
+    // As if a replica had started preparing 11 minutes ago and stopped.
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    let old = okd_assisted_service::db::now_ms() - 11 * 60 * 1000;
+    sqlx::query("UPDATE clusters SET status = 'preparing-for-installation', status_updated_at = $1 WHERE id = $2")
+        .bind(old)
+        .bind(&cid)
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE hosts SET status = 'preparing-for-installation' WHERE cluster_id = $1")
+        .bind(&cid)
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let cl = wait_for(&c, &base, &cid, "the preparation's timeout", |cl| {
+        cl.status == "ready"
+    })
+    .await;
+    assert!(cl.status_info.contains("timed out"), "{}", cl.status_info);
+    for h in &cl.hosts {
+        assert_eq!(h.status, "known");
+    }
     svc.stop().await;
 }
