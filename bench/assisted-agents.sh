@@ -3,7 +3,7 @@
 # polling their next steps every 10 s against one service on this machine,
 # on SQLite and on PostgreSQL: poll and reply latency (p50, p99, max),
 # the service's CPU and memory, the load generator's CPU (release build;
-# not a test; about 8 minutes on 2 cores).
+# not a test; about 5 minutes on 2 cores, plus about 5 for a cold build).
 #
 # The peer, run side by side in the same run: there is no assisted-service
 # (Go) here, so the peer is the "HTTP floor": a bare axum server on the
@@ -15,7 +15,8 @@
 # PostgreSQL: Debian's postgresql (its row is skipped, with the reason,
 # when missing). Traffic only to 127.0.0.1.
 # Environment: OKD_BENCH_AGENTS (5000), OKD_BENCH_AGENTS_SECS (steady
-# window, 60), OKD_BENCH_AGENTS_WARMUP (20), OKD_BENCH_AGENTS_CONNS (32).
+# window, 60), OKD_BENCH_AGENTS_WARMUP (20), OKD_BENCH_AGENTS_CONNS (48),
+# OKD_BENCH_AGENTS_SERVICE_WORKERS (the service's tokio workers, 2).
 # Usage: bench/assisted-agents.sh
 set -eu
 cd "$(dirname "$0")/.."
