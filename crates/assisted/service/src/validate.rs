@@ -5,6 +5,7 @@
 //! `internal/host/statemachine.go`, `internal/cluster/statemachine.go`;
 //! ids, thresholds and messages as there).
 
+use std::collections::HashMap;
 use std::net::IpAddr;
 
 use ipnet::IpNet;
@@ -149,8 +150,9 @@ pub struct HostContext<'a> {
     pub cluster: &'a ClusterParams,
     /// The machine networks in force (given or derived).
     pub machine_networks: &'a [Cidr],
-    /// The other hosts' effective host names.
-    pub other_hostnames: Vec<String>,
+    /// How many of the cluster's hosts have each effective host name
+    /// (this host included): a name counted more than once is not unique.
+    pub hostname_counts: &'a HashMap<String, usize>,
     /// Unix ms now.
     pub now_ms: i64,
 }
@@ -393,19 +395,21 @@ pub fn host_validations(h: &HostFacts<'_>, ctx: &HostContext<'_>) -> Validations
                 ));
             }
             let name = hostname(h.requested_hostname, Some(inv));
-            hw.push(if ctx.other_hostnames.contains(&name) {
-                result(
-                    "hostname-unique",
-                    "failure",
-                    format!("Hostname {name} is not unique in cluster"),
-                )
-            } else {
-                result(
-                    "hostname-unique",
-                    "success",
-                    format!("Hostname {name} is unique in cluster"),
-                )
-            });
+            hw.push(
+                if ctx.hostname_counts.get(&name).copied().unwrap_or(0) > 1 {
+                    result(
+                        "hostname-unique",
+                        "failure",
+                        format!("Hostname {name} is not unique in cluster"),
+                    )
+                } else {
+                    result(
+                        "hostname-unique",
+                        "success",
+                        format!("Hostname {name} is unique in cluster"),
+                    )
+                },
+            );
             hw.push(if FORBIDDEN_HOSTNAMES.contains(&name.as_str()) {
                 result(
                     "hostname-valid",
