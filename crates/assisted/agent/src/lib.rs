@@ -9,12 +9,19 @@
 //!   ([`okd_assisted_api::Inventory`]);
 //! - [`runner::run`]: registration with the service and the next-step
 //!   runner (poll, run, reply; back-off and replies kept until taken).
+//! - [`net`]: the probes behind its steps: ARP ([`net::arp_probe`]), ICMP
+//!   echo ([`net::ping`]) and the disk's fdatasync latency
+//!   ([`net::disk_sync_speed`]).
+//! - [`checks`]: the steps built on them: connectivity-check,
+//!   domain-resolution, verify-vips, installation-disk-speed-check.
 //!
 //! Every reader takes a [`Root`], so the tests run them on a made-up
 //! machine as well as on the real one.
 
+pub mod checks;
 pub mod install;
 pub mod inventory;
+pub mod net;
 pub mod runner;
 
 use std::path::{Path, PathBuf};

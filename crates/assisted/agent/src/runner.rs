@@ -225,7 +225,9 @@ pub async fn run(cfg: AgentConfig, stop: impl Future<Output = ()>) -> Result<(),
 
 /// Runs one step as this agent does and answers it: `inventory` →
 /// [`inventory::gather`] of `root` as JSON, exit 0; `ntp-synchronizer` →
-/// [`ntp_synchronizer`] with the `chronyc` found on `PATH`; any other
+/// [`ntp_synchronizer`] with the `chronyc` found on `PATH`;
+/// `connectivity-check`, `domain-resolution`, `verify-vips` and
+/// `installation-disk-speed-check` → [`crate::checks`]; any other
 /// type → exit [`UNSUPPORTED_EXIT_CODE`] with the error `step type <t> is
 /// not supported by this agent`.
 pub async fn execute(step: Step, root: Root) -> StepReply {
@@ -245,6 +247,10 @@ pub async fn execute(step: Step, root: Root) -> StepReply {
             let chronyc = which("chronyc", std::env::var_os("PATH").as_deref());
             ntp_synchronizer(&step.args, chronyc.as_deref()).await
         }
+        "connectivity-check" => crate::checks::connectivity_check(&step.args, &root).await,
+        "domain-resolution" => crate::checks::domain_resolution(&step.args).await,
+        "verify-vips" => crate::checks::verify_vips(&step.args, &root).await,
+        "installation-disk-speed-check" => crate::checks::disk_speed_check(&step.args, &root).await,
         t => (
             UNSUPPORTED_EXIT_CODE,
             String::new(),

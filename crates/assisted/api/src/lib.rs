@@ -9,6 +9,7 @@
 //! `host.inventory`, a JSON string).
 
 pub mod rest;
+pub mod steps;
 
 /// Host names assisted-service refuses (`hostutil.ForbiddenHostnames`,
 /// validation `hostname-valid`); the agent reports a MAC-derived name

@@ -110,13 +110,11 @@ async fn poll_and_answer(c: &reqwest::Client, api: &str, ie: &str, id: &str, inv
         .await
         .unwrap();
     for st in &steps.instructions {
-        let output = match st.step_type.as_str() {
-            "inventory" => serde_json::to_string(inv).unwrap(),
-            "ntp-synchronizer" => {
-                json!({"ntp_sources":[{"source_name":"192.0.2.1","source_state":"synced"}]})
-                    .to_string()
-            }
-            _ => continue,
+        let inv_json = serde_json::to_string(inv).unwrap();
+        let Some(output) =
+            okd_test_utils::assisted::healthy_output(&st.step_type, &st.args, &inv_json)
+        else {
+            continue;
         };
         let r = c
             .post(&url)
@@ -125,6 +123,28 @@ async fn poll_and_answer(c: &reqwest::Client, api: &str, ie: &str, id: &str, inv
             .await
             .unwrap();
         assert_eq!(r.status().as_u16(), 204);
+    }
+}
+
+/// Plays every host's agent (polls and answers) every 200 ms until the
+/// cluster satisfies `pred` (30 s at most).
+async fn poll_until(
+    (http, api, ie): (&reqwest::Client, &str, &str),
+    hosts: &[(String, Inventory)],
+    (client, id): (&Client, &str),
+    what: &str,
+    pred: impl Fn(&Cluster) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        for (hid, inv) in hosts {
+            poll_and_answer(http, api, ie, hid, inv).await;
+        }
+        let cl = client.cluster(id).await.unwrap();
+        if pred(&cl) || Instant::now() >= deadline {
+            return wait_for(client, id, what, pred).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
@@ -273,6 +293,7 @@ async fn create_from_file_hosts_validations_install_credentials() {
     let ids: Vec<String> = (0..3)
         .map(|i| format!("44444444-0000-0000-0000-00000000000{i}"))
         .collect();
+    let mut agents: Vec<(String, Inventory)> = Vec::new();
     for (i, id) in ids.iter().enumerate() {
         let r = http
             .post(format!("{api}/infra-envs/{}/hosts", ie.id))
@@ -284,11 +305,18 @@ async fn create_from_file_hosts_validations_install_credentials() {
         let mem = if i == 2 { 4 } else { 16 };
         let inv = inventory(&format!("master-{i}"), &format!("192.168.126.1{i}"), mem);
         poll_and_answer(&http, &api, &ie.id, id, &inv).await;
+        agents.push((id.to_string(), inv));
     }
-    wait_for(&client, &cl.id, "two known, one insufficient", |c| {
-        let st: Vec<&str> = c.hosts.iter().map(|h| h.status.as_str()).collect();
-        st.iter().filter(|s| **s == "known").count() == 2 && st.contains(&"insufficient")
-    })
+    poll_until(
+        (&http, &api, &ie.id),
+        &agents,
+        (&client, &cl.id),
+        "two known, one insufficient",
+        |c| {
+            let st: Vec<&str> = c.hosts.iter().map(|h| h.status.as_str()).collect();
+            st.iter().filter(|s| **s == "known").count() == 2 && st.contains(&"insufficient")
+        },
+    )
     .await;
     assert_eq!(client.hosts(&ie.id).await.unwrap().len(), 3);
 
@@ -347,15 +375,15 @@ async fn create_from_file_hosts_validations_install_credentials() {
     assert!(!failing.contains("host master-0"), "{failing}");
 
     // The third host gets more memory; the cluster becomes ready.
-    poll_and_answer(
-        &http,
-        &api,
-        &ie.id,
-        &ids[2],
-        &inventory("master-2", "192.168.126.12", 16),
+    agents[2].1 = inventory("master-2", "192.168.126.12", 16);
+    poll_until(
+        (&http, &api, &ie.id),
+        &agents,
+        (&client, &cl.id),
+        "ready",
+        |c| c.status == "ready",
     )
     .await;
-    wait_for(&client, &cl.id, "ready", |c| c.status == "ready").await;
     let hosts = commands::list_hosts(&client, "demo").await.unwrap();
     for l in hosts.lines().skip(1) {
         assert!(
@@ -368,11 +396,24 @@ async fn create_from_file_hosts_validations_install_credentials() {
         "cluster demo: no failing validations\n"
     );
 
-    // Install, waiting for it to start (bounded).
+    // Install, waiting for it to start (bounded), while the agents keep
+    // polling (the preparing hosts measure their disks).
+    let running = {
+        let (http, api, ie, agents) = (http.clone(), api.clone(), ie.id.clone(), agents.clone());
+        tokio::spawn(async move {
+            loop {
+                for (hid, inv) in &agents {
+                    poll_and_answer(&http, &api, &ie, hid, inv).await;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        })
+    };
     let mut out = Vec::new();
     let done = commands::install(&client, &cl.id, Some(Duration::from_secs(120)), &mut out)
         .await
         .unwrap();
+    running.abort();
     let out = String::from_utf8(out).unwrap();
     assert_eq!(done.status, "installing", "{out}");
     assert!(

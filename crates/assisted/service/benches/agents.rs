@@ -14,7 +14,9 @@
 //!   inventories (validations and role suggestion over every host); the
 //!   setup waits until the hosts are `known`;
 //! - load: every agent polls `GET …/hosts/{id}/instructions` and answers
-//!   every step it is handed (`inventory`, `ntp-synchronizer`) with
+//!   every step it is handed (`inventory`, `ntp-synchronizer`,
+//!   `domain-resolution`, `verify-vips`; a cluster of 5,000 hosts is over
+//!   the connectivity-check limit, `network::MAX_CONNECTIVITY_HOSTS`) with
 //!   `POST …/instructions`, then waits the `next_instruction_seconds` the
 //!   service gave, as the agent does; first polls spread evenly over the
 //!   first 10 s; a warm-up, then the measured steady window. A few tokio
@@ -426,12 +428,8 @@ fn agents(base: &str, ie: &str, n: usize) -> Vec<Agent> {
 fn reply_body(a: &Agent, st: &Step) -> Option<String> {
     let output = match st.step_type.as_str() {
         "inventory" => a.inventory_literal.clone(),
-        "ntp-synchronizer" => serde_json::to_string(
-            &json!({"ntp_sources":[{"source_name":"192.0.2.1","source_state":"synced"}]})
-                .to_string(),
-        )
-        .unwrap(),
-        _ => return None,
+        t => serde_json::to_string(&okd_test_utils::assisted::healthy_output(t, &st.args, "")?)
+            .unwrap(),
     };
     Some(format!(
         r#"{{"step_type":{},"step_id":{},"exit_code":0,"output":{output}}}"#,
@@ -1028,9 +1026,10 @@ async fn monitor_timing(db_url: &str) -> String {
     let mut passes = Vec::new();
     let me = std::process::id();
     let opened = status_mib(me, "VmRSS");
+    let peers = okd_assisted_service::network::PeerCache::default();
     for _ in 0..3 {
         let t = Instant::now();
-        if let Err(e) = okd_assisted_service::monitor::pass(&db).await {
+        if let Err(e) = okd_assisted_service::monitor::pass(&db, &peers).await {
             return format!("monitor pass: {e}");
         }
         passes.push(t.elapsed().as_secs_f64() * 1000.0);
@@ -1074,15 +1073,19 @@ async fn monitor_timing(db_url: &str) -> String {
     let t_others = t.elapsed();
     let t = Instant::now();
     let now = okd_assisted_service::db::now_ms();
+    let majority = okd_assisted_service::network::Majority::Disabled(String::new());
     let mut vjson = 0usize;
     for (i, h) in hosts.iter().enumerate() {
         let ctx = HostContext {
             cluster: &params,
             machine_networks: &nets,
             hostname_counts: &counts,
+            cluster_name: &c.name,
+            majority: &majority,
             now_ms: now,
         };
         let facts = HostFacts {
+            id: &h.id,
             inventory: invs[i].as_ref(),
             role: if h.suggested_role.is_empty() {
                 "worker"
@@ -1093,6 +1096,8 @@ async fn monitor_timing(db_url: &str) -> String {
             checked_in_at: h.checked_in_at,
             host_timestamp: h.host_timestamp,
             ntp_sources: &h.ntp_sources,
+            domain_resolutions: &h.domain_name_resolutions,
+            disk_speed: &h.disk_speed,
         };
         vjson += validate::host_validations(&facts, &ctx).to_json().len();
     }

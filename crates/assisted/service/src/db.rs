@@ -201,6 +201,10 @@ pub struct HostRow {
     pub domain_name_resolutions: String,
     /// See `ntp_sources`.
     pub free_addresses: String,
+    /// See `ntp_sources` (`verify-vips`).
+    pub verified_vips: String,
+    /// See `ntp_sources` (`installation-disk-speed-check`).
+    pub disk_speed: String,
     /// The installation stage reached.
     pub progress_stage: String,
     /// The installer's words on it.
@@ -266,8 +270,8 @@ const INFRA_ENV_COLS: &str =
 const HOST_COLS: &str = "id, infra_env_id, cluster_id, status, status_info, status_updated_at, role, \
      suggested_role, bootstrap, requested_hostname, installation_disk_id, inventory, \
      validations_info, ntp_sources, connectivity, domain_name_resolutions, free_addresses, \
-     progress_stage, progress_info, steps, checked_in_at, host_timestamp, agent_version, \
-     registered_at, created_at, updated_at";
+     verified_vips, disk_speed, progress_stage, progress_info, steps, checked_in_at, \
+     host_timestamp, agent_version, registered_at, created_at, updated_at";
 
 fn cluster_row(r: &AnyRow) -> Result<ClusterRow, sqlx::Error> {
     Ok(ClusterRow {
@@ -317,6 +321,8 @@ fn host_row(r: &AnyRow) -> Result<HostRow, sqlx::Error> {
         connectivity: r.try_get("connectivity")?,
         domain_name_resolutions: r.try_get("domain_name_resolutions")?,
         free_addresses: r.try_get("free_addresses")?,
+        verified_vips: r.try_get("verified_vips")?,
+        disk_speed: r.try_get("disk_speed")?,
         progress_stage: r.try_get("progress_stage")?,
         progress_info: r.try_get("progress_info")?,
         steps: r.try_get("steps")?,
@@ -356,6 +362,10 @@ pub enum ReplyColumn {
     DomainResolutions,
     /// `free-network-addresses`.
     FreeAddresses,
+    /// `verify-vips`.
+    VerifiedVips,
+    /// `installation-disk-speed-check`.
+    DiskSpeed,
 }
 
 impl ReplyColumn {
@@ -366,6 +376,8 @@ impl ReplyColumn {
             ReplyColumn::Connectivity => "connectivity",
             ReplyColumn::DomainResolutions => "domain_name_resolutions",
             ReplyColumn::FreeAddresses => "free_addresses",
+            ReplyColumn::VerifiedVips => "verified_vips",
+            ReplyColumn::DiskSpeed => "disk_speed",
         }
     }
 }
@@ -730,7 +742,8 @@ impl Db {
         let now = now_ms();
         let clear = if reset_inventory {
             ", inventory = '', ntp_sources = '', connectivity = '', \
-             domain_name_resolutions = '', free_addresses = '', suggested_role = ''"
+             domain_name_resolutions = '', free_addresses = '', verified_vips = '', \
+             disk_speed = '', suggested_role = ''"
         } else {
             ""
         };
@@ -1041,6 +1054,18 @@ impl Db {
         }
         tx.commit().await.map_err(sql("store an install's files"))?;
         Ok(())
+    }
+
+    /// When the cluster's install files were last written, Unix ms
+    /// (`None`: never).
+    pub async fn files_written_at(&self, cluster_id: &str) -> Result<Option<i64>, DbError> {
+        let r = sqlx::query("SELECT MAX(created_at) AS t FROM cluster_files WHERE cluster_id = $1")
+            .bind(cluster_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(sql("read an install's files"))?;
+        r.try_get::<Option<i64>, _>("t")
+            .map_err(sql("read an install's files"))
     }
 
     /// One generated file of a cluster.

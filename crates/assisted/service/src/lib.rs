@@ -19,6 +19,7 @@ pub mod events;
 pub mod install;
 pub mod model;
 pub mod monitor;
+pub mod network;
 pub mod openapi;
 pub mod ui;
 pub mod validate;
@@ -74,6 +75,8 @@ pub struct Inner {
     pub opts: Options,
     /// Wakes the monitor early.
     pub monitor: Notify,
+    /// The `connectivity-check` arguments the monitor publishes.
+    pub peers: network::PeerCache,
 }
 
 /// The shared state (cheap to clone).
@@ -107,6 +110,7 @@ pub async fn open(opts: Options) -> Result<Shared, ServiceError> {
         db,
         opts,
         monitor: Notify::new(),
+        peers: network::PeerCache::default(),
     }))
 }
 
@@ -117,7 +121,7 @@ pub async fn run_monitor(state: Shared, shutdown: impl std::future::Future<Outpu
     tokio::pin!(shutdown);
     let mut unavailable = false;
     loop {
-        match monitor::pass(&state.db).await {
+        match monitor::pass(&state.db, &state.peers).await {
             Ok(()) => {
                 if unavailable {
                     tracing::info!("the database answers again; monitoring resumed");

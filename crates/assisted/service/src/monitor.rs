@@ -14,6 +14,7 @@ use okd_assisted_api::Inventory;
 use crate::db::{ClusterRow, Db, DbError, HostRow, now_ms};
 use crate::events::{self, Scope};
 use crate::model;
+use crate::network::{self, PeerCache};
 use crate::validate::{self, ClusterFacts, HostContext, HostFacts};
 
 fn name_of(h: &HostRow, inv: Option<&Inventory>) -> String {
@@ -29,13 +30,13 @@ pub const PREPARE_TIMEOUT_MS: i64 = 10 * 60 * 1000;
 /// One pass over every cluster and unbound host.
 ///
 /// Errors: the database's; a pass stops at the first.
-pub async fn pass(db: &Db) -> Result<(), DbError> {
+pub async fn pass(db: &Db, peers: &PeerCache) -> Result<(), DbError> {
     for c in db.clusters().await? {
         if c.status == "preparing-for-installation" {
             preparation_timeout(db, &c).await?;
             continue;
         }
-        cluster_pass(db, &c).await?;
+        cluster_pass(db, peers, &c).await?;
     }
     let unbound: Vec<HostRow> = db
         .all_hosts()
@@ -49,7 +50,7 @@ pub async fn pass(db: &Db) -> Result<(), DbError> {
     Ok(())
 }
 
-async fn cluster_pass(db: &Db, c: &ClusterRow) -> Result<(), DbError> {
+async fn cluster_pass(db: &Db, peers: &PeerCache, c: &ClusterRow) -> Result<(), DbError> {
     let params = model::cluster_params(c);
     let hosts = db.hosts_of_cluster(&c.id).await?;
     let invs: Vec<Option<Inventory>> = hosts
@@ -75,6 +76,19 @@ async fn cluster_pass(db: &Db, c: &ClusterRow) -> Result<(), DbError> {
     for n in names.iter().filter(|n| !n.is_empty()) {
         *counts.entry(n.clone()).or_default() += 1;
     }
+    let with_inv: Vec<(&str, &Inventory)> = hosts
+        .iter()
+        .zip(&invs)
+        .filter_map(|(h, i)| i.as_ref().map(|i| (h.id.as_str(), i)))
+        .collect();
+    peers.publish(&c.id, network::connectivity_peers(with_inv));
+    let ipnets: Vec<ipnet::IpNet> = nets.iter().filter_map(|n| n.cidr.parse().ok()).collect();
+    let reports: Vec<(&str, Option<&Inventory>, &str)> = hosts
+        .iter()
+        .zip(&invs)
+        .map(|(h, i)| (h.id.as_str(), i.as_ref(), h.connectivity.as_str()))
+        .collect();
+    let majority = network::majority(&ipnets, &reports);
     let now = now_ms();
     let mut after: Vec<(String, String)> = Vec::new();
     for (i, h) in hosts.iter().enumerate() {
@@ -105,15 +119,20 @@ async fn cluster_pass(db: &Db, c: &ClusterRow) -> Result<(), DbError> {
             cluster: &params,
             machine_networks: &nets,
             hostname_counts: &counts,
+            cluster_name: &c.name,
+            majority: &majority,
             now_ms: now,
         };
         let facts = HostFacts {
+            id: &h.id,
             inventory: invs[i].as_ref(),
             role,
             requested_hostname: &h.requested_hostname,
             checked_in_at: h.checked_in_at,
             host_timestamp: h.host_timestamp,
             ntp_sources: &h.ntp_sources,
+            domain_resolutions: &h.domain_name_resolutions,
+            disk_speed: &h.disk_speed,
         };
         let v = validate::host_validations(&facts, &ctx);
         let vjson = v.to_json();
@@ -171,6 +190,10 @@ async fn cluster_pass(db: &Db, c: &ClusterRow) -> Result<(), DbError> {
             .map(|(s, r)| (s.as_str(), r.as_str()))
             .collect(),
         host_clocks: hosts.iter().map(|h| h.host_timestamp).collect(),
+        verified_vips: hosts
+            .iter()
+            .map(|h| (h.id.as_str(), h.verified_vips.as_str()))
+            .collect(),
     };
     let v = validate::cluster_validations(&facts);
     let vjson = v.to_json();
@@ -207,15 +230,20 @@ async fn unbound_pass(db: &Db, h: &HostRow) -> Result<(), DbError> {
         cluster: &params,
         machine_networks: &[],
         hostname_counts: &std::collections::HashMap::new(),
+        cluster_name: "",
+        majority: &network::Majority::Pending(String::new()),
         now_ms: now_ms(),
     };
     let facts = HostFacts {
+        id: &h.id,
         inventory: inv.as_ref(),
         role: "auto-assign",
         requested_hostname: &h.requested_hostname,
         checked_in_at: h.checked_in_at,
         host_timestamp: h.host_timestamp,
         ntp_sources: &h.ntp_sources,
+        domain_resolutions: "",
+        disk_speed: "",
     };
     let v = validate::host_validations(&facts, &ctx);
     let (to, info) = if v.status("connected") != Some("success") {

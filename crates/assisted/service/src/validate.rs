@@ -86,9 +86,11 @@ impl Validations {
         self.all().find(|v| v.id == id).map(|v| v.status.as_str())
     }
 
-    /// Whether every id passed (`success`).
+    /// Whether every id passed (`success`, or `disabled`: not checked
+    /// here, with the reason in its message).
     pub fn passed(&self, ids: &[&str]) -> bool {
-        ids.iter().all(|id| self.status(id) == Some("success"))
+        ids.iter()
+            .all(|id| matches!(self.status(id), Some("success" | "disabled")))
     }
 
     /// Every result, categories in order.
@@ -153,6 +155,11 @@ pub struct HostContext<'a> {
     /// How many of the cluster's hosts have each effective host name
     /// (this host included): a name counted more than once is not unique.
     pub hostname_counts: &'a HashMap<String, usize>,
+    /// The cluster's name (the domain checks' names are under
+    /// `<name>.<base domain>`).
+    pub cluster_name: &'a str,
+    /// The cluster's connectivity majority groups.
+    pub majority: &'a crate::network::Majority,
     /// Unix ms now.
     pub now_ms: i64,
 }
@@ -160,6 +167,8 @@ pub struct HostContext<'a> {
 /// One host, as the validations see it.
 #[derive(Debug, Clone)]
 pub struct HostFacts<'a> {
+    /// The host's id.
+    pub id: &'a str,
     /// The parsed inventory, `None` before the first.
     pub inventory: Option<&'a Inventory>,
     /// `master` or `worker`; `auto-assign` when nothing is suggested yet.
@@ -172,6 +181,10 @@ pub struct HostFacts<'a> {
     pub host_timestamp: i64,
     /// JSON text of the NTP sources reply.
     pub ntp_sources: &'a str,
+    /// JSON text of the `domain-resolution` reply.
+    pub domain_resolutions: &'a str,
+    /// JSON text of the `installation-disk-speed-check` reply.
+    pub disk_speed: &'a str,
 }
 
 /// The host's effective name: the requested one, else the inventory's.
@@ -508,6 +521,15 @@ pub fn host_validations(h: &HostFacts<'_>, ctx: &HostContext<'_>) -> Validations
         }
     });
     net.push(ntp_synced(h.ntp_sources));
+    let sno = ctx.cluster.control_plane_count == 1;
+    net.push(crate::network::majority_validation(h.id, sno, ctx.majority));
+    net.extend(crate::network::domain_validations(
+        ctx.cluster_name,
+        ctx.cluster,
+        h.domain_resolutions,
+    ));
+    v.hardware
+        .push(crate::network::disk_speed_validation(h.disk_speed));
     v
 }
 
@@ -545,6 +567,12 @@ pub const SUFFICIENT: &[&str] = &[
     "hostname-unique",
     "hostname-valid",
     "time-synced-between-host-and-service",
+    "belongs-to-majority-group",
+    "api-domain-name-resolved-correctly",
+    "api-int-domain-name-resolved-correctly",
+    "apps-domain-name-resolved-correctly",
+    "dns-wildcard-not-configured",
+    "sufficient-installation-disk-speed",
 ];
 
 /// The host's next pre-install status and its words (the RefreshHost
@@ -585,8 +613,18 @@ pub fn host_status(current: &str, v: &Validations) -> Option<(&'static str, Stri
     if !v.passed(SUFFICIENT) {
         let mut m = v.failing_messages(SUFFICIENT);
         if m.is_empty() {
+            // Nothing failed: name what is still pending.
+            m = v
+                .all()
+                .filter(|r| SUFFICIENT.contains(&r.id.as_str()) && r.status == "pending")
+                .map(|r| r.message.clone())
+                .collect();
+        }
+        if m.is_empty() {
             m.push("waiting for the role and the other hosts' data".into());
         }
+        let mut seen = std::collections::HashSet::new();
+        m.retain(|x| seen.insert(x.clone()));
         return Some((
             "insufficient",
             format!(
@@ -691,6 +729,8 @@ pub struct ClusterFacts<'a> {
     pub hosts: Vec<(&'a str, &'a str)>,
     /// Each host's clock at its last poll, Unix s.
     pub host_clocks: Vec<i64>,
+    /// Each host's id and `verify-vips` output (JSON text, `''` for none).
+    pub verified_vips: Vec<(&'a str, &'a str)>,
 }
 
 fn vip_valid(
@@ -698,6 +738,7 @@ fn vip_valid(
     kind: &str,
     vips: &[okd_assisted_api::rest::Vip],
     nets: &[Cidr],
+    verified: &[(&str, &str)],
 ) -> ValidationResult {
     let Some(vip) = vips.first() else {
         return result(id, "pending", format!("{kind} virtual IPs are undefined"));
@@ -722,15 +763,41 @@ fn vip_valid(
             .map(|n| n.contains(&ip) && ip != n.network() && ip != n.broadcast())
             .unwrap_or(false)
     });
+    let cidrs = || {
+        nets.iter()
+            .map(|n| n.cidr.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     if inside {
-        result(
-            id,
-            "success",
-            format!(
-                "{kind} virtual IPs {} belongs to the Machine CIDR and is not in use.",
-                vip.ip
+        match crate::network::vip_in_use(&vip.ip, verified) {
+            None => result(
+                id,
+                "pending",
+                format!(
+                    "{kind} virtual IP {} belongs to the Machine CIDR; waiting for the hosts to verify that it is not in use",
+                    vip.ip
+                ),
             ),
-        )
+            Some(answering) if !answering.is_empty() => result(
+                id,
+                "failure",
+                format!(
+                    "{kind} virtual IP {} is already in use in cidr {} (hosts {} saw it answer ARP)",
+                    vip.ip,
+                    cidrs(),
+                    answering.join(", ")
+                ),
+            ),
+            Some(_) => result(
+                id,
+                "success",
+                format!(
+                    "{kind} virtual IPs {} belongs to the Machine CIDR and is not in use.",
+                    vip.ip
+                ),
+            ),
+        }
     } else {
         result(
             id,
@@ -839,12 +906,14 @@ pub fn cluster_validations(c: &ClusterFacts<'_>) -> Validations {
             "API",
             &p.api_vips,
             c.machine_networks,
+            &c.verified_vips,
         ));
         net.push(vip_valid(
             "ingress-vips-valid",
             "Ingress",
             &p.ingress_vips,
             c.machine_networks,
+            &c.verified_vips,
         ));
     }
     let nets: Vec<IpNet> = p

@@ -251,10 +251,11 @@ async fn scenario(url: &str, dir: Option<&std::path::Path>) {
 
     // More memory: its next inventory brings it to known, and the cluster to ready.
     invs[2] = inventory("master-2", "192.168.126.12", 8, 16);
-    for (id, inv) in ids.iter().zip(&invs) {
-        poll_and_answer(&c, &base, &ie.id, id, inv).await;
-    }
-    let cl = wait_for(&c, &base, &cl.id, "ready", |cl| cl.status == "ready").await;
+    let pairs: Vec<(&str, &okd_assisted_api::Inventory)> = ids.iter().copied().zip(&invs).collect();
+    let cl = poll_until(&c, &base, (&ie.id, &cl.id), &pairs, "ready", |cl| {
+        cl.status == "ready"
+    })
+    .await;
     for h in &cl.hosts {
         assert_eq!(h.status, "known", "{}", h.status_info);
         assert_eq!(h.status_info, "Host is ready to be installed");
@@ -452,6 +453,21 @@ async fn postgresql_away_and_two_replicas() {
         assert_eq!(code, 201);
         let inv = inventory(&format!("master-{i}"), &format!("192.168.126.1{i}"), 8, 16);
         poll_and_answer(&c, base, &ie, id, &inv).await;
+    }
+    // The agents keep polling, each through its replica, until the checks
+    // that need the other hosts' inventories (connectivity) are answered.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        for (i, id) in ids.iter().enumerate() {
+            let base = if i % 2 == 0 { &a.base } else { &b.base };
+            let inv = inventory(&format!("master-{i}"), &format!("192.168.126.1{i}"), 8, 16);
+            poll_and_answer(&c, base, &ie, id, &inv).await;
+        }
+        let (_, cl) = send(&c, M::GET, &format!("{}/clusters/{cid}", a.base), None).await;
+        if cl["status"] == "ready" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     wait_for(&c, &a.base, &cid, "ready through replica a", |cl| {
         cl.status == "ready"

@@ -66,6 +66,8 @@ async fn install_hands_out_the_ignition_and_the_install_step() {
     .await;
     assert_eq!(code, 202, "{body}");
     assert_eq!(body["status"], "preparing-for-installation");
+    // The preparing hosts measure their installation disks.
+    answer_disk_checks(&c, &base, &ie, &ids, &invs).await;
     let deadline = Instant::now() + Duration::from_secs(120);
     let cl: Cluster = loop {
         let (_, v) = send(&c, M::GET, &format!("{base}/clusters/{cid}"), None).await;
@@ -317,19 +319,23 @@ async fn cancel_and_reset() {
     )
     .await;
     assert_eq!(code, 409, "nothing to reset before install: {body}");
-    let installing = |c: reqwest::Client, base: String, cid: String| async move {
-        let (code, body) = send(
-            &c,
-            M::POST,
-            &format!("{base}/clusters/{cid}/actions/install"),
-            None,
-        )
-        .await;
-        assert_eq!(code, 202, "{body}");
-        wait_for(&c, &base, &cid, "installing", |cl| {
-            cl.status == "installing" && cl.hosts.iter().all(|h| h.status == "installing")
-        })
-        .await
+    let installing = |c: reqwest::Client, base: String, cid: String| {
+        let (ie, ids, invs) = (ie.clone(), ids.clone(), invs.clone());
+        async move {
+            let (code, body) = send(
+                &c,
+                M::POST,
+                &format!("{base}/clusters/{cid}/actions/install"),
+                None,
+            )
+            .await;
+            assert_eq!(code, 202, "{body}");
+            answer_disk_checks(&c, &base, &ie, &ids, &invs).await;
+            wait_for(&c, &base, &cid, "installing", |cl| {
+                cl.status == "installing" && cl.hosts.iter().all(|h| h.status == "installing")
+            })
+            .await
+        }
     };
     installing(c.clone(), base.clone(), cid.clone()).await;
     let url = format!("{base}/infra-envs/{ie}/hosts/{}/instructions", ids[0]);
@@ -405,9 +411,16 @@ async fn cancel_and_reset() {
         assert_eq!(h["status"], "discovering");
         poll_and_answer(&c, &base, &ie, id, inv).await;
     }
-    wait_for(&c, &base, &cid, "ready after the reset", |cl| {
-        cl.status == "ready"
-    })
+    let pairs: Vec<(&str, &okd_assisted_api::Inventory)> =
+        ids.iter().map(String::as_str).zip(&invs).collect();
+    poll_until(
+        &c,
+        &base,
+        (&ie, &cid),
+        &pairs,
+        "ready after the reset",
+        |cl| cl.status == "ready",
+    )
     .await;
     installing(c.clone(), base.clone(), cid.clone()).await;
     svc.stop().await;

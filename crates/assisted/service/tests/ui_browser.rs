@@ -307,6 +307,7 @@ async fn scenario(driver: &Driver, scratch: &Path) {
     let ids: Vec<String> = (1..=3)
         .map(|i| format!("44444444-0000-0000-0000-00000000000{i}"))
         .collect();
+    let mut agents = Vec::new();
     for (i, id) in ids.iter().enumerate() {
         let (code, h) = send(
             &c,
@@ -319,11 +320,15 @@ async fn scenario(driver: &Driver, scratch: &Path) {
         let mem = if i == 2 { 4 } else { 16 };
         let inv = inventory(&format!("master-{i}"), &format!("192.168.126.1{i}"), 8, mem);
         poll_and_answer(&c, &base, &ie, id, &inv).await;
+        agents.push(inv);
     }
-    wait_for(
+    let pairs: Vec<(&str, &okd_assisted_api::Inventory)> =
+        ids.iter().map(String::as_str).zip(&agents).collect();
+    poll_until(
         &c,
         &base,
-        &cid,
+        (&ie, &cid),
+        &pairs,
         "two known hosts and one insufficient",
         |cl| {
             let st = |i: usize| {
@@ -608,6 +613,8 @@ async fn scenario(driver: &Driver, scratch: &Path) {
     )
     .await;
     eprintln!("cluster status on the page after Install: {status}");
+    // The preparing hosts' agents measure their installation disks.
+    answer_disk_checks(&c, &base, &ie, &ids, &agents).await;
     assert_eq!(
         js(&b, &text_of("#install-note")).await,
         "Installation started."

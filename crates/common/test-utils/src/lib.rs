@@ -5,6 +5,7 @@
 //! means: in CI (`OKD_REQUIRE_TOOLS=1`) the test fails naming the Debian
 //! package; elsewhere it says loudly that it skips.
 
+pub mod assisted;
 pub mod fuzz;
 pub mod moto;
 pub mod pkcs10;

@@ -135,6 +135,8 @@ pub(super) async fn register_host(
                 p.host_id
             )));
         }
+        // Its outstanding steps were dropped: check its connectivity again.
+        s.peers.forget(&ie, &p.host_id);
         let name = validate::hostname(
             &old.requested_hostname,
             serde_json::from_str::<Inventory>(&old.inventory)

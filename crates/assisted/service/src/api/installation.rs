@@ -7,13 +7,14 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use okd_assisted_api::Inventory;
 use okd_assisted_api::rest::StepReply;
+use okd_assisted_api::steps::DiskSpeedCheckResponse;
 
 use super::clusters::{cluster_document, cluster_or_404};
 use super::hosts::host_or_404;
 use super::{Failure, Res, body, json};
 use crate::db::HostRow;
 use crate::model;
-use crate::{Shared, events, install, validate};
+use crate::{Shared, events, install, network, validate};
 
 pub(super) async fn install_cluster(
     State(s): State<Shared>,
@@ -143,82 +144,163 @@ async fn prepare(s: &Shared, id: &str, plan: install::Plan) -> Res<()> {
     match generated {
         Ok(files) => {
             s.db.put_files(id, &files).await?;
-            for ph in &plan.hosts {
-                host_move(
-                    s,
-                    id,
-                    ph,
-                    "preparing-for-installation",
-                    "preparing-successful",
-                    "Host finished successfully to prepare for installation",
-                )
-                .await?;
-            }
-            let c = cluster_or_404(s, id).await?;
-            if s.db
-                .set_cluster_status(
-                    id,
-                    "preparing-for-installation",
-                    "installing",
-                    "Installation in progress",
-                    &c.validations_info,
-                )
-                .await?
-            {
-                events::cluster(
-                    &s.db,
-                    id,
-                    "info",
-                    "cluster_status_updated",
-                    "Updated status of the cluster to installing (Installation in progress)".into(),
-                )
-                .await;
-            }
-            for ph in &plan.hosts {
-                host_move(
-                    s,
-                    id,
-                    ph,
-                    "preparing-successful",
-                    "installing",
-                    "Installation is in progress",
-                )
-                .await?;
-            }
+            advance_preparation(s, id).await?;
         }
         Err(reason) => {
-            let info = format!("Failed to prepare the installation: {reason}");
-            let c = cluster_or_404(s, id).await?;
-            s.db.set_cluster_status(
-                id,
-                "preparing-for-installation",
-                "ready",
-                &info,
-                &c.validations_info,
-            )
-            .await?;
-            events::cluster(
-                &s.db,
-                id,
-                "error",
-                "cluster_prepare_installation_failed",
-                info.clone(),
-            )
-            .await;
-            for ph in &plan.hosts {
-                host_move(
-                    s,
-                    id,
-                    ph,
-                    "preparing-for-installation",
-                    "known",
-                    "Host is ready to be installed",
-                )
-                .await?;
-            }
-            return Err(Failure::conflict(info));
+            fail_preparation(s, id, &plan, &reason).await?;
+            return Err(Failure::conflict(format!(
+                "Failed to prepare the installation: {reason}"
+            )));
         }
     }
+    Ok(())
+}
+
+/// Moves a preparing cluster on once its files are written and every
+/// host's installation disk was measured (`installation-disk-speed-check`):
+/// all fast enough → the hosts to preparing-successful, the cluster and
+/// the hosts to installing; a disk slower than
+/// [`network::DISK_SPEED_THRESHOLD_MS`] (or whose check failed: `failed`
+/// names the host and the agent's error) → the cluster back to ready and
+/// the hosts to known, with the reason; the monitor then marks the slow
+/// host insufficient. Otherwise nothing yet.
+pub(super) async fn advance_preparation(s: &Shared, id: &str) -> Res<()> {
+    advance(s, id, None).await
+}
+
+/// [`advance_preparation`] after host `name`'s disk check failed with
+/// `error`.
+pub(super) async fn disk_check_failed(s: &Shared, id: &str, name: &str, error: &str) -> Res<()> {
+    advance(
+        s,
+        id,
+        Some(format!(
+            "host {name}: the installation disk speed check failed: {error}"
+        )),
+    )
+    .await
+}
+
+async fn advance(s: &Shared, id: &str, failed: Option<String>) -> Res<()> {
+    let c = cluster_or_404(s, id).await?;
+    if c.status != "preparing-for-installation" {
+        return Ok(());
+    }
+    let p = model::cluster_params(&c);
+    let hosts = s.db.hosts_of_cluster(id).await?;
+    let nets = validate::machine_networks(&p, &[]);
+    let plan = install::plan(&c, &p, &hosts, &nets).map_err(Failure::conflict)?;
+    let mut problems: Vec<String> = failed.into_iter().collect();
+    let mut waiting = false;
+    for ph in &plan.hosts {
+        let speed = hosts
+            .iter()
+            .find(|h| h.id == ph.id && h.infra_env_id == ph.infra_env_id)
+            .and_then(|h| serde_json::from_str::<DiskSpeedCheckResponse>(&h.disk_speed).ok())
+            .filter(|r| r.path == ph.disk);
+        match speed {
+            Some(r) if r.io_sync_duration > network::DISK_SPEED_THRESHOLD_MS => {
+                problems.push(format!(
+                    "host {}: installation disk {} fdatasync p99 {} ms (at most {} ms)",
+                    ph.name,
+                    r.path,
+                    r.io_sync_duration,
+                    network::DISK_SPEED_THRESHOLD_MS
+                ));
+            }
+            Some(_) => {}
+            None => waiting = true,
+        }
+    }
+    if !problems.is_empty() {
+        return fail_preparation(s, id, &plan, &problems.join("; ")).await;
+    }
+    let written = s.db.files_written_at(id).await?;
+    if waiting || written.is_none_or(|t| t < c.install_started_at) {
+        return Ok(());
+    }
+    for ph in &plan.hosts {
+        host_move(
+            s,
+            id,
+            ph,
+            "preparing-for-installation",
+            "preparing-successful",
+            "Host finished successfully to prepare for installation",
+        )
+        .await?;
+    }
+    if s.db
+        .set_cluster_status(
+            id,
+            "preparing-for-installation",
+            "installing",
+            "Installation in progress",
+            &c.validations_info,
+        )
+        .await?
+    {
+        events::cluster(
+            &s.db,
+            id,
+            "info",
+            "cluster_status_updated",
+            "Updated status of the cluster to installing (Installation in progress)".into(),
+        )
+        .await;
+    }
+    for ph in &plan.hosts {
+        host_move(
+            s,
+            id,
+            ph,
+            "preparing-successful",
+            "installing",
+            "Installation is in progress",
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// The preparation failed for `reason`: the cluster back to ready, its
+/// preparing hosts back to known, an error event.
+async fn fail_preparation(s: &Shared, id: &str, plan: &install::Plan, reason: &str) -> Res<()> {
+    let info = format!("Failed to prepare the installation: {reason}");
+    let c = cluster_or_404(s, id).await?;
+    if !s
+        .db
+        .set_cluster_status(
+            id,
+            "preparing-for-installation",
+            "ready",
+            &info,
+            &c.validations_info,
+        )
+        .await?
+    {
+        return Ok(());
+    }
+    events::cluster(
+        &s.db,
+        id,
+        "error",
+        "cluster_prepare_installation_failed",
+        info.clone(),
+    )
+    .await;
+    for ph in &plan.hosts {
+        host_move(
+            s,
+            id,
+            ph,
+            "preparing-for-installation",
+            "known",
+            "Host is ready to be installed",
+        )
+        .await?;
+    }
+    s.monitor.notify_one();
     Ok(())
 }
 

@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use okd_assisted_api::Inventory;
 use okd_assisted_api::rest::{Step, StepReply, Steps};
+use okd_assisted_api::steps::{DiskSpeedCheckRequest, DiskSpeedCheckResponse};
 
 use super::clusters::cluster_or_404;
 use super::hosts::host_or_404;
@@ -16,7 +17,7 @@ use super::installation::install_replied;
 use super::{Failure, Res, body, json};
 use crate::db::{HostRow, ReplyColumn, now_ms};
 use crate::model::{self, Outstanding};
-use crate::{Shared, events, install, validate};
+use crate::{Shared, events, install, network, validate};
 
 /// Steps younger than this stay answerable, ms (10 min).
 pub const STEP_TTL_MS: i64 = 10 * 60 * 1000;
@@ -33,7 +34,17 @@ pub fn steps_for(status: &str, interval: u64) -> (Vec<&'static str>, u64) {
         | "pending-for-input"
         | "known"
         | "insufficient-unbound"
-        | "known-unbound" => (vec!["inventory", "ntp-synchronizer"], interval),
+        | "known-unbound" => (
+            vec![
+                "inventory",
+                "connectivity-check",
+                "ntp-synchronizer",
+                "domain-resolution",
+                "verify-vips",
+            ],
+            interval,
+        ),
+        "preparing-for-installation" => (vec!["installation-disk-speed-check"], interval),
         "disconnected" | "disconnected-unbound" => (vec!["inventory"], interval * 2),
         "installing" => (vec!["install"], interval),
         // The agent never left the live system: it registers again at once
@@ -51,9 +62,50 @@ fn step_args(step_type: &str, h: &HostRow, extra: &str) -> Vec<String> {
     match step_type {
         "inventory" => vec![h.id.clone()],
         "ntp-synchronizer" => vec![serde_json::json!({ "ntp_source": extra }).to_string()],
-        "install" => vec![extra.to_string()],
-        _ => vec![],
+        _ => vec![extra.to_string()],
     }
+}
+
+/// Step types handed out once at a time, and for how long an unanswered
+/// one holds the next back, ms: the agent may still be running it (the
+/// disk check's time limit is 8 min; an install step is never repeated
+/// while out).
+fn held_back_ms(step_type: &str, interval_s: u64) -> Option<i64> {
+    let polls = i64::try_from(interval_s.saturating_mul(2000)).unwrap_or(i64::MAX);
+    match step_type {
+        "connectivity-check" => Some(polls),
+        "installation-disk-speed-check" => Some(8 * 60 * 1000),
+        "install" => Some(STEP_TTL_MS),
+        _ => None,
+    }
+}
+
+/// The installation-disk-speed-check argument for a preparing host, or
+/// `None` when its installation disk was measured already.
+async fn disk_speed_arg(s: &Shared, h: &HostRow) -> Res<Option<String>> {
+    let c = cluster_or_404(s, &h.cluster_id).await?;
+    let p = model::cluster_params(&c);
+    let hosts = s.db.hosts_of_cluster(&c.id).await?;
+    let nets = validate::machine_networks(&p, &[]);
+    let Ok(plan) = install::plan(&c, &p, &hosts, &nets) else {
+        return Ok(None);
+    };
+    let Some(me) = plan
+        .hosts
+        .iter()
+        .find(|x| x.id == h.id && x.infra_env_id == h.infra_env_id)
+    else {
+        return Ok(None);
+    };
+    let measured = serde_json::from_str::<DiskSpeedCheckResponse>(&h.disk_speed)
+        .is_ok_and(|r| r.path == me.disk);
+    if measured {
+        return Ok(None);
+    }
+    Ok(serde_json::to_string(&DiskSpeedCheckRequest {
+        path: me.disk.clone(),
+    })
+    .ok())
 }
 
 /// The install step's argument for a host (its `install_cmd_request`).
@@ -90,22 +142,63 @@ pub(super) async fn next_steps(
         let mut outstanding: Vec<Outstanding> = serde_json::from_str(&old).unwrap_or_default();
         outstanding.retain(|o| now - o.issued_at < STEP_TTL_MS);
         let mut instructions: Vec<Step> = Vec::new();
+        let mut cluster: Option<Option<crate::db::ClusterRow>> = None;
         for t in types {
+            if let Some(hold) = held_back_ms(t, interval)
+                && outstanding
+                    .iter()
+                    .any(|o| o.step_type == t && now - o.issued_at < hold)
+            {
+                continue;
+            }
+            if matches!(t, "ntp-synchronizer" | "domain-resolution" | "verify-vips")
+                && cluster.is_none()
+            {
+                cluster = Some(if h.cluster_id.is_empty() {
+                    None
+                } else {
+                    s.db.cluster(&h.cluster_id).await?
+                });
+            }
+            let c = cluster.as_ref().and_then(|c| c.as_ref());
             let extra = match t {
-                "ntp-synchronizer" if !h.cluster_id.is_empty() => {
-                    s.db.cluster(&h.cluster_id)
-                        .await?
-                        .map(|c| model::cluster_params(&c).additional_ntp_source)
-                        .unwrap_or_default()
+                "ntp-synchronizer" => c
+                    .map(|c| model::cluster_params(c).additional_ntp_source)
+                    .unwrap_or_default(),
+                "connectivity-check" => {
+                    let reported = !h.connectivity.is_empty();
+                    match s
+                        .peers
+                        .due(&h.cluster_id, (&h.infra_env_id, &h.id), reported, now)
+                    {
+                        Some(a) => a,
+                        None => continue,
+                    }
                 }
-                // One install step: not again while one is out, nor once
-                // the agent accepted it (its words are the progress info).
-                "install"
-                    if outstanding.iter().any(|o| o.step_type == "install")
-                        || !h.progress_info.is_empty() =>
-                {
-                    continue;
+                "domain-resolution" => {
+                    let req = c.and_then(|c| {
+                        network::domain_request(&c.name, &model::cluster_params(c).base_dns_domain)
+                    });
+                    match req.and_then(|r| serde_json::to_string(&r).ok()) {
+                        Some(a) => a,
+                        None => continue,
+                    }
                 }
+                "verify-vips" => {
+                    let req =
+                        c.and_then(|c| network::verify_vips_request(&model::cluster_params(c)));
+                    match req.and_then(|r| serde_json::to_string(&r).ok()) {
+                        Some(a) => a,
+                        None => continue,
+                    }
+                }
+                "installation-disk-speed-check" => match disk_speed_arg(&s, &h).await? {
+                    Some(a) => a,
+                    None => continue,
+                },
+                // Once the agent accepted the install step, its words are
+                // the progress info: not again.
+                "install" if !h.progress_info.is_empty() => continue,
                 "install" => install_arg(&s, &h).await?,
                 _ => String::new(),
             };
@@ -146,32 +239,29 @@ pub(super) async fn step_reply(
     b: Bytes,
 ) -> Res<Response> {
     let r: StepReply = body("step-reply", &b)?;
-    let mut parsed_inventory: Option<String> = None;
-    if r.exit_code == 0 && r.step_type == "inventory" {
-        let inv: Inventory = serde_json::from_str(&r.output).map_err(|e| {
+    // The outputs the service reads are parsed into their models and
+    // stored as the models print them (unknown fields dropped, as
+    // assisted-service does); a malformed one is refused.
+    let normalized: Option<String> = if r.exit_code == 0 {
+        normalize(&r.step_type, &r.output).map_err(|e| {
             Failure::bad(format!(
-                "step-reply {}: output: not an inventory: {e}",
-                r.step_id
+                "step-reply {}: output of a {} step: {e}",
+                r.step_id, r.step_type
             ))
-        })?;
-        parsed_inventory = Some(serde_json::to_string(&inv).unwrap_or_default());
-    }
+        })?
+    } else {
+        None
+    };
     let column = match r.step_type.as_str() {
         "inventory" => Some(ReplyColumn::Inventory),
         "ntp-synchronizer" => Some(ReplyColumn::NtpSources),
         "connectivity-check" => Some(ReplyColumn::Connectivity),
         "domain-resolution" => Some(ReplyColumn::DomainResolutions),
         "free-network-addresses" => Some(ReplyColumn::FreeAddresses),
+        "verify-vips" => Some(ReplyColumn::VerifiedVips),
+        "installation-disk-speed-check" => Some(ReplyColumn::DiskSpeed),
         _ => None,
     };
-    if column.is_some_and(|c| c != ReplyColumn::Inventory)
-        && r.exit_code == 0
-        && !r.output.is_empty()
-    {
-        serde_json::from_str::<serde_json::Value>(&r.output).map_err(|e| {
-            Failure::bad(format!("step-reply {}: output: not JSON: {e}", r.step_id))
-        })?;
-    }
     for _ in 0..5 {
         let h = host_or_404(&s, &ie, &id).await?;
         let mut outstanding: Vec<Outstanding> = serde_json::from_str(&h.steps).unwrap_or_default();
@@ -189,13 +279,15 @@ pub(super) async fn step_reply(
         }
         outstanding.remove(pos);
         let new = serde_json::to_string(&outstanding).unwrap_or_else(|_| "[]".into());
-        let output = parsed_inventory.as_deref().unwrap_or(&r.output);
+        let output = normalized.as_deref().unwrap_or(&r.output);
         let current = match column {
             Some(ReplyColumn::Inventory) => &h.inventory,
             Some(ReplyColumn::NtpSources) => &h.ntp_sources,
             Some(ReplyColumn::Connectivity) => &h.connectivity,
             Some(ReplyColumn::DomainResolutions) => &h.domain_name_resolutions,
             Some(ReplyColumn::FreeAddresses) => &h.free_addresses,
+            Some(ReplyColumn::VerifiedVips) => &h.verified_vips,
+            Some(ReplyColumn::DiskSpeed) => &h.disk_speed,
             None => &h.steps,
         };
         let set = match column {
@@ -220,8 +312,22 @@ pub(super) async fn step_reply(
                 )
                 .await;
             }
-            if set.is_some() && column == Some(ReplyColumn::Inventory) {
+            if set.is_some() {
                 s.monitor.notify_one();
+            }
+            if r.step_type == "installation-disk-speed-check" && !h.cluster_id.is_empty() {
+                if r.exit_code == 0 {
+                    super::installation::advance_preparation(&s, &h.cluster_id).await?;
+                } else {
+                    let name = validate::hostname(
+                        &h.requested_hostname,
+                        serde_json::from_str::<Inventory>(&h.inventory)
+                            .ok()
+                            .as_ref(),
+                    );
+                    super::installation::disk_check_failed(&s, &h.cluster_id, &name, &r.error)
+                        .await?;
+                }
             }
             if r.step_type == "install" {
                 install_replied(&s, &h, &r).await?;
@@ -232,4 +338,36 @@ pub(super) async fn step_reply(
     Err(Failure::conflict(format!(
         "host {id}: its steps changed under five tries in a row; send the reply again"
     )))
+}
+
+/// A reply's output parsed into its step's model and printed again;
+/// `None` for step types whose output is kept as sent (JSON checked).
+fn normalize(step_type: &str, output: &str) -> Result<Option<String>, String> {
+    use okd_assisted_api::steps::{
+        ConnectivityReport, DomainResolutionResponse, VerifyVipsResponse,
+    };
+    fn again<T: serde::de::DeserializeOwned + serde::Serialize>(
+        output: &str,
+        what: &str,
+    ) -> Result<Option<String>, String> {
+        let v: T = serde_json::from_str(output).map_err(|e| format!("not {what}: {e}"))?;
+        Ok(serde_json::to_string(&v).ok())
+    }
+    match step_type {
+        "inventory" => again::<Inventory>(output, "an inventory"),
+        "connectivity-check" => again::<ConnectivityReport>(output, "a connectivity report"),
+        "domain-resolution" => {
+            again::<DomainResolutionResponse>(output, "a domain resolution response")
+        }
+        "verify-vips" => again::<VerifyVipsResponse>(output, "a verify-vips response"),
+        "installation-disk-speed-check" => {
+            again::<DiskSpeedCheckResponse>(output, "a disk speed response")
+        }
+        "ntp-synchronizer" | "free-network-addresses" if !output.is_empty() => {
+            serde_json::from_str::<serde_json::Value>(output)
+                .map(|_| None)
+                .map_err(|e| format!("not JSON: {e}"))
+        }
+        _ => Ok(None),
+    }
 }

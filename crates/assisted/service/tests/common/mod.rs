@@ -148,13 +148,11 @@ pub async fn poll_and_answer(
         .await
         .unwrap();
     for st in &steps.instructions {
-        let output = match st.step_type.as_str() {
-            "inventory" => serde_json::to_string(inv).unwrap(),
-            "ntp-synchronizer" => {
-                json!({"ntp_sources":[{"source_name":"192.0.2.1","source_state":"synced"}]})
-                    .to_string()
-            }
-            _ => continue,
+        let inv_json = serde_json::to_string(inv).unwrap();
+        let Some(output) =
+            okd_test_utils::assisted::healthy_output(&st.step_type, &st.args, &inv_json)
+        else {
+            continue;
         };
         let (code, body) = send(
             c,
@@ -166,6 +164,59 @@ pub async fn poll_and_answer(
         assert_eq!(code, 204, "{body}");
     }
     steps
+}
+
+/// Each preparing host polls once and answers its
+/// installation-disk-speed-check (a fast disk), as agents do right after
+/// the install starts.
+pub async fn answer_disk_checks(
+    c: &reqwest::Client,
+    base: &str,
+    ie: &str,
+    ids: &[String],
+    invs: &[Inventory],
+) {
+    for (id, inv) in ids.iter().zip(invs) {
+        let st = poll_and_answer(c, base, ie, id, inv).await;
+        assert!(
+            st.instructions
+                .iter()
+                .any(|i| i.step_type == "installation-disk-speed-check"),
+            "a preparing host measures its disk: {:?}",
+            st.instructions
+        );
+    }
+}
+
+/// Polls every host (answering its steps as [`poll_and_answer`] does)
+/// every 200 ms, as running agents would, until the cluster satisfies
+/// `pred` (30 s at most).
+pub async fn poll_until<F: Fn(&Cluster) -> bool>(
+    c: &reqwest::Client,
+    base: &str,
+    (ie, cid): (&str, &str),
+    hosts: &[(&str, &Inventory)],
+    what: &str,
+    pred: F,
+) -> Cluster {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        for (id, inv) in hosts {
+            poll_and_answer(c, base, ie, id, inv).await;
+        }
+        let cl: Cluster = c
+            .get(format!("{base}/clusters/{cid}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if pred(&cl) || Instant::now() >= deadline {
+            return wait_for(c, base, cid, what, pred).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 pub async fn wait_for<F: Fn(&Cluster) -> bool>(
@@ -195,7 +246,11 @@ pub async fn wait_for<F: Fn(&Cluster) -> bool>(
             cl.status_info,
             cl.hosts
                 .iter()
-                .map(|h| (h.status.clone(), h.status_info.clone()))
+                .map(|h| (
+                    h.status.clone(),
+                    h.status_info.clone(),
+                    h.connectivity.len()
+                ))
                 .collect::<Vec<_>>()
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -256,6 +311,10 @@ pub async fn ready_cluster(
         ids.push(id);
         invs.push(inv);
     }
-    wait_for(c, base, &cid, "ready", |cl| cl.status == "ready").await;
+    let pairs: Vec<(&str, &Inventory)> = ids.iter().map(String::as_str).zip(&invs).collect();
+    poll_until(c, base, (&ie, &cid), &pairs, "ready", |cl| {
+        cl.status == "ready"
+    })
+    .await;
     (cid, ie, ids, invs)
 }

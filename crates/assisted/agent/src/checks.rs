@@ -1,0 +1,379 @@
+//! The agent's network and disk steps (assisted-installer-agent
+//! `src/connectivity_check`, `src/domain_resolution`, `src/vips_verifier`,
+//! `src/disk_speed_check`): each takes the step's `args` and returns
+//! `(exit_code, output, error)` with the output as the JSON text of its
+//! model in [`okd_assisted_api::steps`].
+//!
+//! The reference agent runs `arping`, `ping`, `nmap` and `fio`; this one
+//! uses its own probes ([`crate::net`]) so that the discovery image needs
+//! no extra tools. Names resolve through the system resolver
+//! (`getaddrinfo`: `/etc/hosts`, then the nameservers of
+//! `/etc/resolv.conf`), as the reference's Go resolver does.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ipnet::{IpNet, Ipv4Net};
+use okd_assisted_api::steps::{
+    ConnectivityCheckParams, ConnectivityRemoteHost, ConnectivityReport, DiskSpeedCheckRequest,
+    DiskSpeedCheckResponse, DomainResolution, DomainResolutionRequest, DomainResolutionResponse,
+    L2Connectivity, L3Connectivity, VerifiedVip, VerifyVipsRequest, VerifyVipsResponse,
+};
+
+use crate::{Root, inventory, net};
+
+/// How long an ARP probe waits for its answer (`arping -w`; the reference
+/// waits 5 s with 10 requests, this one 2 s with a request every 200 ms).
+pub const ARP_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// ICMP echoes per remote address, their spacing and each one's wait.
+pub const PING_COUNT: u32 = 3;
+/// See [`PING_COUNT`].
+pub const PING_INTERVAL: Duration = Duration::from_millis(200);
+/// See [`PING_COUNT`].
+pub const PING_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Probes running at once (each holds a blocking thread).
+pub const PARALLEL_PROBES: usize = 16;
+
+/// A name's resolution may take this long (the resolver's own timeouts
+/// and retries stay inside it).
+pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The disk check's time limit (assisted-service: 8 minutes).
+pub const DISK_SPEED_TIMEOUT: Duration = Duration::from_secs(8 * 60);
+
+type Outcome = (i64, String, String);
+
+fn arg<T: serde::de::DeserializeOwned>(
+    step: &str,
+    args: &[String],
+    shape: &str,
+) -> Result<T, Outcome> {
+    let a = args.first().ok_or_else(|| {
+        (
+            -1,
+            String::new(),
+            format!("{step}: no argument (want {shape})"),
+        )
+    })?;
+    serde_json::from_str(a).map_err(|e| {
+        (
+            -1,
+            String::new(),
+            format!("{step}: args[0] is not {shape}: {e}"),
+        )
+    })
+}
+
+fn done<T: serde::Serialize>(v: &T) -> Outcome {
+    match serde_json::to_string(v) {
+        Ok(s) => (0, s, String::new()),
+        Err(e) => (-1, String::new(), format!("the output as JSON: {e}")),
+    }
+}
+
+/// This machine's IPv4 addresses with their interfaces and networks.
+fn local_v4(root: &Root) -> Vec<(String, Ipv4Net)> {
+    inventory::interfaces(root)
+        .into_iter()
+        .flat_map(|i| {
+            let name = i.name.clone();
+            i.ipv4_addresses
+                .into_iter()
+                .filter_map(move |a| a.parse::<Ipv4Net>().ok().map(|n| (name.clone(), n)))
+        })
+        .collect()
+}
+
+/// The local interface and address whose network holds `ip`.
+fn via(local: &[(String, Ipv4Net)], ip: Ipv4Addr) -> Option<(String, Ipv4Addr)> {
+    local
+        .iter()
+        .find(|(_, n)| n.contains(&ip) && n.addr() != ip)
+        .map(|(i, n)| (i.clone(), n.addr()))
+}
+
+fn mac_text(m: [u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// Runs `f` on a blocking thread, at most [`PARALLEL_PROBES`] at once.
+async fn probe<T: Send + 'static>(
+    limit: &Arc<tokio::sync::Semaphore>,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let _permit = limit.clone().acquire_owned().await.ok()?;
+    tokio::task::spawn_blocking(f).await.ok()
+}
+
+/// `connectivity-check`: for every address of every remote NIC in
+/// `args[0]` ([`ConnectivityCheckParams`]), an ARP probe from the local
+/// interface whose IPv4 network holds it (L2) and [`PING_COUNT`] ICMP
+/// echoes (L3). Output: [`ConnectivityReport`]. A probe that cannot run
+/// (no raw socket) counts as unsuccessful, with a warning in the log.
+pub async fn connectivity_check(args: &[String], root: &Root) -> Outcome {
+    let peers: ConnectivityCheckParams = match arg(
+        "connectivity-check",
+        args,
+        "a list of hosts with their NICs",
+    ) {
+        Ok(p) => p,
+        Err(o) => return o,
+    };
+    let local = {
+        let root = root.clone();
+        tokio::task::spawn_blocking(move || local_v4(&root))
+            .await
+            .unwrap_or_default()
+    };
+    let limit = Arc::new(tokio::sync::Semaphore::new(PARALLEL_PROBES));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (hi, host) in peers.iter().enumerate() {
+        for nic in &host.nics {
+            for a in &nic.ip_addresses {
+                let Some(ip) = a
+                    .parse::<IpNet>()
+                    .map(|n| n.addr())
+                    .or_else(|_| a.parse::<IpAddr>())
+                    .ok()
+                else {
+                    continue;
+                };
+                let (limit, local) = (limit.clone(), local.clone());
+                tasks.spawn(async move {
+                    let out_if = match ip {
+                        IpAddr::V4(v4) => via(&local, v4),
+                        IpAddr::V6(_) => None,
+                    };
+                    let l2 = match (&out_if, ip) {
+                        (Some((ifname, src)), IpAddr::V4(v4)) => {
+                            let (ifname2, src) = (ifname.clone(), *src);
+                            let r = probe(&limit, move || {
+                                net::arp_probe(&ifname2, src, v4, ARP_TIMEOUT)
+                            })
+                            .await;
+                            let mac = match r {
+                                Some(Ok(m)) => m,
+                                Some(Err(e)) => {
+                                    tracing::warn!(error = %e, "ARP probe failed");
+                                    None
+                                }
+                                None => None,
+                            };
+                            Some(L2Connectivity {
+                                outgoing_nic: ifname.clone(),
+                                outgoing_ip_address: src.to_string(),
+                                remote_ip_address: v4.to_string(),
+                                remote_mac: mac.map(mac_text).unwrap_or_default(),
+                                successful: mac.is_some(),
+                            })
+                        }
+                        _ => None,
+                    };
+                    let stats = probe(&limit, move || {
+                        net::ping(ip, PING_COUNT, PING_INTERVAL, PING_TIMEOUT)
+                    })
+                    .await;
+                    let l3 = match stats {
+                        Some(Ok(s)) => L3Connectivity {
+                            outgoing_nic: out_if.map(|o| o.0).unwrap_or_default(),
+                            remote_ip_address: ip.to_string(),
+                            successful: s.received > 0,
+                            average_rtt_ms: s.average_rtt_ms,
+                            packet_loss_percentage: s.packet_loss_percentage(),
+                        },
+                        other => {
+                            if let Some(Err(e)) = other {
+                                tracing::warn!(error = %e, "ping failed");
+                            }
+                            L3Connectivity {
+                                outgoing_nic: out_if.map(|o| o.0).unwrap_or_default(),
+                                remote_ip_address: ip.to_string(),
+                                successful: false,
+                                average_rtt_ms: 0.0,
+                                packet_loss_percentage: 100.0,
+                            }
+                        }
+                    };
+                    (hi, l2, l3)
+                });
+            }
+        }
+    }
+    let mut report = ConnectivityReport {
+        remote_hosts: peers
+            .iter()
+            .map(|h| ConnectivityRemoteHost {
+                host_id: h.host_id.clone(),
+                ..Default::default()
+            })
+            .collect(),
+    };
+    while let Some(r) = tasks.join_next().await {
+        if let Ok((hi, l2, l3)) = r {
+            let rh = &mut report.remote_hosts[hi];
+            rh.l2_connectivity.extend(l2);
+            rh.l3_connectivity.push(l3);
+        }
+    }
+    for rh in &mut report.remote_hosts {
+        rh.l2_connectivity
+            .sort_by(|a, b| a.remote_ip_address.cmp(&b.remote_ip_address));
+        rh.l3_connectivity
+            .sort_by(|a, b| a.remote_ip_address.cmp(&b.remote_ip_address));
+    }
+    done(&report)
+}
+
+/// `domain-resolution`: every name of `args[0]`
+/// ([`DomainResolutionRequest`]) resolved as an absolute name (a trailing
+/// dot, so no search domain is tried) by the system resolver. A name that
+/// does not resolve gets empty lists. Output:
+/// [`DomainResolutionResponse`] (CNAME chains are not reported).
+pub async fn domain_resolution(args: &[String]) -> Outcome {
+    let req: DomainResolutionRequest = match arg(
+        "domain-resolution",
+        args,
+        "{\"domains\":[{\"domain_name\":…}]}",
+    ) {
+        Ok(r) => r,
+        Err(o) => return o,
+    };
+    let mut resolutions = Vec::new();
+    for d in req.domains {
+        let name = d.domain_name.trim_end_matches('.').to_string();
+        let mut r = DomainResolution {
+            domain_name: name.clone(),
+            ..Default::default()
+        };
+        let valid = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '*'));
+        if valid {
+            let found = tokio::time::timeout(
+                RESOLVE_TIMEOUT,
+                tokio::net::lookup_host((format!("{name}."), 0)),
+            )
+            .await;
+            if let Ok(Ok(addrs)) = found {
+                for a in addrs {
+                    let ip = a.ip().to_string();
+                    let list = if a.is_ipv4() {
+                        &mut r.ipv4_addresses
+                    } else {
+                        &mut r.ipv6_addresses
+                    };
+                    if !list.contains(&ip) {
+                        list.push(ip);
+                    }
+                }
+            }
+        }
+        resolutions.push(r);
+    }
+    done(&DomainResolutionResponse { resolutions })
+}
+
+/// `verify-vips`: each IPv4 VIP of `args[0]` ([`VerifyVipsRequest`])
+/// ARP-probed from the local interface whose network holds it: an answer
+/// means the address is in use (`failed`), silence `succeeded`; no such
+/// interface, an IPv6 VIP, or a probe that cannot run: `unverified`.
+/// Output: [`VerifyVipsResponse`].
+pub async fn verify_vips(args: &[String], root: &Root) -> Outcome {
+    let req: VerifyVipsRequest = match arg("verify-vips", args, "a list of {vip, vip_type}") {
+        Ok(r) => r,
+        Err(o) => return o,
+    };
+    let local = {
+        let root = root.clone();
+        tokio::task::spawn_blocking(move || local_v4(&root))
+            .await
+            .unwrap_or_default()
+    };
+    let limit = Arc::new(tokio::sync::Semaphore::new(PARALLEL_PROBES));
+    let mut vips = Vec::new();
+    for v in req {
+        let verification = match v.vip.parse::<IpAddr>() {
+            Ok(IpAddr::V4(ip)) => match via(&local, ip) {
+                Some((ifname, src)) => {
+                    match probe(&limit, move || {
+                        net::arp_probe(&ifname, src, ip, ARP_TIMEOUT)
+                    })
+                    .await
+                    {
+                        Some(Ok(Some(_))) => "failed",
+                        Some(Ok(None)) => "succeeded",
+                        Some(Err(e)) => {
+                            tracing::warn!(error = %e, "ARP probe of a VIP failed");
+                            "unverified"
+                        }
+                        None => "unverified",
+                    }
+                }
+                None => "unverified",
+            },
+            _ => "unverified",
+        };
+        vips.push(VerifiedVip {
+            vip: v.vip,
+            vip_type: v.vip_type,
+            verification: verification.into(),
+        });
+    }
+    done(&VerifyVipsResponse { vips })
+}
+
+/// `installation-disk-speed-check`: [`net::disk_sync_speed`] of the disk
+/// `args[0]` names ([`DiskSpeedCheckRequest`], under `root`), at most
+/// [`DISK_SPEED_TIMEOUT`]. Output: [`DiskSpeedCheckResponse`] with the
+/// p99 rounded up to whole ms. It overwrites the disk's first 22 MiB;
+/// the service hands it out only while preparing an install onto it.
+pub async fn disk_speed_check(args: &[String], root: &Root) -> Outcome {
+    let req: DiskSpeedCheckRequest = match arg(
+        "installation-disk-speed-check",
+        args,
+        "{\"path\": \"/dev/…\"}",
+    ) {
+        Ok(r) => r,
+        Err(o) => return o,
+    };
+    if !req.path.starts_with("/dev/") {
+        return (
+            -1,
+            String::new(),
+            format!(
+                "installation-disk-speed-check: {:?} is not a /dev path",
+                req.path
+            ),
+        );
+    }
+    let path = root.join(&req.path);
+    let measured = tokio::time::timeout(
+        DISK_SPEED_TIMEOUT,
+        tokio::task::spawn_blocking(move || net::disk_sync_speed(&path)),
+    )
+    .await;
+    match measured {
+        Ok(Ok(Ok(s))) => done(&DiskSpeedCheckResponse {
+            path: req.path,
+            io_sync_duration: s.p99_ms.ceil() as i64,
+        }),
+        Ok(Ok(Err(e))) => (-1, String::new(), e.to_string()),
+        Ok(Err(e)) => (-1, String::new(), format!("the disk check task: {e}")),
+        Err(_) => (
+            -1,
+            String::new(),
+            format!(
+                "{}: the disk speed check did not finish within {} minutes",
+                req.path,
+                DISK_SPEED_TIMEOUT.as_secs() / 60
+            ),
+        ),
+    }
+}

@@ -1,0 +1,183 @@
+//! The arguments and outputs of the discovery agent's network and disk
+//! steps (assisted-service `swagger.yaml` definitions
+//! `connectivity_check_params`, `connectivity_report`,
+//! `domain_resolution_request`, `domain_resolution_response`,
+//! `verify_vips_request`, `verify_vips_response`,
+//! `disk_speed_check_request`, `disk_speed_check_response`). A step's
+//! argument is the JSON text of the request (`step.args[0]`); its reply's
+//! `output` is the JSON text of the response.
+
+use serde::{Deserialize, Serialize};
+
+/// `connectivity-check` argument: the other hosts of the cluster, each
+/// with its NICs (swagger `connectivity_check_params`).
+pub type ConnectivityCheckParams = Vec<ConnectivityCheckHost>;
+
+/// One host to check (swagger `connectivity_check_host`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ConnectivityCheckHost {
+    /// The remote host's id.
+    pub host_id: String,
+    /// Its interfaces with addresses.
+    #[serde(default)]
+    pub nics: Vec<ConnectivityCheckNic>,
+}
+
+/// One remote NIC (swagger `connectivity_check_nic`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ConnectivityCheckNic {
+    /// Interface name on the remote host.
+    pub name: String,
+    /// Its MAC address, `aa:bb:cc:dd:ee:ff`.
+    #[serde(default)]
+    pub mac: String,
+    /// Its addresses in CIDR form (`192.0.2.10/24`, `2001:db8::a/64`).
+    #[serde(default)]
+    pub ip_addresses: Vec<String>,
+}
+
+/// `connectivity-check` output (swagger `connectivity_report`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ConnectivityReport {
+    /// One entry per remote host checked.
+    #[serde(default)]
+    pub remote_hosts: Vec<ConnectivityRemoteHost>,
+}
+
+/// What one host saw of one remote host (swagger
+/// `connectivity_remote_host`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ConnectivityRemoteHost {
+    /// The remote host's id.
+    pub host_id: String,
+    /// ARP results (IPv4 remote addresses in a subnet of a local NIC).
+    #[serde(default)]
+    pub l2_connectivity: Vec<L2Connectivity>,
+    /// ICMP echo results (every remote address).
+    #[serde(default)]
+    pub l3_connectivity: Vec<L3Connectivity>,
+}
+
+/// One ARP probe (swagger `l2_connectivity`; RFC 826).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct L2Connectivity {
+    /// The local interface the request left by.
+    pub outgoing_nic: String,
+    /// The local address it was sent from.
+    pub outgoing_ip_address: String,
+    /// The remote address asked for.
+    pub remote_ip_address: String,
+    /// The MAC that answered (empty: none).
+    #[serde(default)]
+    pub remote_mac: String,
+    /// Whether the remote address answered.
+    pub successful: bool,
+}
+
+/// One ICMP echo series (swagger `l3_connectivity`; RFC 792 / 4443).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct L3Connectivity {
+    /// The local interface whose subnet holds the remote address (empty:
+    /// routed).
+    #[serde(default)]
+    pub outgoing_nic: String,
+    /// The remote address pinged.
+    pub remote_ip_address: String,
+    /// Whether any echo came back.
+    pub successful: bool,
+    /// Mean round-trip time of the echoes that came back, ms.
+    #[serde(default)]
+    pub average_rtt_ms: f64,
+    /// Echoes lost, percent (0–100).
+    #[serde(default)]
+    pub packet_loss_percentage: f64,
+}
+
+/// `domain-resolution` argument (swagger `domain_resolution_request`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DomainResolutionRequest {
+    /// The names to resolve.
+    pub domains: Vec<DomainResolutionName>,
+}
+
+/// One name to resolve.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DomainResolutionName {
+    /// A fully qualified name without the trailing dot.
+    pub domain_name: String,
+}
+
+/// `domain-resolution` output (swagger `domain_resolution_response`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DomainResolutionResponse {
+    /// One entry per name asked.
+    pub resolutions: Vec<DomainResolution>,
+}
+
+/// What one name resolved to with the host's own resolver (no answer:
+/// empty lists).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DomainResolution {
+    /// The name asked.
+    pub domain_name: String,
+    /// Its A records.
+    #[serde(default)]
+    pub ipv4_addresses: Vec<String>,
+    /// Its AAAA records.
+    #[serde(default)]
+    pub ipv6_addresses: Vec<String>,
+    /// The CNAME chain followed, if any.
+    #[serde(default)]
+    pub cnames: Vec<String>,
+}
+
+/// `verify-vips` argument (swagger `verify_vips_request`).
+pub type VerifyVipsRequest = Vec<VerifyVip>;
+
+/// One virtual IP to check for being unused.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct VerifyVip {
+    /// The address.
+    pub vip: String,
+    /// `api` or `ingress`.
+    pub vip_type: String,
+}
+
+/// `verify-vips` output (swagger `verify_vips_response`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct VerifyVipsResponse {
+    /// One entry per address asked.
+    pub vips: Vec<VerifiedVip>,
+}
+
+/// One virtual IP's result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct VerifiedVip {
+    /// The address.
+    pub vip: String,
+    /// `api` or `ingress`.
+    pub vip_type: String,
+    /// `succeeded` (nothing answered for it), `failed` (something did:
+    /// the address is in use) or `unverified` (no local interface in its
+    /// subnet, or an IPv6 address).
+    pub verification: String,
+}
+
+/// `installation-disk-speed-check` argument (swagger
+/// `disk_speed_check_request`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DiskSpeedCheckRequest {
+    /// The installation disk, e.g. `/dev/disk/by-id/…` or `/dev/vda`.
+    pub path: String,
+}
+
+/// `installation-disk-speed-check` output (swagger
+/// `disk_speed_check_response`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DiskSpeedCheckResponse {
+    /// The disk measured.
+    pub path: String,
+    /// The 99th percentile of fdatasync after a 2,300-byte write, ms
+    /// (fio `--bs=2300 --fdatasync=1` over 22 MiB).
+    pub io_sync_duration: i64,
+}
