@@ -24,7 +24,11 @@ const PS: &str = r#"{"auths":{"fake":{"auth":"aWQ6cGFzcwo="}}}"#;
 /// A made-up machine at `root`: CPUs, memory, host name, DMI identity and
 /// one 120 GB disk; its `proc/net` and `sys/class/net` are links to the
 /// running system's, which `ip netns exec` makes the namespace's own.
-fn machine(root: &Path, hostname: &str, uuid: &str, cpus: u32, mem_gib: u64) {
+///
+/// Its `dev/vda` (what the installation disk speed check writes) is a file
+/// in `disks`, a directory on tmpfs, so that the check measures memory
+/// speed, well under the 10 ms threshold, whatever this machine's disk.
+fn machine(root: &Path, disks: &Path, hostname: &str, uuid: &str, cpus: u32, mem_gib: u64) {
     let w = |p: &str, text: String| {
         let path = root.join(p);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -53,6 +57,10 @@ fn machine(root: &Path, hostname: &str, uuid: &str, cpus: u32, mem_gib: u64) {
     w("sys/block/vda/queue/rotational", "1\n".into());
     w("sys/block/vda/ro", "0\n".into());
     w("sys/block/vda/removable", "0\n".into());
+    let dev = disks.join(hostname);
+    std::fs::create_dir_all(&dev).unwrap();
+    std::fs::write(dev.join("vda"), b"").unwrap();
+    std::os::unix::fs::symlink(&dev, root.join("dev")).unwrap();
     std::os::unix::fs::symlink("/proc/net", root.join("proc/net")).unwrap();
     std::fs::create_dir_all(root.join("sys/class")).unwrap();
     std::os::unix::fs::symlink("/sys/class/net", root.join("sys/class/net")).unwrap();
@@ -116,6 +124,25 @@ fn wait_cluster(ns: &str, id: &str, secs: u64, what: &str, pred: impl Fn(&Value)
     }
 }
 
+/// A validation's status and message in a cluster's or host's document.
+fn validation(doc: &Value, id: &str) -> (String, String) {
+    let v: Value =
+        serde_json::from_str(doc["validations_info"].as_str().unwrap_or("")).unwrap_or_default();
+    v.as_object()
+        .into_iter()
+        .flat_map(|o| o.values())
+        .filter_map(Value::as_array)
+        .flatten()
+        .find(|x| x["id"] == id)
+        .map(|x| {
+            (
+                x["status"].as_str().unwrap_or("").to_string(),
+                x["message"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .unwrap_or_default()
+}
+
 fn host_named<'a>(cl: &'a Value, name: &str) -> &'a Value {
     cl["hosts"]
         .as_array()
@@ -174,6 +201,7 @@ fn scenario(tag: &str, postgres: bool) {
     }
     let work = tempfile::tempdir().unwrap();
     let dir = work.path();
+    let disks = tempfile::tempdir_in("/dev/shm").unwrap();
     let prefix = format!("oa{}{tag}", std::process::id() % 10000);
     let names = ["master-0", "master-1", "master-2", "worker-0"];
     let nodes: Vec<(String, String)> = (0..4)
@@ -230,6 +258,7 @@ fn scenario(tag: &str, postgres: bool) {
         let mem = if i == 3 { 4 } else { 16 };
         machine(
             &root,
+            disks.path(),
             name,
             &format!("5e5e5e5e-0000-4000-8000-00000000000{i}"),
             8,
@@ -338,7 +367,136 @@ fn scenario(tag: &str, postgres: bool) {
         "{msgs:#?}"
     );
 
-    // Install: the Ignition and the install step to every host.
+    // The agents checked each other (ARP and ping across the bridge).
+    for h in hosts {
+        let report: Value =
+            serde_json::from_str(h["connectivity"].as_str().unwrap_or("")).unwrap_or_default();
+        let remote = report["remote_hosts"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(remote.len(), 3, "each host reached the three others: {h}");
+        for r in &remote {
+            assert_eq!(r["l2_connectivity"][0]["successful"], true, "{r}");
+            assert!(
+                r["l2_connectivity"][0]["remote_mac"]
+                    .as_str()
+                    .is_some_and(|m| m.len() == 17),
+                "{r}"
+            );
+            assert_eq!(r["l3_connectivity"][0]["successful"], true, "{r}");
+        }
+        assert_eq!(validation(h, "belongs-to-majority-group").0, "success");
+    }
+
+    // The API VIP in use (the bastion answers ARP for it): api-vips-valid
+    // fails with the address; freed, the cluster is ready again.
+    netns::ip(&["-n", &ns, "addr", "add", "192.168.126.253/24", "dev", "br0"]);
+    let cl = wait_cluster(&ns, &cid, 60, "the API VIP found in use", |cl| {
+        validation(cl, "api-vips-valid").0 == "failure"
+    });
+    let (_, msg) = validation(&cl, "api-vips-valid");
+    assert!(
+        msg.starts_with(
+            "API virtual IP 192.168.126.253 is already in use in cidr 192.168.126.0/24"
+        ),
+        "{msg}"
+    );
+    assert_ne!(cl["status"], "ready");
+    netns::ip(&["-n", &ns, "addr", "del", "192.168.126.253/24", "dev", "br0"]);
+    wait_cluster(&ns, &cid, 60, "ready with the VIP free", |cl| {
+        cl["status"] == "ready"
+    });
+
+    // DNS through the hosts' own resolver (the bastion's dnsmasq): a
+    // wildcard above the cluster's domain that also sends api elsewhere
+    // fails both checks; the right records pass.
+    if let Some(dnsmasq) = common::tool("dnsmasq", &["/usr/sbin/dnsmasq"]) {
+        let dnsmasq = dnsmasq.display().to_string();
+        let run = |lab: &mut Lab, tag: &str, records: &[&str]| {
+            let pid_file = dir.join(format!("dnsmasq-{tag}.pid")).display().to_string();
+            let mut args = vec![
+                "-k",
+                "-C",
+                "/dev/null",
+                "--no-resolv",
+                "--no-hosts",
+                "--bind-interfaces",
+                "--listen-address=192.168.126.1",
+                "--log-facility=-",
+            ];
+            let pid_arg = format!("--pid-file={pid_file}");
+            args.push(&pid_arg);
+            args.extend_from_slice(records);
+            lab.spawn(
+                &ns,
+                &dnsmasq,
+                &args,
+                &dir.join(format!("dnsmasq-{tag}.log")),
+            )
+        };
+        let bad = run(
+            &mut lab,
+            "bad",
+            &["--address=/demo.example.com/192.168.126.98"],
+        );
+        let cl = wait_cluster(
+            &ns,
+            &cid,
+            60,
+            "the wildcard and the wrong api record found",
+            |cl| {
+                cl["hosts"].as_array().unwrap().iter().all(|h| {
+                    validation(h, "dns-wildcard-not-configured").0 == "failure"
+                        && validation(h, "api-domain-name-resolved-correctly").0 == "failure"
+                })
+            },
+        );
+        let h = &cl["hosts"][0];
+        let (_, api_msg) = validation(h, "api-domain-name-resolved-correctly");
+        assert_eq!(
+            api_msg,
+            "Domain name api.demo.example.com resolves to 192.168.126.98 on the host, not to the cluster's API VIP 192.168.126.253"
+        );
+        let (_, wild) = validation(h, "dns-wildcard-not-configured");
+        assert!(
+            wild.starts_with(
+                "DNS wildcard configuration was detected for domain *.demo.example.com"
+            ),
+            "{wild}"
+        );
+        assert_ne!(cl["status"], "ready");
+        lab.kill(bad);
+        let good = run(
+            &mut lab,
+            "good",
+            &[
+                "--host-record=api.demo.example.com,192.168.126.253",
+                "--host-record=api-int.demo.example.com,192.168.126.253",
+                "--address=/apps.demo.example.com/192.168.126.254",
+            ],
+        );
+        let cl = wait_cluster(&ns, &cid, 60, "ready with the right records", |cl| {
+            cl["status"] == "ready"
+        });
+        for h in cl["hosts"].as_array().unwrap() {
+            for id in [
+                "api-domain-name-resolved-correctly",
+                "api-int-domain-name-resolved-correctly",
+                "apps-domain-name-resolved-correctly",
+                "dns-wildcard-not-configured",
+            ] {
+                assert_eq!(validation(h, id).0, "success", "{id}: {h}");
+            }
+            let res: Value =
+                serde_json::from_str(h["domain_name_resolutions"].as_str().unwrap()).unwrap();
+            assert!(res.to_string().contains("192.168.126.254"), "{res}");
+        }
+        lab.kill(good);
+    }
+
+    // Install: the Ignition and the install step to every host (each
+    // measured its installation disk first).
     let (code, body) = api(
         &ns,
         "POST",
@@ -357,6 +515,18 @@ fn scenario(tag: &str, postgres: bool) {
     });
     for (i, name) in names.iter().enumerate() {
         let h = host_named(&cl, name);
+        let measured: Value =
+            serde_json::from_str(h["disks_info"].as_str().unwrap_or("")).unwrap_or_default();
+        let speed = &measured["/dev/vda"]["disk_speed"];
+        assert_eq!(speed["tested"], true, "{h}");
+        assert!(speed["speed_ms"].as_i64().is_some_and(|ms| ms <= 10), "{h}");
+        assert_eq!(
+            std::fs::metadata(disks.path().join(name).join("vda"))
+                .unwrap()
+                .len(),
+            22 * 1024 * 1024,
+            "the check wrote 22 MiB"
+        );
         let ign: Value = serde_json::from_str(
             &std::fs::read_to_string(states[i].join("install/ignition.ign")).unwrap(),
         )

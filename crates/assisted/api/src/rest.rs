@@ -351,6 +351,12 @@ pub struct Host {
     /// JSON text of the free addresses.
     #[serde(default)]
     pub free_addresses: String,
+    /// JSON text of the disks measured, by path: `{"/dev/vda":
+    /// {"path": "/dev/vda", "disk_speed": {"tested": true, "speed_ms": 2,
+    /// "exit_code": 0}}}` (the installation-disk-speed-check's p99, ms);
+    /// `''` before the first measurement.
+    #[serde(default)]
+    pub disks_info: String,
     /// Installation progress.
     #[serde(default)]
     pub progress: HostProgress,

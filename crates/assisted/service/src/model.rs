@@ -137,6 +137,7 @@ pub fn host_doc(h: &HostRow) -> rest::Host {
         connectivity: h.connectivity.clone(),
         domain_name_resolutions: h.domain_name_resolutions.clone(),
         free_addresses: h.free_addresses.clone(),
+        disks_info: disks_info(&h.disk_speed),
         progress: rest::HostProgress {
             current_stage: h.progress_stage.clone(),
             progress_info: h.progress_info.clone(),
@@ -226,5 +227,20 @@ pub fn event_doc(e: &EventRow) -> rest::Event {
         name: e.name.clone(),
         message: e.message.clone(),
         event_time: rfc3339(e.event_time),
+    }
+}
+
+/// The host document's `disks_info` from the stored
+/// `installation-disk-speed-check` output (`''` when none).
+pub fn disks_info(disk_speed: &str) -> String {
+    match serde_json::from_str::<okd_assisted_api::steps::DiskSpeedCheckResponse>(disk_speed) {
+        Ok(r) => serde_json::json!({
+            r.path.clone(): {
+                "path": r.path,
+                "disk_speed": {"tested": true, "speed_ms": r.io_sync_duration, "exit_code": 0}
+            }
+        })
+        .to_string(),
+        Err(_) => String::new(),
     }
 }

@@ -462,3 +462,93 @@ async fn a_stuck_preparation_times_out() {
     }
     svc.stop().await;
 }
+
+/// A preparing host whose installation disk syncs too slowly (fdatasync
+/// p99 above 10 ms) stops the install: the cluster goes back with the
+/// reason (as soon as the slow disk is reported), the host becomes
+/// insufficient with the validation's message, the others known.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_installation_disk_stops_the_preparation() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = start(&okd_assisted_service::sqlite_url(dir.path())).await;
+    let base = svc.base.clone();
+    let c = reqwest::Client::new();
+    use reqwest::Method as M;
+    let (cid, ie, ids, invs) = ready_cluster(&c, &base, "slow").await;
+    let (code, body) = send(
+        &c,
+        M::POST,
+        &format!("{base}/clusters/{cid}/actions/install"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 202, "{body}");
+    let mut disk = String::new();
+    // The fast hosts answer first, the slow one last.
+    for i in [1, 2, 0] {
+        let id = &ids[i];
+        let url = format!("{base}/infra-envs/{ie}/hosts/{id}/instructions");
+        let (_, steps) = send(&c, M::GET, &url, None).await;
+        let steps: Steps = serde_json::from_value(steps).unwrap();
+        let st = steps
+            .instructions
+            .iter()
+            .find(|s| s.step_type == "installation-disk-speed-check")
+            .unwrap_or_else(|| panic!("a preparing host measures its disk: {steps:?}"));
+        let req: Value = serde_json::from_str(&st.args[0]).unwrap();
+        assert!(req["path"].as_str().unwrap().starts_with("/dev/"), "{req}");
+        disk = req["path"].as_str().unwrap().to_string();
+        let ms = if i == 0 { 25 } else { 3 };
+        let (code, body) = send(
+            &c,
+            M::POST,
+            &url,
+            Some(json!({
+                "step_type": st.step_type, "step_id": st.step_id, "exit_code": 0,
+                "output": json!({"path": disk, "io_sync_duration": ms}).to_string()
+            })),
+        )
+        .await;
+        assert_eq!(code, 204, "{body}");
+    }
+    let cl = wait_for(&c, &base, &cid, "the slow host insufficient", |cl| {
+        cl.status != "preparing-for-installation"
+            && cl
+                .hosts
+                .iter()
+                .any(|h| h.id == ids[0] && h.status == "insufficient")
+    })
+    .await;
+    let slow = cl.hosts.iter().find(|h| h.id == ids[0]).unwrap();
+    assert!(
+        slow.status_info.contains(&format!(
+            "installation disk speed measurement failed or was found to be insufficient ({disk}: fdatasync p99 25 ms, at most 10 ms)"
+        )),
+        "{}",
+        slow.status_info
+    );
+    let disks: Value = serde_json::from_str(&slow.disks_info).unwrap();
+    assert_eq!(disks[&disk]["disk_speed"]["speed_ms"], 25);
+    let (_, ev) = send(&c, M::GET, &format!("{base}/events?cluster_id={cid}"), None).await;
+    let failed: Vec<&str> = ev
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "cluster_prepare_installation_failed")
+        .filter_map(|e| e["message"].as_str())
+        .collect();
+    assert_eq!(failed.len(), 1, "{ev}");
+    assert!(
+        failed[0].contains(&format!(
+            "installation disk {disk} fdatasync p99 25 ms (at most 10 ms)"
+        )),
+        "{}",
+        failed[0]
+    );
+    // The fast hosts are known again; measured, they are not asked twice.
+    for h in cl.hosts.iter().filter(|h| h.id != ids[0]) {
+        assert_eq!(h.status, "known", "{}", h.status_info);
+    }
+    let _ = invs;
+    svc.stop().await;
+}
