@@ -164,6 +164,9 @@ pub struct InfraEnvRow {
     pub signing_generation: i64,
 }
 
+/// Connections to a SQLite database at most.
+pub const SQLITE_MAX_CONNECTIONS: u32 = 4;
+
 /// A host row (the columns of migrations' `hosts`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HostRow {
@@ -405,6 +408,13 @@ impl Db {
                 source: sqlx::Error::Io(source),
             })?;
         }
+        // SQLite has one writer and each connection its own page cache
+        // (2 MiB): four connections serve two cores.
+        let max_connections = if backend == Backend::Sqlite {
+            max_connections.min(SQLITE_MAX_CONNECTIONS)
+        } else {
+            max_connections
+        };
         let mut opts = AnyPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(Duration::from_secs(5));
@@ -794,31 +804,30 @@ impl Db {
     }
 
     async fn hosts_where(&self, col: &str, value: &str) -> Result<Vec<HostRow>, DbError> {
-        let rows = sqlx::query(safe(format!(
-            "SELECT {HOST_COLS} FROM hosts WHERE {col} = $1 ORDER BY created_at, id"
-        )))
-        .bind(value)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(sql("list hosts"))?;
-        rows.iter()
-            .map(host_row)
-            .collect::<Result<_, _>>()
-            .map_err(sql("list hosts"))
+        let q = format!("SELECT {HOST_COLS} FROM hosts WHERE {col} = $1 ORDER BY created_at, id");
+        let query = sqlx::query(safe(q)).bind(value);
+        self.host_rows(query).await
     }
 
-    /// Every host, for the monitor.
-    pub async fn all_hosts(&self) -> Result<Vec<HostRow>, DbError> {
-        let rows = sqlx::query(safe(format!(
-            "SELECT {HOST_COLS} FROM hosts ORDER BY created_at, id"
-        )))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(sql("list hosts"))?;
-        rows.iter()
-            .map(host_row)
-            .collect::<Result<_, _>>()
-            .map_err(sql("list hosts"))
+    /// The rows of `query` as hosts, each row converted as it arrives
+    /// (the raw rows are never all held beside the hosts: a monitor pass
+    /// over thousands of hosts would hold both).
+    async fn host_rows(
+        &self,
+        query: sqlx::query::Query<'_, sqlx::Any, sqlx::any::AnyArguments>,
+    ) -> Result<Vec<HostRow>, DbError> {
+        use futures_util::TryStreamExt;
+        let mut rows = query.fetch(&self.pool);
+        let mut out = Vec::new();
+        while let Some(r) = rows.try_next().await.map_err(sql("list hosts"))? {
+            out.push(host_row(&r).map_err(sql("list hosts"))?);
+        }
+        Ok(out)
+    }
+
+    /// The hosts bound to no cluster, for the monitor.
+    pub async fn unbound_hosts(&self) -> Result<Vec<HostRow>, DbError> {
+        self.hosts_where("cluster_id", "").await
     }
 
     /// A next-steps poll: the check-in time, the host's clock, the agent's

@@ -38,13 +38,7 @@ pub async fn pass(db: &Db, peers: &PeerCache) -> Result<(), DbError> {
         }
         cluster_pass(db, peers, &c).await?;
     }
-    let unbound: Vec<HostRow> = db
-        .all_hosts()
-        .await?
-        .into_iter()
-        .filter(|h| h.cluster_id.is_empty())
-        .collect();
-    for h in unbound {
+    for h in db.unbound_hosts().await? {
         unbound_pass(db, &h).await?;
     }
     Ok(())
@@ -52,10 +46,19 @@ pub async fn pass(db: &Db, peers: &PeerCache) -> Result<(), DbError> {
 
 async fn cluster_pass(db: &Db, peers: &PeerCache, c: &ClusterRow) -> Result<(), DbError> {
     let params = model::cluster_params(c);
-    let hosts = db.hosts_of_cluster(&c.id).await?;
+    let mut hosts = db.hosts_of_cluster(&c.id).await?;
+    // Each inventory's text goes as soon as it is parsed, with the other
+    // columns the pass does not read: with thousands of hosts they are
+    // most of its memory.
     let invs: Vec<Option<Inventory>> = hosts
-        .iter()
-        .map(|h| serde_json::from_str(&h.inventory).ok())
+        .iter_mut()
+        .map(|h| {
+            let inv = serde_json::from_str(&h.inventory).ok();
+            h.inventory = String::new();
+            h.steps = String::new();
+            h.free_addresses = String::new();
+            inv
+        })
         .collect();
     let present: Vec<&Inventory> = invs.iter().flatten().collect();
     let nets = validate::machine_networks(&params, &present);

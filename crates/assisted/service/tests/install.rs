@@ -488,7 +488,7 @@ async fn a_slow_installation_disk_stops_the_preparation() {
     for i in [1, 2, 0] {
         let id = &ids[i];
         let url = format!("{base}/infra-envs/{ie}/hosts/{id}/instructions");
-        let (_, steps) = send(&c, M::GET, &url, None).await;
+        let (_, steps) = send(&c, M::GET, &format!("{url}?timestamp={}", now_s()), None).await;
         let steps: Steps = serde_json::from_value(steps).unwrap();
         let st = steps
             .instructions
