@@ -199,6 +199,10 @@ pub enum Majority {
         members: HashSet<String>,
         /// Hosts whose report was used.
         reported: HashSet<String>,
+        /// Hosts some pair of reports does not cover yet (a report made
+        /// before the other host was there): outside the group they are
+        /// pending, not failing.
+        incomplete: HashSet<String>,
     },
 }
 
@@ -280,6 +284,7 @@ pub fn majority(nets: &[IpNet], hosts: &[(&str, Option<&Inventory>, &str)]) -> M
         })
         .collect();
     let mut members: Option<HashSet<String>> = None;
+    let mut incomplete: HashSet<String> = HashSet::new();
     for net in nets {
         let mut edges: HashMap<String, HashSet<String>> = HashMap::new();
         for (id, inv, _) in hosts {
@@ -297,6 +302,19 @@ pub fn majority(nets: &[IpNet], hosts: &[(&str, Option<&Inventory>, &str)]) -> M
                 "Machine Network CIDR or Connectivity Majority Groups missing".into(),
             );
         }
+        for a in edges.keys() {
+            let Some(ra) = reports.get(a.as_str()) else {
+                continue;
+            };
+            let listed: HashSet<&str> =
+                ra.remote_hosts.iter().map(|r| r.host_id.as_str()).collect();
+            for b in edges.keys().filter(|b| *b != a) {
+                if !listed.contains(b.as_str()) {
+                    incomplete.insert(a.clone());
+                    incomplete.insert(b.clone());
+                }
+            }
+        }
         let group = largest_group(&edges);
         members = Some(match members {
             None => group,
@@ -306,6 +324,7 @@ pub fn majority(nets: &[IpNet], hosts: &[(&str, Option<&Inventory>, &str)]) -> M
     Majority::Groups {
         members: members.unwrap_or_default(),
         reported: reports.keys().map(|k| k.to_string()).collect(),
+        incomplete,
     }
 }
 
@@ -332,6 +351,11 @@ pub fn majority_validation(id: &str, sno: bool, m: &Majority) -> ValidationResul
             ID,
             "success",
             "Host has connectivity to the majority of hosts in the cluster",
+        ),
+        Majority::Groups { incomplete, .. } if incomplete.contains(id) => result(
+            ID,
+            "pending",
+            "Waiting for the hosts' connectivity checks to include this host",
         ),
         Majority::Groups { .. } => result(
             ID,
@@ -631,6 +655,29 @@ mod tests {
         let m3 = majority(&[net], &late);
         assert_eq!(majority_validation("d", false, &m3).status, "pending");
         assert_eq!(majority_validation("a", false, &m3).status, "success");
+        // The others checked before d registered (their reports do not
+        // list d): d is pending, not failing.
+        let early: Vec<String> = ips
+            .iter()
+            .map(|(me, _)| {
+                let pairs: Vec<(&str, &str, bool)> = ips
+                    .iter()
+                    .filter(|(o, _)| o != me && (*me == "d" || *o != "d"))
+                    .map(|(o, ip)| (*o, *ip, true))
+                    .collect();
+                report(&pairs)
+            })
+            .collect();
+        let hosts4: Vec<(&str, Option<&Inventory>, &str)> = ips
+            .iter()
+            .zip(&invs)
+            .zip(&early)
+            .map(|(((id, _), i), r)| (*id, Some(i), r.as_str()))
+            .collect();
+        let m4 = majority(&[net], &hosts4);
+        let d4 = majority_validation("d", false, &m4);
+        assert_eq!(d4.status, "pending", "{d4:?}");
+        assert_eq!(majority_validation("a", false, &m4).status, "success");
         // Single node: passes.
         assert_eq!(
             majority_validation("z", true, &Majority::Pending(String::new())).status,

@@ -580,8 +580,14 @@ async fn scenario(driver: &Driver, scratch: &Path) {
     .await;
 
     // master-2 gets 16 GiB: the cluster becomes ready.
-    let inv = inventory("master-2", "192.168.126.12", 8, 16);
-    poll_and_answer(&c, &base, &ie, &ids[2], &inv).await;
+    // The agents keep polling, as running agents do.
+    agents[2] = inventory("master-2", "192.168.126.12", 8, 16);
+    let pairs: Vec<(&str, &okd_assisted_api::Inventory)> =
+        ids.iter().map(String::as_str).zip(&agents).collect();
+    poll_until(&c, &base, (&ie, &cid), &pairs, "the cluster ready", |cl| {
+        cl.status == "ready"
+    })
+    .await;
     until(
         &b,
         "the cluster ready",
