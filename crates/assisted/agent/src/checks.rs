@@ -87,6 +87,14 @@ fn local_v4(root: &Root) -> Vec<(String, Ipv4Net)> {
         .collect()
 }
 
+/// [`local_v4`] on a blocking thread (it reads `/sys` and netlink).
+async fn local_v4_of(root: &Root) -> Vec<(String, Ipv4Net)> {
+    let root = root.clone();
+    tokio::task::spawn_blocking(move || local_v4(&root))
+        .await
+        .unwrap_or_default()
+}
+
 /// The local interface and address whose network holds `ip`.
 fn via(local: &[(String, Ipv4Net)], ip: Ipv4Addr) -> Option<(String, Ipv4Addr)> {
     local
@@ -125,12 +133,7 @@ pub async fn connectivity_check(args: &[String], root: &Root) -> Outcome {
         Ok(p) => p,
         Err(o) => return o,
     };
-    let local = {
-        let root = root.clone();
-        tokio::task::spawn_blocking(move || local_v4(&root))
-            .await
-            .unwrap_or_default()
-    };
+    let local = local_v4_of(root).await;
     let limit = Arc::new(tokio::sync::Semaphore::new(PARALLEL_PROBES));
     let mut tasks = tokio::task::JoinSet::new();
     for (hi, host) in peers.iter().enumerate() {
@@ -290,12 +293,7 @@ pub async fn verify_vips(args: &[String], root: &Root) -> Outcome {
         Ok(r) => r,
         Err(o) => return o,
     };
-    let local = {
-        let root = root.clone();
-        tokio::task::spawn_blocking(move || local_v4(&root))
-            .await
-            .unwrap_or_default()
-    };
+    let local = local_v4_of(root).await;
     let limit = Arc::new(tokio::sync::Semaphore::new(PARALLEL_PROBES));
     let mut vips = Vec::new();
     for v in req {
