@@ -74,6 +74,33 @@ pub enum AssistedCmd {
         #[arg(long)]
         cluster: String,
     },
+    /// The addresses of a network that no host of the cluster heard an
+    /// answer for in its ARP scan (where the API and ingress VIPs can go),
+    /// one per line.
+    FreeAddresses {
+        #[command(flatten)]
+        service: ServiceArgs,
+        /// The cluster's name or id.
+        #[arg(long)]
+        cluster: String,
+        /// An IPv4 network of the hosts in CIDR form (/22 or smaller),
+        /// e.g. 192.168.126.0/24.
+        #[arg(long)]
+        network: String,
+        /// At most this many addresses (1 to 8000).
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Download the logs the cluster's hosts uploaded (each host's agent
+    /// uploads its journal, inventory and install request when the host
+    /// enters error or cancelled) into <dir>/<cluster>_host_logs.tar.
+    Logs {
+        #[command(flatten)]
+        service: ServiceArgs,
+        /// The cluster's name or id.
+        #[arg(long)]
+        cluster: String,
+    },
     /// The cluster's events.
     Events {
         #[command(flatten)]
@@ -196,6 +223,23 @@ pub fn run(dir: &Path, cmd: &AssistedCmd) -> Result<(), Failure> {
             for p in paths {
                 println!("{}", p.display());
             }
+            Ok(())
+        }
+        AssistedCmd::FreeAddresses {
+            service,
+            cluster,
+            network,
+            limit,
+        } => {
+            let c = service.client()?;
+            print(rt()?.block_on(cmds::free_addresses(&c, cluster, network, *limit)))
+        }
+        AssistedCmd::Logs { service, cluster } => {
+            let c = service.client()?;
+            let path = rt()?
+                .block_on(cmds::download_logs(&c, cluster, dir))
+                .map_err(fail)?;
+            println!("{}", path.display());
             Ok(())
         }
         AssistedCmd::Events { service, cluster } => {

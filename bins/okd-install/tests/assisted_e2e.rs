@@ -389,6 +389,87 @@ fn scenario(tag: &str, postgres: bool) {
         assert_eq!(validation(h, "belongs-to-majority-group").0, "success");
     }
 
+    // The hosts' ARP scans of their network: the addresses no host heard
+    // answer, which leaves out the bastion and every host (a host's own
+    // address is never free in its own scan), in address order.
+    let free_path = format!("/clusters/{cid}/free_addresses?network=192.168.126.0/24");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let free: Vec<String> = loop {
+        let (code, list) = api(&ns, "GET", &free_path, None);
+        let list: Vec<String> = serde_json::from_value(list.clone()).unwrap_or_default();
+        if code == 200 && list.len() == 254 - 5 {
+            break list;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "waiting for the hosts' free-addresses scans: {code} {list:?}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    for taken in ["192.168.126.1", "192.168.126.10", "192.168.126.13"] {
+        assert!(!free.iter().any(|a| a == taken), "{taken} in {free:?}");
+    }
+    assert_eq!(free[0], "192.168.126.2");
+    assert!(free.iter().any(|a| a == "192.168.126.253"), "{free:?}");
+    let (code, some) = api(
+        &ns,
+        "GET",
+        &format!("{free_path}&prefix=192.168.126.25&limit=3"),
+        None,
+    );
+    assert_eq!(code, 200, "{some}");
+    assert_eq!(
+        some,
+        serde_json::json!(["192.168.126.25", "192.168.126.250", "192.168.126.251"])
+    );
+    let (code, err) = api(
+        &ns,
+        "GET",
+        &format!("/clusters/{cid}/free_addresses?network=10.9.0.0/24"),
+        None,
+    );
+    assert_eq!(code, 404, "{err}");
+    assert!(
+        err["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no host of the cluster has scanned 10.9.0.0/24"),
+        "{err}"
+    );
+    let (code, err) = api(
+        &ns,
+        "GET",
+        &format!("/clusters/{cid}/free_addresses?network=banana"),
+        None,
+    );
+    assert_eq!(code, 400, "{err}");
+    // The same through the client command, by the cluster's name.
+    let out = lab
+        .cmd(&ns, bin)
+        .args([
+            "assisted",
+            "free-addresses",
+            "--url",
+            &format!("http://{SERVICE}:8090"),
+            "--cluster",
+            "demo",
+            "--network",
+            "192.168.126.0/24",
+            "--limit",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "192.168.126.2\n192.168.126.3\n"
+    );
+
     // The API VIP in use (the bastion answers ARP for it): api-vips-valid
     // fails with the address; freed, the cluster is ready again.
     netns::ip(&["-n", &ns, "addr", "add", "192.168.126.253/24", "dev", "br0"]);
@@ -565,6 +646,80 @@ fn scenario(tag: &str, postgres: bool) {
         .filter(|h| h["bootstrap"] == true)
         .count();
     assert_eq!(boots, 1);
+
+    // Cancelled, every agent uploads its logs (journal, inventory and
+    // install request, packed by the agent); the client command fetches
+    // them all.
+    let (code, body) = api(
+        &ns,
+        "POST",
+        &format!("/clusters/{cid}/actions/cancel"),
+        None,
+    );
+    assert_eq!(code, 202, "{body}");
+    wait_cluster(&ns, &cid, 60, "every host's logs uploaded", |cl| {
+        cl["hosts"].as_array().unwrap().iter().all(|h| {
+            h["status"] == "cancelled" && !h["logs_collected_at"].as_str().unwrap_or("").is_empty()
+        })
+    });
+    let logs_dir = dir.join("logs");
+    let out = lab
+        .cmd(&ns, bin)
+        .args([
+            "--dir",
+            &logs_dir.display().to_string(),
+            "assisted",
+            "logs",
+            "--url",
+            &format!("http://{SERVICE}:8090"),
+            "--cluster",
+            "demo",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bundle = logs_dir.join("demo_host_logs.tar");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        bundle.display().to_string()
+    );
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&bundle).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    let mut outer = tar::Archive::new(std::fs::File::open(&bundle).unwrap());
+    let mut hosts_seen = 0;
+    for e in outer.entries().unwrap() {
+        let e = e.unwrap();
+        let id = e.path().unwrap().display().to_string();
+        let id = id.strip_suffix(".tar.gz").unwrap().to_string();
+        let mut inner = tar::Archive::new(flate2::read::GzDecoder::new(e));
+        let mut files = std::collections::BTreeMap::new();
+        for f in inner.entries().unwrap() {
+            let mut f = f.unwrap();
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut f, &mut text).unwrap();
+            files.insert(f.path().unwrap().display().to_string(), text);
+        }
+        let inv: Value = serde_json::from_str(&files[&format!("{id}/inventory.json")]).unwrap();
+        assert!(names.contains(&inv["hostname"].as_str().unwrap()), "{inv}");
+        assert!(files[&format!("{id}/agent.txt")].contains(&format!("host id: {id}")));
+        assert!(
+            files[&format!("{id}/agent.txt")].contains(" install "),
+            "the install step is among the last results"
+        );
+        assert!(files[&format!("{id}/install-request.json")].contains("boot_device"));
+        assert!(
+            files.contains_key(&format!("{id}/journal.log")),
+            "{:?}",
+            files.keys()
+        );
+        hosts_seen += 1;
+    }
+    assert_eq!(hosts_seen, 4);
     drop(lab);
     drop(pg);
 }

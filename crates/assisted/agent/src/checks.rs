@@ -1,6 +1,6 @@
 //! The agent's network and disk steps (assisted-installer-agent
 //! `src/connectivity_check`, `src/domain_resolution`, `src/vips_verifier`,
-//! `src/disk_speed_check`): each takes the step's `args` and returns
+//! `src/disk_speed_check`, `src/free_addresses`): each takes the step's `args` and returns
 //! `(exit_code, output, error)` with the output as the JSON text of its
 //! model in [`okd_assisted_api::steps`].
 //!
@@ -18,7 +18,9 @@ use ipnet::{IpNet, Ipv4Net};
 use okd_assisted_api::steps::{
     ConnectivityCheckParams, ConnectivityRemoteHost, ConnectivityReport, DiskSpeedCheckRequest,
     DiskSpeedCheckResponse, DomainResolution, DomainResolutionRequest, DomainResolutionResponse,
-    L2Connectivity, L3Connectivity, VerifiedVip, VerifyVipsRequest, VerifyVipsResponse,
+    FreeAddressesRequest, FreeNetworkAddresses, FreeNetworksAddresses, L2Connectivity,
+    L3Connectivity, MAX_FREE_ADDRESSES_NETWORK_SIZE, VerifiedVip, VerifyVipsRequest,
+    VerifyVipsResponse,
 };
 
 use crate::{Root, inventory, net};
@@ -325,6 +327,72 @@ pub async fn verify_vips(args: &[String], root: &Root) -> Outcome {
         });
     }
     done(&VerifyVipsResponse { vips })
+}
+
+/// How long the free-addresses scan of one network listens for answers
+/// (requests are resent every [`net::ARP_RESEND_INTERVAL`] to the
+/// addresses that have not answered).
+pub const FREE_ADDRESSES_SCAN_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// `free-network-addresses`: each IPv4 network of `args[0]`
+/// ([`FreeAddressesRequest`]) ARP-scanned ([`net::arp_scan`]) from the
+/// local interface that has an address in it; its host addresses that
+/// nothing answered for, and that are not this machine's own, are free.
+/// Output: [`FreeNetworksAddresses`], in the order asked. A network with
+/// no local interface in it, an IPv6 network or one larger than
+/// [`MAX_FREE_ADDRESSES_NETWORK_SIZE`] addresses is left out (logged);
+/// a scan that cannot run fails the step with its cause.
+pub async fn free_addresses(args: &[String], root: &Root) -> Outcome {
+    let req: FreeAddressesRequest = match arg(
+        "free-network-addresses",
+        args,
+        "a list of IPv4 networks in CIDR form",
+    ) {
+        Ok(r) => r,
+        Err(o) => return o,
+    };
+    let local = local_v4_of(root).await;
+    let mut out: FreeNetworksAddresses = Vec::new();
+    for cidr in req {
+        let Ok(net) = cidr.parse::<Ipv4Net>().map(|n| n.trunc()) else {
+            tracing::warn!(network = %cidr, "free-network-addresses: not an IPv4 network; skipped");
+            continue;
+        };
+        let size = 1u64 << (32 - u32::from(net.prefix_len()));
+        if size > u64::from(MAX_FREE_ADDRESSES_NETWORK_SIZE) {
+            tracing::warn!(network = %net, "free-network-addresses: more than {MAX_FREE_ADDRESSES_NETWORK_SIZE} addresses; skipped");
+            continue;
+        }
+        let Some((ifname, src)) = local
+            .iter()
+            .find(|(_, n)| n.trunc() == net)
+            .map(|(i, n)| (i.clone(), n.addr()))
+        else {
+            tracing::warn!(network = %net, "free-network-addresses: no local interface in it; skipped");
+            continue;
+        };
+        let own: Vec<Ipv4Addr> = local.iter().map(|(_, n)| n.addr()).collect();
+        let targets: Vec<Ipv4Addr> = net.hosts().filter(|a| !own.contains(a)).collect();
+        let scan_targets = targets.clone();
+        let scanned = tokio::task::spawn_blocking(move || {
+            net::arp_scan(&ifname, src, &scan_targets, FREE_ADDRESSES_SCAN_TIMEOUT)
+        })
+        .await;
+        let answered = match scanned {
+            Ok(Ok(a)) => a,
+            Ok(Err(e)) => return (-1, String::new(), format!("scanning {net}: {e}")),
+            Err(e) => return (-1, String::new(), format!("the scan task of {net}: {e}")),
+        };
+        out.push(FreeNetworkAddresses {
+            network: net.to_string(),
+            free_addresses: targets
+                .iter()
+                .filter(|a| !answered.contains_key(a))
+                .map(|a| a.to_string())
+                .collect(),
+        });
+    }
+    done(&out)
 }
 
 /// `installation-disk-speed-check`: [`net::disk_sync_speed`] of the disk

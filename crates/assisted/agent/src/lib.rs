@@ -21,6 +21,7 @@
 pub mod checks;
 pub mod install;
 pub mod inventory;
+pub mod logs;
 pub mod net;
 pub mod runner;
 

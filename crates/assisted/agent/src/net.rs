@@ -81,10 +81,32 @@ pub fn arp_probe(
     target: Ipv4Addr,
     timeout: Duration,
 ) -> io::Result<Option<[u8; 6]>> {
-    let ctx = |what: &str, e: io::Error| {
+    Ok(arp_scan(ifname, source, &[target], timeout)?
+        .get(&target)
+        .copied())
+}
+
+/// [`arp_probe`] for many addresses at once: one packet socket, the
+/// requests for every target in `targets` sent in one burst every
+/// [`ARP_RESEND_INTERVAL`] to the targets that have not answered, until
+/// all answered or `timeout` passed (`nmap -sn -PR`'s ARP ping scan, for
+/// the free-addresses step). Returns the targets that answered with their
+/// MAC addresses; the same rules for replies and the same errors as
+/// [`arp_probe`]. Blocks for up to `timeout`.
+pub fn arp_scan(
+    ifname: &str,
+    source: Ipv4Addr,
+    targets: &[Ipv4Addr],
+    timeout: Duration,
+) -> io::Result<std::collections::HashMap<Ipv4Addr, [u8; 6]>> {
+    let what = match targets {
+        [one] => one.to_string(),
+        many => format!("{} addresses", many.len()),
+    };
+    let ctx = |step: &str, e: io::Error| {
         io::Error::new(
             e.kind(),
-            format!("ARP probe for {target} on interface {ifname}: {what}: {e}"),
+            format!("ARP probe for {what} on interface {ifname}: {step}: {e}"),
         )
     };
     let link = link_address(ifname)?;
@@ -105,21 +127,28 @@ pub fn arp_probe(
     // ETH_P_ARP: bound, the socket sends out of and hears only that link.
     nix::sys::socket::bind(socket.as_raw_fd(), &link)
         .map_err(|e| ctx("binding the packet socket", e.into()))?;
-    let request = arp_request(mac, source, target);
+    let wanted: std::collections::HashSet<Ipv4Addr> = targets.iter().copied().collect();
+    let mut found = std::collections::HashMap::new();
 
     let start = Instant::now();
     let deadline = start + timeout;
     let mut next_send = start;
     let mut buf = [0u8; 1600];
-    loop {
+    while found.len() < wanted.len() {
         let now = Instant::now();
         if now >= deadline {
-            return Ok(None);
+            break;
         }
         if now >= next_send {
-            (&socket)
-                .write_all(&request)
-                .map_err(|e| ctx("sending the request", e))?;
+            for t in targets.iter().filter(|t| !found.contains_key(*t)) {
+                match (&socket).write_all(&arp_request(mac, source, *t)) {
+                    Ok(()) => {}
+                    // A full transmit queue drops this round's rest; the
+                    // next round sends them again.
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(ctx("sending the request", e)),
+                }
+            }
             next_send += ARP_RESEND_INTERVAL;
         }
         let wait = next_send.min(deadline).saturating_duration_since(now);
@@ -128,14 +157,17 @@ pub fn arp_probe(
             .map_err(|e| ctx("setting the receive timeout", e))?;
         match (&socket).read(&mut buf) {
             Ok(n) => {
-                if let Some(mac) = arp_reply_from(&buf[..n], target) {
-                    return Ok(Some(mac));
+                if let Some((ip, mac)) = arp_reply(&buf[..n])
+                    && wanted.contains(&ip)
+                {
+                    found.entry(ip).or_insert(mac);
                 }
             }
             Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(ctx("receiving", e)),
         }
     }
+    Ok(found)
 }
 
 /// The link-layer (`AF_PACKET`) address `getifaddrs` reports for the
@@ -187,9 +219,9 @@ fn arp_request(mac: [u8; 6], source: Ipv4Addr, target: Ipv4Addr) -> Vec<u8> {
     f
 }
 
-/// The sender hardware address of `frame` when it is an Ethernet/IPv4 ARP
-/// reply whose sender protocol address is `target`.
-fn arp_reply_from(frame: &[u8], target: Ipv4Addr) -> Option<[u8; 6]> {
+/// The sender protocol and hardware addresses of `frame` when it is an
+/// Ethernet/IPv4 ARP reply.
+fn arp_reply(frame: &[u8]) -> Option<(Ipv4Addr, [u8; 6])> {
     let be16 = |at: usize| u16::from_be_bytes([frame[at], frame[at + 1]]);
     if frame.len() < ETH_HEADER_LEN + ARP_LEN || be16(12) != ETHERTYPE_ARP {
         return None;
@@ -199,9 +231,9 @@ fn arp_reply_from(frame: &[u8], target: Ipv4Addr) -> Option<[u8; 6]> {
         && be16(16) == ETHERTYPE_IPV4
         && arp[4] == 6
         && arp[5] == 4
-        && be16(20) == ARP_REPLY
-        && arp[14..18] == target.octets();
-    ok.then(|| arp[8..14].try_into().expect("6 bytes"))
+        && be16(20) == ARP_REPLY;
+    let spa: [u8; 4] = arp[14..18].try_into().expect("4 bytes");
+    ok.then(|| (Ipv4Addr::from(spa), arp[8..14].try_into().expect("6 bytes")))
 }
 
 /// Whether a socket read ended because its receive timeout passed.
@@ -521,21 +553,17 @@ mod tests {
         assert_eq!(&req[..6], &[0xff; 6]);
         assert_eq!(&req[12..14], &[0x08, 0x06]);
         // A request is not a reply.
-        assert_eq!(arp_reply_from(&req, Ipv4Addr::new(10, 0, 0, 1)), None);
+        assert_eq!(arp_reply(&req), None);
         // Turn it into the reply of 10.0.0.2 at 02:..:02.
         let mut reply = req.clone();
         reply[21] = 2;
         reply[22..28].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
         reply[28..32].copy_from_slice(&[10, 0, 0, 2]);
         assert_eq!(
-            arp_reply_from(&reply, Ipv4Addr::new(10, 0, 0, 2)),
-            Some([2, 0, 0, 0, 0, 2])
+            arp_reply(&reply),
+            Some((Ipv4Addr::new(10, 0, 0, 2), [2, 0, 0, 0, 0, 2]))
         );
-        assert_eq!(arp_reply_from(&reply, Ipv4Addr::new(10, 0, 0, 3)), None);
-        assert_eq!(
-            arp_reply_from(&reply[..30], Ipv4Addr::new(10, 0, 0, 2)),
-            None
-        );
+        assert_eq!(arp_reply(&reply[..30]), None);
     }
 
     #[test]
@@ -776,6 +804,32 @@ mod tests {
             waited >= Duration::from_millis(700) && waited < Duration::from_millis(1500),
             "{waited:?}"
         );
+    }
+
+    #[test]
+    fn arp_scan_between_namespaces() {
+        if netns_unavailable().is_some() {
+            return;
+        }
+        let pair = VethPair::new("s");
+        let if_b = format!("okd{}sb", std::process::id());
+        ip(&[
+            "-n",
+            &pair.ns_b,
+            "addr",
+            "add",
+            &format!("{}/24", pair.addr(7)),
+            "dev",
+            &if_b,
+        ]);
+        let (ifname, a) = (pair.if_a.clone(), pair.addr(1));
+        let targets: Vec<Ipv4Addr> = (2..=254).map(|h| pair.addr(h)).collect();
+        let found = pair.in_ns_a(move || arp_scan(&ifname, a, &targets, Duration::from_secs(2)));
+        let found = found.unwrap();
+        let mut answered: Vec<Ipv4Addr> = found.keys().copied().collect();
+        answered.sort();
+        assert_eq!(answered, vec![pair.addr(2), pair.addr(7)]);
+        assert!(found.values().all(|m| *m == pair.mac_b), "{found:?}");
     }
 
     #[test]

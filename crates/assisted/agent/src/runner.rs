@@ -226,8 +226,9 @@ pub async fn run(cfg: AgentConfig, stop: impl Future<Output = ()>) -> Result<(),
 /// Runs one step as this agent does and answers it: `inventory` →
 /// [`inventory::gather`] of `root` as JSON, exit 0; `ntp-synchronizer` →
 /// [`ntp_synchronizer`] with the `chronyc` found on `PATH`;
-/// `connectivity-check`, `domain-resolution`, `verify-vips` and
-/// `installation-disk-speed-check` → [`crate::checks`]; any other
+/// `connectivity-check`, `domain-resolution`, `verify-vips`,
+/// `free-network-addresses` and `installation-disk-speed-check` →
+/// [`crate::checks`]; any other
 /// type → exit [`UNSUPPORTED_EXIT_CODE`] with the error `step type <t> is
 /// not supported by this agent`.
 pub async fn execute(step: Step, root: Root) -> StepReply {
@@ -250,6 +251,7 @@ pub async fn execute(step: Step, root: Root) -> StepReply {
         "connectivity-check" => crate::checks::connectivity_check(&step.args, &root).await,
         "domain-resolution" => crate::checks::domain_resolution(&step.args).await,
         "verify-vips" => crate::checks::verify_vips(&step.args, &root).await,
+        "free-network-addresses" => crate::checks::free_addresses(&step.args, &root).await,
         "installation-disk-speed-check" => crate::checks::disk_speed_check(&step.args, &root).await,
         t => (
             UNSUPPORTED_EXIT_CODE,
@@ -614,7 +616,13 @@ struct Agent {
     step_errors: HashMap<String, String>,
     /// The host's status at the last registration.
     status: Option<String>,
+    /// The last [`RECENT_RESULTS`] step results, one line each, for the
+    /// logs' `agent.txt`.
+    recent: VecDeque<String>,
 }
+
+/// How many step results `agent.txt` lists.
+pub const RECENT_RESULTS: usize = 100;
 
 fn check_id(what: &'static str, value: &str) -> Result<(), AgentError> {
     let ok = !value.is_empty()
@@ -714,6 +722,7 @@ impl Agent {
             replies: Trouble::new("sending a step reply"),
             step_errors: HashMap::new(),
             status: None,
+            recent: VecDeque::new(),
         })
     }
 
@@ -889,7 +898,31 @@ impl Agent {
         for st in steps {
             tracing::debug!(step_type = %st.step_type, step_id = %st.step_id, "running step");
             let key = (st.step_type.clone(), st.step_id.clone());
-            let h = if st.step_type == "install" {
+            let h = if st.step_type == "logs-gather" {
+                let ctx = crate::logs::Context {
+                    client: self.client.clone(),
+                    api_base: self
+                        .hosts_url
+                        .rsplit_once("/infra-envs/")
+                        .map(|(b, _)| b.to_string())
+                        .unwrap_or_default(),
+                    host_id: self.host_id.clone(),
+                    infra_env_id: self.cfg.infra_env_id.clone(),
+                    state_dir: self.cfg.state_dir.clone(),
+                    root: self.cfg.root.clone(),
+                    agent_txt: self.agent_txt(),
+                };
+                set.spawn(async move {
+                    let (exit_code, output, error) = crate::logs::run(&st.args, ctx).await;
+                    StepReply {
+                        step_type: st.step_type,
+                        step_id: st.step_id,
+                        exit_code,
+                        output,
+                        error,
+                    }
+                })
+            } else if st.step_type == "install" {
                 let (client, url, dir) = (
                     self.client.clone(),
                     self.ignition_url(),
@@ -939,8 +972,39 @@ impl Agent {
         if stuck { Flush::Stuck } else { Flush::Done }
     }
 
+    /// The logs' `agent.txt`: version, ids, service, status and the last
+    /// step results (no token).
+    fn agent_txt(&self) -> String {
+        let mut t = format!(
+            "agent version: {}\nhost id: {}\ninfra-env id: {}\nservice: {}\nstatus at registration: {}\nroot: {}\nstate directory: {}\n\nlast step results (Unix s, type, id, exit code, error):\n",
+            self.cfg.agent_version,
+            self.host_id,
+            self.cfg.infra_env_id,
+            self.cfg.service_url,
+            self.status.as_deref().unwrap_or("unknown"),
+            self.cfg.root.0.display(),
+            self.cfg.state_dir.display(),
+        );
+        for line in &self.recent {
+            t.push_str(line);
+            t.push('\n');
+        }
+        t
+    }
+
     /// Logs a failing step when its error changes (not on every poll).
     fn note_result(&mut self, r: &StepReply) {
+        if self.recent.len() == RECENT_RESULTS {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(format!(
+            "{} {} {} {} {}",
+            now_s(),
+            r.step_type,
+            r.step_id,
+            r.exit_code,
+            r.error.replace('\n', " ")
+        ));
         if r.exit_code == 0 {
             if self.step_errors.remove(&r.step_type).is_some() {
                 tracing::info!(step_type = %r.step_type, "step succeeds again");
@@ -1156,18 +1220,18 @@ MS Name/IP address         Stratum Poll Reach LastRx Last sample
     async fn unknown_step_types_are_answered_as_unsupported() {
         let r = execute(
             Step {
-                step_type: "free-network-addresses".into(),
-                step_id: "free-network-addresses-0000abcd".into(),
+                step_type: "tang-connectivity-check".into(),
+                step_id: "tang-connectivity-check-0000abcd".into(),
                 args: vec![],
             },
             Root::default(),
         )
         .await;
         assert_eq!(r.exit_code, UNSUPPORTED_EXIT_CODE);
-        assert_eq!(r.step_id, "free-network-addresses-0000abcd");
+        assert_eq!(r.step_id, "tang-connectivity-check-0000abcd");
         assert_eq!(
             r.error,
-            "step type free-network-addresses is not supported by this agent"
+            "step type tang-connectivity-check is not supported by this agent"
         );
         assert!(r.output.is_empty());
     }

@@ -363,6 +363,10 @@ pub struct Host {
     /// RFC 3339 of the last next-steps poll.
     #[serde(default)]
     pub checked_in_at: String,
+    /// RFC 3339 of the host's last logs upload (`logs-gather`); `''` for
+    /// none.
+    #[serde(default)]
+    pub logs_collected_at: String,
     /// RFC 3339.
     pub registered_at: String,
     /// The host's own clock at its last poll, Unix seconds.

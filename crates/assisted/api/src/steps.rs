@@ -3,7 +3,9 @@
 //! `connectivity_check_params`, `connectivity_report`,
 //! `domain_resolution_request`, `domain_resolution_response`,
 //! `verify_vips_request`, `verify_vips_response`,
-//! `disk_speed_check_request`, `disk_speed_check_response`). A step's
+//! `disk_speed_check_request`, `disk_speed_check_response`,
+//! `free_addresses_request`, `free_networks_addresses`,
+//! `logs_gather_cmd_request`). A step's
 //! argument is the JSON text of the request (`step.args[0]`); its reply's
 //! `output` is the JSON text of the response.
 
@@ -180,4 +182,50 @@ pub struct DiskSpeedCheckResponse {
     /// The 99th percentile of fdatasync after a 2,300-byte write, ms
     /// (fio `--bs=2300 --fdatasync=1` over 22 MiB).
     pub io_sync_duration: i64,
+}
+
+/// `free-network-addresses` argument (swagger `free_addresses_request`):
+/// IPv4 networks in CIDR form (`192.0.2.0/24`). The service sends only
+/// networks of at most [`MAX_FREE_ADDRESSES_NETWORK_SIZE`] addresses.
+pub type FreeAddressesRequest = Vec<String>;
+
+/// The largest network the free-addresses scan covers, addresses: a
+/// prefix of /22 or longer (assisted-service
+/// `internal/host/hostcommands/free_addresses_cmd.go`,
+/// `MaxSmallV4PrefixSize` 10 host bits).
+pub const MAX_FREE_ADDRESSES_NETWORK_SIZE: u32 = 1 << 10;
+
+/// `free-network-addresses` output (swagger `free_networks_addresses`).
+pub type FreeNetworksAddresses = Vec<FreeNetworkAddresses>;
+
+/// One network's unanswered addresses (swagger `free_network_addresses`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FreeNetworkAddresses {
+    /// The network scanned, in CIDR form.
+    pub network: String,
+    /// Its host addresses that nothing answered ARP for, ascending.
+    #[serde(default)]
+    pub free_addresses: Vec<String>,
+}
+
+/// `logs-gather` argument (swagger `logs_gather_cmd_request`): where the
+/// host's logs go and what to collect.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LogsGatherCmdRequest {
+    /// The cluster the logs are uploaded under.
+    pub cluster_id: String,
+    /// The host's infra-env.
+    pub infra_env_id: String,
+    /// The host.
+    pub host_id: String,
+    /// Whether the host is the bootstrap host (the reference collects
+    /// more there).
+    #[serde(default)]
+    pub bootstrap: bool,
+    /// Whether to run the installer's own gather (bootstrap host).
+    #[serde(default)]
+    pub installer_gather: bool,
+    /// The control plane hosts' addresses (for the installer's gather).
+    #[serde(default)]
+    pub master_ips: Vec<String>,
 }

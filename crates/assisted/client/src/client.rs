@@ -360,6 +360,53 @@ impl Client {
             })
     }
 
+    /// `GET /v2/clusters/{id}/logs?logs_type=host`: a tar of every host's
+    /// uploaded logs archive (`<host id>.tar.gz` each).
+    ///
+    /// # Errors
+    /// [`Error::Status`] 404 when no host uploaded logs; as
+    /// [`Client::cluster`].
+    pub async fn host_logs(&self, id: &str) -> Result<Vec<u8>, Error> {
+        let resp = self
+            .send(
+                Method::GET,
+                &format!("/clusters/{}/logs", segment(id)?),
+                &[("logs_type", "host")],
+                None::<&()>,
+            )
+            .await?;
+        let url = resp.url().to_string();
+        resp.bytes()
+            .await
+            .map(|b| b.to_vec())
+            .map_err(|e| Error::Transport {
+                method: "GET".into(),
+                url,
+                cause: chain(&e),
+            })
+    }
+
+    /// `GET /v2/clusters/{id}/free_addresses?network=<cidr>[&limit=<n>]`:
+    /// the addresses of `network` that every host which scanned it found
+    /// free, in address order.
+    ///
+    /// # Errors
+    /// As [`Client::create_cluster`] (404 when no host scanned `network`).
+    pub async fn free_addresses(
+        &self,
+        cluster_id: &str,
+        network: &str,
+        limit: Option<usize>,
+    ) -> Result<Vec<String>, Error> {
+        let path = format!("/clusters/{}/free_addresses", segment(cluster_id)?);
+        let limit = limit.map(|l| l.to_string());
+        let mut q = vec![("network", network)];
+        if let Some(l) = &limit {
+            q.push(("limit", l.as_str()));
+        }
+        self.json(Method::GET, &path, &q, None::<&()>).await
+    }
+
     /// `GET /v2/events?cluster_id=<id>`: the cluster's events, oldest first.
     ///
     /// # Errors

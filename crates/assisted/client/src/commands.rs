@@ -347,6 +347,24 @@ pub async fn download_credentials(
     Ok(written)
 }
 
+/// `okd-install assisted logs --cluster NAME --dir D`: the hosts' uploaded
+/// logs (a tar of each host's `<host id>.tar.gz`) written to
+/// `<dir>/<cluster name>_host_logs.tar`, mode 0600 (journals may hold
+/// what only the cluster's owner should read); returns the path.
+///
+/// # Errors
+/// [`Error::Status`] 404 when no host has uploaded logs (hosts upload
+/// them when they enter error or cancelled); [`Error::Fs`] naming the
+/// path.
+pub async fn download_logs(client: &Client, cluster: &str, dir: &Path) -> Result<PathBuf, Error> {
+    let c = client.find_cluster(cluster).await?;
+    let data = client.host_logs(&c.id).await?;
+    okd_fs::create_dir_all(dir, AUTH_DIR_MODE)?;
+    let path = dir.join(format!("{}_host_logs.tar", c.name));
+    okd_fs::write_atomic(&path, &data, CREDENTIAL_MODE)?;
+    Ok(path)
+}
+
 /// `okd-install assisted events --cluster NAME`: one line per event,
 /// oldest first: `time severity message`.
 ///
@@ -364,6 +382,23 @@ pub async fn list_events(client: &Client, cluster: &str) -> Result<String, Error
         ));
     }
     Ok(out)
+}
+
+/// `okd-install assisted free-addresses`: the addresses of `network` no
+/// host of `cluster` (a name or id) heard an answer for, one per line
+/// (where the API and ingress VIPs can go).
+///
+/// # Errors
+/// The service's answer (404 naming the network when no host scanned it).
+pub async fn free_addresses(
+    client: &Client,
+    cluster: &str,
+    network: &str,
+    limit: Option<usize>,
+) -> Result<String, Error> {
+    let c = client.find_cluster(cluster).await?;
+    let list = client.free_addresses(&c.id, network, limit).await?;
+    Ok(list.into_iter().map(|a| a + "\n").collect())
 }
 
 /// The host's name: requested, else the inventory's, else its id.

@@ -1029,9 +1029,11 @@ async fn monitor_timing(db_url: &str) -> String {
     let me = std::process::id();
     let opened = status_mib(me, "VmRSS");
     let peers = okd_assisted_service::network::PeerCache::default();
+    let scans = okd_assisted_service::free_addresses::ScanCache::default();
+    let args = okd_assisted_service::network::ClusterArgsCache::default();
     for _ in 0..3 {
         let t = Instant::now();
-        if let Err(e) = okd_assisted_service::monitor::pass(&db, &peers).await {
+        if let Err(e) = okd_assisted_service::monitor::pass(&db, &peers, &scans, &args).await {
             return format!("monitor pass: {e}");
         }
         passes.push(t.elapsed().as_secs_f64() * 1000.0);

@@ -201,10 +201,27 @@ pub async fn user(State(s): State<Shared>, req: Request, next: Next) -> Response
 
 /// The infra-env id in an agent route's path (`…/infra-envs/<id>/…` or
 /// `…/infra-env/<id>/…`).
-fn infra_env_of(path: &str) -> Option<&str> {
-    let mut parts = path.split('/');
-    parts.find(|p| *p == "infra-envs" || *p == "infra-env")?;
-    parts.next().filter(|p| !p.is_empty())
+/// The infra-env an agent call is for: the path segment after
+/// `infra-envs/` (or the swagger's singular `infra-env/`), else the
+/// `infra_env_id` query parameter (the logs upload), which must then be
+/// given once, unencoded (the handler reads the same value).
+fn infra_env_of(uri: &axum::http::Uri) -> Option<&str> {
+    let mut parts = uri.path().split('/');
+    if parts.any(|p| p == "infra-envs" || p == "infra-env") {
+        return parts.next().filter(|p| !p.is_empty());
+    }
+    let mut given = uri
+        .query()?
+        .split('&')
+        .filter(|kv| {
+            kv.split('=')
+                .next()
+                .is_some_and(|k| k.contains("infra_env_id") || k.contains('%'))
+        })
+        .map(|kv| kv.strip_prefix("infra_env_id="));
+    let first = given.next()??;
+    let once = given.next().is_none();
+    (once && !first.is_empty() && !first.contains(['%', '+'])).then_some(first)
 }
 
 /// Middleware of agent routes: the infra-env's agent token (or the user
@@ -232,7 +249,7 @@ pub async fn agent(State(s): State<Shared>, req: Request, next: Next) -> Respons
             "the agent token is not valid for this service",
         );
     };
-    let Some(ie) = infra_env_of(req.uri().path()) else {
+    let Some(ie) = infra_env_of(req.uri()) else {
         return refuse(
             StatusCode::FORBIDDEN,
             "agent tokens are only for infra-env calls",
@@ -280,13 +297,32 @@ mod tests {
         let forged = t.replacen("ie-1", "ie-2", 1);
         assert_eq!(verify_agent_token("user-secret", &forged), None);
         assert_eq!(verify_agent_token("user-secret", "garbage"), None);
+        let ie =
+            |u: &'static str| infra_env_of(&axum::http::Uri::from_static(u)).map(str::to_string);
         assert_eq!(
-            infra_env_of("/api/assisted-install/v2/infra-envs/abc/hosts"),
+            ie("/api/assisted-install/v2/infra-envs/abc/hosts").as_deref(),
             Some("abc")
         );
         assert_eq!(
-            infra_env_of("/api/assisted-install/v2/infra-env/abc/hosts/x/downloads/ignition"),
+            ie("/api/assisted-install/v2/infra-env/abc/hosts/x/downloads/ignition").as_deref(),
             Some("abc")
         );
+        let logs = "/api/assisted-install/v2/clusters/c/logs";
+        assert_eq!(ie(logs), None);
+        assert_eq!(
+            ie(
+                "/api/assisted-install/v2/clusters/c/logs?logs_type=host&infra_env_id=abc&host_id=h"
+            )
+            .as_deref(),
+            Some("abc")
+        );
+        // Given twice, or encoded, the handler might read another one.
+        for twice in [
+            "/api/assisted-install/v2/clusters/c/logs?infra_env_id=abc&infra_env_id=xyz",
+            "/api/assisted-install/v2/clusters/c/logs?infra_env_id=abc&infra%5Fenv%5Fid=xyz",
+            "/api/assisted-install/v2/clusters/c/logs?infra_env_id=a%62c",
+        ] {
+            assert_eq!(ie(twice), None, "{twice}");
+        }
     }
 }

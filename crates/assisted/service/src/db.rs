@@ -220,6 +220,8 @@ pub struct HostRow {
     pub host_timestamp: i64,
     /// The agent's version.
     pub agent_version: String,
+    /// Unix ms of the host's last logs upload, 0 for none.
+    pub logs_collected_at: i64,
     /// Unix ms.
     pub registered_at: i64,
     /// Unix ms.
@@ -274,7 +276,14 @@ const HOST_COLS: &str = "id, infra_env_id, cluster_id, status, status_info, stat
      suggested_role, bootstrap, requested_hostname, installation_disk_id, inventory, \
      validations_info, ntp_sources, connectivity, domain_name_resolutions, free_addresses, \
      verified_vips, disk_speed, progress_stage, progress_info, steps, checked_in_at, \
-     host_timestamp, agent_version, registered_at, created_at, updated_at";
+     host_timestamp, agent_version, logs_collected_at, registered_at, created_at, updated_at";
+
+/// The columns a next-steps poll reads ([`Db::host_for_poll`]): not the
+/// inventory, validations or step outputs, which are most of a row.
+pub const POLL_COLS: &str = "id, infra_env_id, cluster_id, status, status_updated_at, bootstrap, \
+     requested_hostname, progress_info, disk_speed, steps, checked_in_at, host_timestamp, \
+     agent_version, logs_collected_at, \
+     CASE WHEN connectivity = '' THEN '' ELSE '-' END AS connectivity";
 
 fn cluster_row(r: &AnyRow) -> Result<ClusterRow, sqlx::Error> {
     Ok(ClusterRow {
@@ -332,9 +341,55 @@ fn host_row(r: &AnyRow) -> Result<HostRow, sqlx::Error> {
         checked_in_at: r.try_get("checked_in_at")?,
         host_timestamp: r.try_get("host_timestamp")?,
         agent_version: r.try_get("agent_version")?,
+        logs_collected_at: r.try_get("logs_collected_at")?,
         registered_at: r.try_get("registered_at")?,
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
+    })
+}
+
+/// A host row of some of [`HOST_COLS`]: the columns the query did not
+/// select are left empty (0, `''`, false).
+fn partial_host_row(r: &AnyRow) -> Result<HostRow, sqlx::Error> {
+    fn get<T>(r: &AnyRow, col: &str) -> Result<T, sqlx::Error>
+    where
+        T: Default + for<'a> sqlx::Decode<'a, sqlx::Any> + sqlx::Type<sqlx::Any>,
+    {
+        match r.try_get(col) {
+            Err(sqlx::Error::ColumnNotFound(_)) => Ok(T::default()),
+            other => other,
+        }
+    }
+    Ok(HostRow {
+        id: get(r, "id")?,
+        infra_env_id: get(r, "infra_env_id")?,
+        cluster_id: get(r, "cluster_id")?,
+        status: get(r, "status")?,
+        status_info: get(r, "status_info")?,
+        status_updated_at: get(r, "status_updated_at")?,
+        role: get(r, "role")?,
+        suggested_role: get(r, "suggested_role")?,
+        bootstrap: get::<i64>(r, "bootstrap")? != 0,
+        requested_hostname: get(r, "requested_hostname")?,
+        installation_disk_id: get(r, "installation_disk_id")?,
+        inventory: get(r, "inventory")?,
+        validations_info: get(r, "validations_info")?,
+        ntp_sources: get(r, "ntp_sources")?,
+        connectivity: get(r, "connectivity")?,
+        domain_name_resolutions: get(r, "domain_name_resolutions")?,
+        free_addresses: get(r, "free_addresses")?,
+        verified_vips: get(r, "verified_vips")?,
+        disk_speed: get(r, "disk_speed")?,
+        progress_stage: get(r, "progress_stage")?,
+        progress_info: get(r, "progress_info")?,
+        steps: get(r, "steps")?,
+        checked_in_at: get(r, "checked_in_at")?,
+        host_timestamp: get(r, "host_timestamp")?,
+        agent_version: get(r, "agent_version")?,
+        logs_collected_at: get(r, "logs_collected_at")?,
+        registered_at: get(r, "registered_at")?,
+        created_at: get(r, "created_at")?,
+        updated_at: get(r, "updated_at")?,
     })
 }
 
@@ -611,6 +666,15 @@ impl Db {
             .execute(&mut *tx)
             .await
             .map_err(sql("delete a cluster"))?;
+        // Its generated files (the credentials among them) and its hosts'
+        // logs go with it.
+        for table in ["cluster_files", "host_logs"] {
+            sqlx::query(safe(format!("DELETE FROM {table} WHERE cluster_id = $1")))
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(sql("delete a cluster"))?;
+        }
         let r = sqlx::query("DELETE FROM clusters WHERE id = $1")
             .bind(id)
             .execute(&mut *tx)
@@ -793,6 +857,29 @@ impl Db {
             .map_err(sql("read a host"))
     }
 
+    /// One host as a next-steps poll reads it: only the columns the poll
+    /// uses ([`POLL_COLS`]); `connectivity` is `"-"` when a report is
+    /// stored, `''` otherwise (the report itself is not read). `None`
+    /// when there is no such host.
+    pub async fn host_for_poll(
+        &self,
+        infra_env_id: &str,
+        id: &str,
+    ) -> Result<Option<HostRow>, DbError> {
+        let r = sqlx::query(safe(format!(
+            "SELECT {POLL_COLS} FROM hosts WHERE id = $1 AND infra_env_id = $2"
+        )))
+        .bind(id)
+        .bind(infra_env_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(sql("read a host"))?;
+        r.as_ref()
+            .map(partial_host_row)
+            .transpose()
+            .map_err(sql("read a host"))
+    }
+
     /// The hosts of an infra-env, oldest first.
     pub async fn hosts_of_infra_env(&self, infra_env_id: &str) -> Result<Vec<HostRow>, DbError> {
         self.hosts_where("infra_env_id", infra_env_id).await
@@ -825,9 +912,70 @@ impl Db {
         Ok(out)
     }
 
+    /// Calls `f` with each host of a cluster, oldest first, as its row
+    /// arrives, reading only the columns `cols` (a comma-separated list of
+    /// [`HostRow`] fields; the others are left empty). The monitor's first
+    /// pass: thousands of hosts are never held at once.
+    pub async fn each_host_of_cluster(
+        &self,
+        cluster_id: &str,
+        cols: &'static str,
+        mut f: impl FnMut(HostRow),
+    ) -> Result<(), DbError> {
+        use futures_util::TryStreamExt;
+        let q = format!("SELECT {cols} FROM hosts WHERE cluster_id = $1 ORDER BY created_at, id");
+        let mut rows = sqlx::query(safe(q)).bind(cluster_id).fetch(&self.pool);
+        while let Some(r) = rows.try_next().await.map_err(sql("list hosts"))? {
+            f(partial_host_row(&r).map_err(sql("list hosts"))?);
+        }
+        Ok(())
+    }
+
+    /// At most `limit` hosts of a cluster in the order of
+    /// [`Db::hosts_of_cluster`], starting after the host with `after`'s
+    /// `(created_at, id)` (`None`: from the first).
+    pub async fn hosts_of_cluster_page(
+        &self,
+        cluster_id: &str,
+        after: Option<(i64, &str)>,
+        limit: i64,
+    ) -> Result<Vec<HostRow>, DbError> {
+        let (at, id) = after.unwrap_or((i64::MIN, ""));
+        let q = format!(
+            "SELECT {HOST_COLS} FROM hosts WHERE cluster_id = $1 \
+             AND (created_at > $2 OR (created_at = $2 AND id > $3)) \
+             ORDER BY created_at, id LIMIT $4"
+        );
+        let query = sqlx::query(safe(q))
+            .bind(cluster_id)
+            .bind(at)
+            .bind(id)
+            .bind(limit);
+        self.host_rows(query).await
+    }
+
     /// The hosts bound to no cluster, for the monitor.
     pub async fn unbound_hosts(&self) -> Result<Vec<HostRow>, DbError> {
         self.hosts_where("cluster_id", "").await
+    }
+
+    /// The stored `free-network-addresses` reports of a cluster's hosts
+    /// (only that column; empty reports left out).
+    pub async fn free_addresses_of_cluster(
+        &self,
+        cluster_id: &str,
+    ) -> Result<Vec<String>, DbError> {
+        let rows = sqlx::query(
+            "SELECT free_addresses FROM hosts WHERE cluster_id = $1 AND free_addresses <> ''",
+        )
+        .bind(cluster_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(sql("read the free addresses"))?;
+        rows.iter()
+            .map(|r| r.try_get::<String, _>("free_addresses"))
+            .collect::<Result<_, _>>()
+            .map_err(sql("read the free addresses"))
     }
 
     /// A next-steps poll: the check-in time, the host's clock, the agent's
@@ -1026,6 +1174,96 @@ impl Db {
             .await
             .map_err(sql("delete a host"))?;
         Ok(r.rows_affected() == 1)
+    }
+
+    // ---- hosts' logs
+
+    /// Stores a host's uploaded logs archive (replacing an older one of
+    /// the same type) and sets its `logs_collected_at`, in one
+    /// transaction; `false` when the host is not (any more) in
+    /// `cluster_id`.
+    pub async fn put_host_logs(
+        &self,
+        cluster_id: &str,
+        (infra_env_id, host_id): (&str, &str),
+        logs_type: &str,
+        content: &[u8],
+    ) -> Result<bool, DbError> {
+        let what = "store a host's logs";
+        let mut tx = self.pool.begin().await.map_err(sql(what))?;
+        let now = now_ms();
+        let r = sqlx::query(
+            "UPDATE hosts SET logs_collected_at = $1 \
+             WHERE id = $2 AND infra_env_id = $3 AND cluster_id = $4",
+        )
+        .bind(now)
+        .bind(host_id)
+        .bind(infra_env_id)
+        .bind(cluster_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(sql(what))?;
+        if r.rows_affected() != 1 {
+            return Ok(false);
+        }
+        sqlx::query(
+            "DELETE FROM host_logs WHERE cluster_id = $1 AND infra_env_id = $2 \
+             AND host_id = $3 AND logs_type = $4",
+        )
+        .bind(cluster_id)
+        .bind(infra_env_id)
+        .bind(host_id)
+        .bind(logs_type)
+        .execute(&mut *tx)
+        .await
+        .map_err(sql(what))?;
+        sqlx::query(
+            "INSERT INTO host_logs (cluster_id, infra_env_id, host_id, logs_type, content, uploaded_at) \
+             VALUES ($1,$2,$3,$4,$5,$6)",
+        )
+        .bind(cluster_id)
+        .bind(infra_env_id)
+        .bind(host_id)
+        .bind(logs_type)
+        .bind(content.to_vec())
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(sql(what))?;
+        tx.commit().await.map_err(sql(what))?;
+        Ok(true)
+    }
+
+    /// The logs archives of a cluster's hosts of `logs_type`: (infra-env
+    /// id, host id, archive), only `host_id`'s when given.
+    pub async fn host_logs(
+        &self,
+        cluster_id: &str,
+        logs_type: &str,
+        host_id: Option<&str>,
+    ) -> Result<Vec<(String, String, Vec<u8>)>, DbError> {
+        let what = "read hosts' logs";
+        let rows = sqlx::query(
+            "SELECT infra_env_id, host_id, content FROM host_logs \
+             WHERE cluster_id = $1 AND logs_type = $2 AND ($3 = '' OR host_id = $3) \
+             ORDER BY host_id, infra_env_id",
+        )
+        .bind(cluster_id)
+        .bind(logs_type)
+        .bind(host_id.unwrap_or(""))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(sql(what))?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get("infra_env_id")?,
+                    r.try_get("host_id")?,
+                    r.try_get("content")?,
+                ))
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(sql(what))
     }
 
     // ---- an install's files

@@ -16,6 +16,7 @@ pub mod api;
 pub mod auth;
 pub mod db;
 pub mod events;
+pub mod free_addresses;
 pub mod install;
 pub mod model;
 pub mod monitor;
@@ -77,6 +78,11 @@ pub struct Inner {
     pub monitor: Notify,
     /// The `connectivity-check` arguments the monitor publishes.
     pub peers: network::PeerCache,
+    /// The `free-network-addresses` arguments the monitor publishes.
+    pub scans: free_addresses::ScanCache,
+    /// The clusters' ntp-synchronizer, domain-resolution and verify-vips
+    /// arguments the monitor publishes.
+    pub cluster_args: network::ClusterArgsCache,
 }
 
 /// The shared state (cheap to clone).
@@ -111,6 +117,8 @@ pub async fn open(opts: Options) -> Result<Shared, ServiceError> {
         opts,
         monitor: Notify::new(),
         peers: network::PeerCache::default(),
+        scans: free_addresses::ScanCache::default(),
+        cluster_args: network::ClusterArgsCache::default(),
     }))
 }
 
@@ -121,7 +129,7 @@ pub async fn run_monitor(state: Shared, shutdown: impl std::future::Future<Outpu
     tokio::pin!(shutdown);
     let mut unavailable = false;
     loop {
-        match monitor::pass(&state.db, &state.peers).await {
+        match monitor::pass(&state.db, &state.peers, &state.scans, &state.cluster_args).await {
             Ok(()) => {
                 if unavailable {
                     tracing::info!("the database answers again; monitoring resumed");

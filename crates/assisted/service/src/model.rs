@@ -144,6 +144,7 @@ pub fn host_doc(h: &HostRow) -> rest::Host {
             installation_percentage: 0,
         },
         checked_in_at: rfc3339(h.checked_in_at),
+        logs_collected_at: rfc3339(h.logs_collected_at),
         registered_at: rfc3339(h.registered_at),
         timestamp: h.host_timestamp,
         discovery_agent_version: h.agent_version.clone(),

@@ -9,12 +9,16 @@
 //! PostgreSQL changes each host once; the event is written by the one
 //! whose update took.
 
+use std::collections::HashMap;
+
+use ipnet::IpNet;
 use okd_assisted_api::Inventory;
 
 use crate::db::{ClusterRow, Db, DbError, HostRow, now_ms};
 use crate::events::{self, Scope};
+use crate::free_addresses::{self, ScanCache};
 use crate::model;
-use crate::network::{self, PeerCache};
+use crate::network::{self, ClusterArgsCache, ClusterStepArgs, PeerCache};
 use crate::validate::{self, ClusterFacts, HostContext, HostFacts};
 
 fn name_of(h: &HostRow, inv: Option<&Inventory>) -> String {
@@ -30,13 +34,19 @@ pub const PREPARE_TIMEOUT_MS: i64 = 10 * 60 * 1000;
 /// One pass over every cluster and unbound host.
 ///
 /// Errors: the database's; a pass stops at the first.
-pub async fn pass(db: &Db, peers: &PeerCache) -> Result<(), DbError> {
+pub async fn pass(
+    db: &Db,
+    peers: &PeerCache,
+    scans: &ScanCache,
+    cluster_args: &ClusterArgsCache,
+) -> Result<(), DbError> {
     for c in db.clusters().await? {
         if c.status == "preparing-for-installation" {
             preparation_timeout(db, &c).await?;
             continue;
         }
-        cluster_pass(db, peers, &c).await?;
+        cluster_args.publish(&c.id, ClusterStepArgs::of(&c));
+        cluster_pass(db, peers, scans, &c).await?;
     }
     for h in db.unbound_hosts().await? {
         unbound_pass(db, &h).await?;
@@ -44,144 +54,148 @@ pub async fn pass(db: &Db, peers: &PeerCache) -> Result<(), DbError> {
     Ok(())
 }
 
-async fn cluster_pass(db: &Db, peers: &PeerCache, c: &ClusterRow) -> Result<(), DbError> {
+/// Hosts per page of a cluster pass's validations: the pass holds the
+/// full rows and parsed inventories of one page at a time, and a compact
+/// [`Summary`] of every host.
+pub const PAGE_HOSTS: i64 = 500;
+
+/// The columns the first, cluster-wide part of a pass reads.
+const SUMMARY_COLS: &str = "id, infra_env_id, role, requested_hostname, inventory, \
+     host_timestamp, verified_vips, connectivity, free_addresses";
+
+/// What the cluster-wide parts of a pass keep of one host (role
+/// suggestion, machine networks, host name counts, majority groups and
+/// the cluster validations), a few hundred bytes each.
+#[derive(Debug)]
+struct Summary {
+    id: String,
+    infra_env_id: String,
+    role: String,
+    /// The effective host name.
+    hostname: String,
+    /// `None` before the first inventory.
+    facts: Option<validate::RoleFacts>,
+    /// The addresses with their networks; `None` before the first
+    /// inventory.
+    addrs: Option<Vec<IpNet>>,
+    host_timestamp: i64,
+    verified_vips: String,
+    /// The `connectivity-check` output; only while the cluster has at
+    /// most [`network::MAX_CONNECTIVITY_HOSTS`] hosts with an inventory.
+    connectivity: String,
+}
+
+/// A cluster's hosts, in two parts: every host's [`Summary`] (and the
+/// step arguments the monitor publishes), read as the rows stream in;
+/// then the validations and status changes, [`PAGE_HOSTS`] full rows at
+/// a time.
+async fn cluster_pass(
+    db: &Db,
+    peers: &PeerCache,
+    scans: &ScanCache,
+    c: &ClusterRow,
+) -> Result<(), DbError> {
     let params = model::cluster_params(c);
-    let mut hosts = db.hosts_of_cluster(&c.id).await?;
-    // Each inventory's text goes as soon as it is parsed, with the other
-    // columns the pass does not read: with thousands of hosts they are
-    // most of its memory.
-    let invs: Vec<Option<Inventory>> = hosts
-        .iter_mut()
-        .map(|h| {
-            let inv = serde_json::from_str(&h.inventory).ok();
-            h.inventory = String::new();
-            h.steps = String::new();
-            h.free_addresses = String::new();
-            inv
-        })
-        .collect();
-    let present: Vec<&Inventory> = invs.iter().flatten().collect();
-    let nets = validate::machine_networks(&params, &present);
-    let pairs: Vec<(&str, Option<&Inventory>)> = hosts
+    let now = now_ms();
+    let mut sums: Vec<Summary> = Vec::new();
+    let mut peer_list = Vec::new();
+    let mut with_inventory = 0usize;
+    db.each_host_of_cluster(&c.id, SUMMARY_COLS, |h| {
+        let inv: Option<Inventory> = serde_json::from_str(&h.inventory).ok();
+        let nets = inv
+            .as_ref()
+            .map(free_addresses::scan_networks)
+            .unwrap_or_default();
+        let reported = free_addresses::reported_networks(&h.free_addresses) == nets;
+        scans.publish((&h.infra_env_id, &h.id), &nets, reported, now);
+        if let Some(i) = &inv {
+            with_inventory += 1;
+            if with_inventory <= network::MAX_CONNECTIVITY_HOSTS {
+                peer_list.extend(network::connectivity_peers([(h.id.as_str(), i)]));
+            }
+        }
+        let small = with_inventory <= network::MAX_CONNECTIVITY_HOSTS;
+        sums.push(Summary {
+            hostname: validate::hostname(&h.requested_hostname, inv.as_ref()),
+            facts: inv.as_ref().map(|i| validate::role_facts(&params, i)),
+            addrs: inv.as_ref().map(validate::host_networks),
+            connectivity: if small { h.connectivity } else { String::new() },
+            id: h.id,
+            infra_env_id: h.infra_env_id,
+            role: h.role,
+            host_timestamp: h.host_timestamp,
+            verified_vips: h.verified_vips,
+        });
+    })
+    .await?;
+    if with_inventory > network::MAX_CONNECTIVITY_HOSTS {
+        peer_list.clear();
+        for s in &mut sums {
+            s.connectivity = String::new();
+        }
+    }
+    peers.publish(&c.id, peer_list);
+    let all_addrs: Vec<IpNet> = sums
         .iter()
-        .zip(&invs)
-        .map(|(h, i)| (h.role.as_str(), i.as_ref()))
+        .flat_map(|s| s.addrs.iter().flatten().copied())
         .collect();
+    let nets = validate::machine_networks_of(&params, &all_addrs);
+    drop(all_addrs);
+    let pairs: Vec<(&str, Option<validate::RoleFacts>)> =
+        sums.iter().map(|s| (s.role.as_str(), s.facts)).collect();
     let suggested = validate::suggest_roles(&params, &pairs);
-    let names: Vec<String> = hosts
-        .iter()
-        .zip(&invs)
-        .map(|(h, i)| validate::hostname(&h.requested_hostname, i.as_ref()))
-        .collect();
     // Counted once per pass (a list of the others per host was quadratic:
     // about a second for 5,000 hosts, bench/assisted-agents.sh).
-    let mut counts: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for n in names.iter().filter(|n| !n.is_empty()) {
-        *counts.entry(n.clone()).or_default() += 1;
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for s in sums.iter().filter(|s| !s.hostname.is_empty()) {
+        *counts.entry(s.hostname.clone()).or_default() += 1;
     }
-    let with_inv: Vec<(&str, &Inventory)> = hosts
+    let ipnets: Vec<IpNet> = nets.iter().filter_map(|n| n.cidr.parse().ok()).collect();
+    let reports: Vec<(&str, Option<&[IpNet]>, &str)> = sums
         .iter()
-        .zip(&invs)
-        .filter_map(|(h, i)| i.as_ref().map(|i| (h.id.as_str(), i)))
-        .collect();
-    peers.publish(&c.id, network::connectivity_peers(with_inv));
-    let ipnets: Vec<ipnet::IpNet> = nets.iter().filter_map(|n| n.cidr.parse().ok()).collect();
-    let reports: Vec<(&str, Option<&Inventory>, &str)> = hosts
-        .iter()
-        .zip(&invs)
-        .map(|(h, i)| (h.id.as_str(), i.as_ref(), h.connectivity.as_str()))
+        .map(|s| (s.id.as_str(), s.addrs.as_deref(), s.connectivity.as_str()))
         .collect();
     let majority = network::majority(&ipnets, &reports);
-    let now = now_ms();
-    let mut after: Vec<(String, String)> = Vec::new();
-    for (i, h) in hosts.iter().enumerate() {
-        let suggestion = suggested[i].unwrap_or(if h.role == "auto-assign" {
-            ""
-        } else {
-            h.suggested_role.as_str()
-        });
-        let role = if h.role == "auto-assign" {
-            if suggestion.is_empty() {
-                "auto-assign"
-            } else {
-                suggestion
+    let index: HashMap<(&str, &str), usize> = sums
+        .iter()
+        .enumerate()
+        .map(|(i, s)| ((s.infra_env_id.as_str(), s.id.as_str()), i))
+        .collect();
+    let ctx = HostContext {
+        cluster: &params,
+        machine_networks: &nets,
+        hostname_counts: &counts,
+        cluster_name: &c.name,
+        majority: &majority,
+        now_ms: now,
+    };
+    // Each host's status and effective role after this pass, by index
+    // into `sums` (`None`: gone before its page was read).
+    let mut after: Vec<Option<(String, String)>> = vec![None; sums.len()];
+    let mut from: Option<(i64, String)> = None;
+    loop {
+        let page = db
+            .hosts_of_cluster_page(
+                &c.id,
+                from.as_ref().map(|(at, id)| (*at, id.as_str())),
+                PAGE_HOSTS,
+            )
+            .await?;
+        let full = page.len() as i64 == PAGE_HOSTS;
+        from = page.last().map(|h| (h.created_at, h.id.clone()));
+        for (n, h) in page.iter().enumerate() {
+            // A long pass must not hold a runtime worker: let requests in.
+            if n % 100 == 99 {
+                tokio::task::yield_now().await;
             }
-        } else {
-            h.role.as_str()
-        };
-        let role = if params.control_plane_count == 1 && role == "auto-assign" {
-            "master"
-        } else {
-            role
-        };
-        // A long pass must not hold a runtime worker: let requests in.
-        if i % 100 == 99 {
-            tokio::task::yield_now().await;
+            // A host that came after the first part waits for the next pass.
+            let Some(&i) = index.get(&(h.infra_env_id.as_str(), h.id.as_str())) else {
+                continue;
+            };
+            after[i] = Some(host_pass(db, c, &ctx, h, suggested[i]).await?);
         }
-        let ctx = HostContext {
-            cluster: &params,
-            machine_networks: &nets,
-            hostname_counts: &counts,
-            cluster_name: &c.name,
-            majority: &majority,
-            now_ms: now,
-        };
-        let facts = HostFacts {
-            id: &h.id,
-            inventory: invs[i].as_ref(),
-            role,
-            requested_hostname: &h.requested_hostname,
-            checked_in_at: h.checked_in_at,
-            host_timestamp: h.host_timestamp,
-            ntp_sources: &h.ntp_sources,
-            domain_resolutions: &h.domain_name_resolutions,
-            disk_speed: &h.disk_speed,
-        };
-        let v = validate::host_validations(&facts, &ctx);
-        let vjson = v.to_json();
-        let (to, info) = match validate::host_status(&h.status, &v) {
-            Some((to, info)) => (to.to_string(), info),
-            None => (h.status.clone(), h.status_info.clone()),
-        };
-        let suggestion = if h.role == "auto-assign" {
-            suggestion
-        } else {
-            ""
-        };
-        if to != h.status
-            || info != h.status_info
-            || vjson != h.validations_info
-            || suggestion != h.suggested_role
-        {
-            let took = db
-                .set_host_status(h, &h.status, &to, &info, &vjson, suggestion)
-                .await?;
-            if took && to != h.status {
-                events::emit(
-                    db,
-                    Scope {
-                        cluster_id: &c.id,
-                        infra_env_id: &h.infra_env_id,
-                        host_id: &h.id,
-                    },
-                    if to == "insufficient" || to == "disconnected" {
-                        "warning"
-                    } else {
-                        "info"
-                    },
-                    "host_status_updated",
-                    format!(
-                        "Host {}: updated status from {} to {} ({info})",
-                        name_of(h, invs[i].as_ref()),
-                        h.status,
-                        to
-                    ),
-                )
-                .await;
-            }
-            after.push((if took { to } else { h.status.clone() }, role.to_string()));
-        } else {
-            after.push((h.status.clone(), role.to_string()));
+        if !full {
+            break;
         }
     }
     let facts = ClusterFacts {
@@ -190,12 +204,13 @@ async fn cluster_pass(db: &Db, peers: &PeerCache, c: &ClusterRow) -> Result<(), 
         machine_networks: &nets,
         hosts: after
             .iter()
+            .flatten()
             .map(|(s, r)| (s.as_str(), r.as_str()))
             .collect(),
-        host_clocks: hosts.iter().map(|h| h.host_timestamp).collect(),
-        verified_vips: hosts
+        host_clocks: sums.iter().map(|s| s.host_timestamp).collect(),
+        verified_vips: sums
             .iter()
-            .map(|h| (h.id.as_str(), h.verified_vips.as_str()))
+            .map(|s| (s.id.as_str(), s.verified_vips.as_str()))
             .collect(),
     };
     let v = validate::cluster_validations(&facts);
@@ -220,6 +235,85 @@ async fn cluster_pass(db: &Db, peers: &PeerCache, c: &ClusterRow) -> Result<(), 
     Ok(())
 }
 
+/// One host of a cluster pass: its effective role (the suggestion
+/// `suggested` for an auto-assign host), validations and status, updated
+/// when any changed (with an event for a status change). Returns its
+/// status and effective role afterwards.
+async fn host_pass(
+    db: &Db,
+    c: &ClusterRow,
+    ctx: &HostContext<'_>,
+    h: &HostRow,
+    suggested: Option<&'static str>,
+) -> Result<(String, String), DbError> {
+    let inv: Option<Inventory> = serde_json::from_str(&h.inventory).ok();
+    let suggestion = suggested.unwrap_or(if h.role == "auto-assign" {
+        ""
+    } else {
+        h.suggested_role.as_str()
+    });
+    let role = match h.role.as_str() {
+        "auto-assign" if !suggestion.is_empty() => suggestion,
+        "auto-assign" if ctx.cluster.control_plane_count == 1 => "master",
+        r => r,
+    };
+    let facts = HostFacts {
+        id: &h.id,
+        inventory: inv.as_ref(),
+        role,
+        requested_hostname: &h.requested_hostname,
+        checked_in_at: h.checked_in_at,
+        host_timestamp: h.host_timestamp,
+        ntp_sources: &h.ntp_sources,
+        domain_resolutions: &h.domain_name_resolutions,
+        disk_speed: &h.disk_speed,
+    };
+    let v = validate::host_validations(&facts, ctx);
+    let vjson = v.to_json();
+    let (to, info) = match validate::host_status(&h.status, &v) {
+        Some((to, info)) => (to.to_string(), info),
+        None => (h.status.clone(), h.status_info.clone()),
+    };
+    let suggestion = if h.role == "auto-assign" {
+        suggestion
+    } else {
+        ""
+    };
+    if to == h.status
+        && info == h.status_info
+        && vjson == h.validations_info
+        && suggestion == h.suggested_role
+    {
+        return Ok((to, role.to_string()));
+    }
+    let took = db
+        .set_host_status(h, &h.status, &to, &info, &vjson, suggestion)
+        .await?;
+    if took && to != h.status {
+        events::emit(
+            db,
+            Scope {
+                cluster_id: &c.id,
+                infra_env_id: &h.infra_env_id,
+                host_id: &h.id,
+            },
+            if to == "insufficient" || to == "disconnected" {
+                "warning"
+            } else {
+                "info"
+            },
+            "host_status_updated",
+            format!(
+                "Host {}: updated status from {} to {to} ({info})",
+                name_of(h, inv.as_ref()),
+                h.status
+            ),
+        )
+        .await;
+    }
+    Ok((if took { to } else { h.status.clone() }, role.to_string()))
+}
+
 async fn unbound_pass(db: &Db, h: &HostRow) -> Result<(), DbError> {
     if !matches!(
         h.status.as_str(),
@@ -232,7 +326,7 @@ async fn unbound_pass(db: &Db, h: &HostRow) -> Result<(), DbError> {
     let ctx = HostContext {
         cluster: &params,
         machine_networks: &[],
-        hostname_counts: &std::collections::HashMap::new(),
+        hostname_counts: &HashMap::new(),
         cluster_name: "",
         majority: &network::Majority::Pending(String::new()),
         now_ms: now_ms(),

@@ -183,6 +183,64 @@ impl PeerCache {
     }
 }
 
+/// A cluster's arguments of the steps every pre-install host gets at
+/// each poll, computed once per monitor pass instead of once per poll.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterStepArgs {
+    /// `ntp-synchronizer`'s `ntp_source` (comma-separated, maybe empty).
+    pub ntp_source: String,
+    /// `domain-resolution`'s argument; `None`: not handed out (no name
+    /// or base domain yet).
+    pub domain_resolution: Option<String>,
+    /// `verify-vips`' argument; `None`: not handed out (no managed
+    /// networking, or no VIPs).
+    pub verify_vips: Option<String>,
+}
+
+impl ClusterStepArgs {
+    /// The arguments of cluster `c`.
+    pub fn of(c: &crate::db::ClusterRow) -> ClusterStepArgs {
+        let p = crate::model::cluster_params(c);
+        ClusterStepArgs {
+            domain_resolution: domain_request(&c.name, &p.base_dns_domain)
+                .and_then(|r| serde_json::to_string(&r).ok()),
+            verify_vips: verify_vips_request(&p).and_then(|r| serde_json::to_string(&r).ok()),
+            ntp_source: p.additional_ntp_source,
+        }
+    }
+}
+
+/// [`ClusterStepArgs`] per cluster, in memory: published by the monitor
+/// each pass and by a poll that found none; forgotten when the cluster
+/// changes or goes.
+#[derive(Debug, Default)]
+pub struct ClusterArgsCache {
+    clusters: std::sync::Mutex<HashMap<String, std::sync::Arc<ClusterStepArgs>>>,
+}
+
+impl ClusterArgsCache {
+    /// Publishes cluster `id`'s arguments.
+    pub fn publish(&self, id: &str, args: ClusterStepArgs) {
+        let mut m = self.clusters.lock().unwrap_or_else(|e| e.into_inner());
+        if m.get(id).is_some_and(|a| **a == args) {
+            return;
+        }
+        m.insert(id.to_string(), std::sync::Arc::new(args));
+    }
+
+    /// Cluster `id`'s arguments, if published.
+    pub fn get(&self, id: &str) -> Option<std::sync::Arc<ClusterStepArgs>> {
+        let m = self.clusters.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(id).cloned()
+    }
+
+    /// Forgets cluster `id`'s arguments (it was updated or deleted).
+    pub fn forget(&self, id: &str) {
+        let mut m = self.clusters.lock().unwrap_or_else(|e| e.into_inner());
+        m.remove(id);
+    }
+}
+
 /// The connectivity majority groups of a cluster, as the host validation
 /// reads them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -260,11 +318,13 @@ fn largest_group(edges: &HashMap<String, HashSet<String>>) -> HashSet<String> {
     best.into_iter().cloned().collect()
 }
 
-/// The majority groups for `nets` from the hosts' inventories and
-/// `connectivity-check` outputs (`(id, inventory, output JSON text)`).
+/// The majority groups for `nets` from the hosts' addresses and
+/// `connectivity-check` outputs (`(id, addresses with their networks as
+/// [`crate::validate::host_networks`] gives them (`None`: no inventory
+/// yet), output JSON text)`).
 /// A network's group is taken from the hosts with an address in it that
 /// reported; fewer than three such hosts leave it pending.
-pub fn majority(nets: &[IpNet], hosts: &[(&str, Option<&Inventory>, &str)]) -> Majority {
+pub fn majority(nets: &[IpNet], hosts: &[(&str, Option<&[IpNet]>, &str)]) -> Majority {
     if hosts.iter().filter(|h| h.1.is_some()).count() > MAX_CONNECTIVITY_HOSTS {
         return Majority::Disabled(format!(
             "Connectivity is not checked in clusters of more than {MAX_CONNECTIVITY_HOSTS} hosts"
@@ -288,11 +348,7 @@ pub fn majority(nets: &[IpNet], hosts: &[(&str, Option<&Inventory>, &str)]) -> M
     for net in nets {
         let mut edges: HashMap<String, HashSet<String>> = HashMap::new();
         for (id, inv, _) in hosts {
-            let in_net = inv.is_some_and(|inv| {
-                crate::validate::host_networks(inv)
-                    .iter()
-                    .any(|a| net.contains(&a.addr()))
-            });
+            let in_net = inv.is_some_and(|addrs| addrs.iter().any(|a| net.contains(&a.addr())));
             if let (true, Some(r)) = (in_net, reports.get(id)) {
                 edges.insert(id.to_string(), reached(r, net));
             }
@@ -617,7 +673,10 @@ mod tests {
             ("c", "10.0.0.3"),
             ("d", "10.0.0.4"),
         ];
-        let invs: Vec<Inventory> = ips.iter().map(|(_, ip)| inv(ip)).collect();
+        let invs: Vec<Vec<IpNet>> = ips
+            .iter()
+            .map(|(_, ip)| crate::validate::host_networks(&inv(ip)))
+            .collect();
         // d reaches nobody and nobody reaches d; a, b, c see each other.
         let reps: Vec<String> = ips
             .iter()
@@ -630,11 +689,11 @@ mod tests {
                 report(&pairs)
             })
             .collect();
-        let hosts: Vec<(&str, Option<&Inventory>, &str)> = ips
+        let hosts: Vec<(&str, Option<&[IpNet]>, &str)> = ips
             .iter()
             .zip(&invs)
             .zip(&reps)
-            .map(|(((id, _), i), r)| (*id, Some(i), r.as_str()))
+            .map(|(((id, _), i), r)| (*id, Some(i.as_slice()), r.as_str()))
             .collect();
         let m = majority(&[net], &hosts);
         for id in ["a", "b", "c"] {
@@ -668,11 +727,11 @@ mod tests {
                 report(&pairs)
             })
             .collect();
-        let hosts4: Vec<(&str, Option<&Inventory>, &str)> = ips
+        let hosts4: Vec<(&str, Option<&[IpNet]>, &str)> = ips
             .iter()
             .zip(&invs)
             .zip(&early)
-            .map(|(((id, _), i), r)| (*id, Some(i), r.as_str()))
+            .map(|(((id, _), i), r)| (*id, Some(i.as_slice()), r.as_str()))
             .collect();
         let m4 = majority(&[net], &hosts4);
         let d4 = majority_validation("d", false, &m4);

@@ -40,7 +40,8 @@ pub struct Operation {
     pub auth: Auth,
     /// Query parameters: (name, required, description).
     pub query: &'static [(&'static str, bool, &'static str)],
-    /// The request body's schema name, if any.
+    /// The request body's schema name, if any ([`UPLOAD_BODY`]: a file
+    /// upload).
     pub body: Option<&'static str>,
     /// The success status and its schema name (`None`: no body, or a file).
     pub ok: (u16, Option<&'static str>),
@@ -137,6 +138,65 @@ pub const OPERATIONS: &[Operation] = &[
             Auth::User,
             None,
             (200, None),
+        )
+    },
+    Operation {
+        query: &[
+            ("logs_type", true, "host"),
+            ("infra_env_id", true, "the host's infra-env"),
+            ("host_id", true, "the host"),
+        ],
+        ..op(
+            "post",
+            "/clusters/{cluster_id}/logs",
+            "V2UploadLogs",
+            "A host's logs archive, uploaded by its agent's logs-gather step (at most 64 MiB).",
+            Auth::Agent,
+            Some(UPLOAD_BODY),
+            (204, None),
+        )
+    },
+    Operation {
+        query: &[
+            ("logs_type", true, "host"),
+            (
+                "host_id",
+                false,
+                "one host's archive; without it, a tar of every host's",
+            ),
+        ],
+        ..op(
+            "get",
+            "/clusters/{cluster_id}/logs",
+            "V2DownloadClusterLogs",
+            "The hosts' uploaded logs.",
+            Auth::User,
+            None,
+            (200, None),
+        )
+    },
+    Operation {
+        query: &[
+            (
+                "network",
+                true,
+                "an IPv4 network in CIDR form that the hosts scanned",
+            ),
+            ("prefix", false, "only addresses starting with this text"),
+            (
+                "limit",
+                false,
+                "at most this many addresses, 1 to 8000 (8000)",
+            ),
+        ],
+        ..op(
+            "get",
+            "/clusters/{cluster_id}/free_addresses",
+            "V2GetFreeAddresses",
+            "The addresses of a network that every host which scanned it found free.",
+            Auth::User,
+            None,
+            (200, Some("FreeAddressesList")),
         )
     },
     Operation {
@@ -360,8 +420,16 @@ fn schemas() -> Map<String, Value> {
             json!({"type": "array", "items": {"$ref": format!("#/components/schemas/{item}")}}),
         );
     }
+    defs.insert(
+        "FreeAddressesList".into(),
+        json!({"type": "array", "items": {"type": "string", "format": "ipv4"}}),
+    );
     defs
 }
+
+/// [`Operation::body`] of an upload: a `multipart/form-data` body whose
+/// field `upfile` is the file (swagger `V2UploadLogs`).
+pub const UPLOAD_BODY: &str = "multipart:upfile";
 
 /// The document (OpenAPI 3.0.3).
 pub fn document() -> Value {
@@ -415,8 +483,17 @@ pub fn document() -> Value {
             }
             Auth::None => {}
         }
-        if let Some(b) = o.body {
-            opv["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{b}")}}}});
+        match o.body {
+            Some(UPLOAD_BODY) => {
+                opv["requestBody"] = json!({"required": true, "content": {"multipart/form-data": {"schema": {
+                    "type": "object", "required": ["upfile"],
+                    "properties": {"upfile": {"type": "string", "format": "binary", "description": "the logs archive (gzip-compressed tar)"}}
+                }}}});
+            }
+            Some(b) => {
+                opv["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{b}")}}}});
+            }
+            None => {}
         }
         paths
             .entry(o.path.to_string())

@@ -650,37 +650,50 @@ pub fn weight(inv: &Inventory) -> f64 {
         + 0.004 * (disk - 100.0)
 }
 
+/// What role suggestion needs of one host's inventory, kept for every
+/// host of a cluster while its validations run page by page.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RoleFacts {
+    /// [`weight`].
+    pub weight: f64,
+    /// Whether it meets the cluster's master requirement in CPU and
+    /// memory ([`meets`]).
+    pub meets_master: bool,
+}
+
+/// The [`RoleFacts`] of `inv` in `cluster`.
+pub fn role_facts(cluster: &ClusterParams, inv: &Inventory) -> RoleFacts {
+    let (cpu, mem) = meets(inv, requirement(cluster, "master"));
+    RoleFacts {
+        weight: weight(inv),
+        meets_master: cpu && mem,
+    }
+}
+
 /// Suggested roles for the cluster's auto-assign hosts, by index into
-/// `hosts` (`(role, inventory)`), once every host has an inventory:
-/// hosts sorted by [`weight`]; each one becomes master while fewer than
-/// `control_plane_count` hosts are masters and it meets the master
-/// requirement, else worker (`host.go` AutoAssignRole). Empty while some
-/// host has no inventory.
+/// `hosts` (`(role, role facts of the inventory)`), once every host has an
+/// inventory: hosts sorted by [`weight`]; each one becomes master while
+/// fewer than `control_plane_count` hosts are masters and it meets the
+/// master requirement, else worker (`host.go` AutoAssignRole). All `None`
+/// while some host has no inventory.
 pub fn suggest_roles(
     cluster: &ClusterParams,
-    hosts: &[(&str, Option<&Inventory>)],
+    hosts: &[(&str, Option<RoleFacts>)],
 ) -> Vec<Option<&'static str>> {
     let mut out = vec![None; hosts.len()];
-    if hosts.iter().any(|(_, i)| i.is_none()) {
+    if hosts.iter().any(|(_, f)| f.is_none()) {
         return out;
     }
     let mut masters = hosts.iter().filter(|(r, _)| *r == "master").count();
     let mut order: Vec<usize> = (0..hosts.len())
         .filter(|&i| hosts[i].0 == "auto-assign")
         .collect();
-    order.sort_by(|&a, &b| {
-        let (wa, wb) = (
-            hosts[a].1.map(weight).unwrap_or(0.0),
-            hosts[b].1.map(weight).unwrap_or(0.0),
-        );
-        wa.total_cmp(&wb).then(a.cmp(&b))
-    });
+    let w = |i: usize| hosts[i].1.map(|f| f.weight).unwrap_or(0.0);
+    order.sort_by(|&a, &b| w(a).total_cmp(&w(b)).then(a.cmp(&b)));
     let want = usize::from(cluster.control_plane_count);
-    let master_req = requirement(cluster, "master");
     for i in order {
-        let inv = hosts[i].1.expect("checked above");
-        let (cpu, mem) = meets(inv, master_req);
-        if masters < want && cpu && mem {
+        let meets_master = hosts[i].1.is_some_and(|f| f.meets_master);
+        if masters < want && meets_master {
             masters += 1;
             out[i] = Some("master");
         } else {
@@ -694,6 +707,12 @@ pub fn suggest_roles(
 /// host address that holds the API VIP (assisted-service computes it from
 /// the VIPs the same way).
 pub fn machine_networks(cluster: &ClusterParams, inventories: &[&Inventory]) -> Vec<Cidr> {
+    let addrs: Vec<IpNet> = inventories.iter().flat_map(|i| host_networks(i)).collect();
+    machine_networks_of(cluster, &addrs)
+}
+
+/// [`machine_networks`] from the hosts' addresses ([`host_networks`]).
+pub fn machine_networks_of(cluster: &ClusterParams, host_addresses: &[IpNet]) -> Vec<Cidr> {
     if !cluster.machine_networks.is_empty() {
         return cluster.machine_networks.clone();
     }
@@ -704,16 +723,15 @@ pub fn machine_networks(cluster: &ClusterParams, inventories: &[&Inventory]) -> 
     else {
         return vec![];
     };
-    for inv in inventories {
-        for n in host_networks(inv) {
-            if n.contains(&vip) {
-                return vec![Cidr {
-                    cidr: n.trunc().to_string(),
-                }];
-            }
-        }
-    }
-    vec![]
+    host_addresses
+        .iter()
+        .find(|n| n.contains(&vip))
+        .map(|n| {
+            vec![Cidr {
+                cidr: n.trunc().to_string(),
+            }]
+        })
+        .unwrap_or_default()
 }
 
 /// What the cluster validations look at.

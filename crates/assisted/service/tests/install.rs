@@ -362,6 +362,147 @@ async fn cancel_and_reset() {
     for h in body["hosts"].as_array().unwrap() {
         assert_eq!(h["status"], "cancelled", "{h}");
     }
+    // Cancelled hosts upload their logs once (logs-gather).
+    let steps: Steps = c
+        .get(format!("{url}?timestamp={}", now_s()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(steps.instructions.len(), 1, "{steps:?}");
+    let gather = &steps.instructions[0];
+    assert_eq!(gather.step_type, "logs-gather");
+    let req: okd_assisted_api::steps::LogsGatherCmdRequest =
+        serde_json::from_str(&gather.args[0]).unwrap();
+    assert_eq!(
+        (
+            req.cluster_id.as_str(),
+            req.infra_env_id.as_str(),
+            req.host_id.as_str()
+        ),
+        (cid.as_str(), ie.as_str(), ids[0].as_str())
+    );
+    let upload = |host: String, field: &'static str, data: Vec<u8>| {
+        let (c, base, cid, ie) = (c.clone(), base.clone(), cid.clone(), ie.clone());
+        async move {
+            let part = reqwest::multipart::Part::bytes(data).file_name("logs.tar.gz");
+            let sent = c
+                .post(format!(
+                    "{base}/clusters/{cid}/logs?logs_type=host&infra_env_id={ie}&host_id={host}"
+                ))
+                .multipart(reqwest::multipart::Form::new().part(field, part))
+                .send()
+                .await;
+            match sent {
+                Ok(resp) => (
+                    resp.status().as_u16(),
+                    resp.text().await.unwrap_or_default(),
+                ),
+                // The service may answer and close before the client has
+                // sent all of a refused body.
+                Err(e) => (0, e.to_string()),
+            }
+        }
+    };
+    let archive = {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut gz, b"not really a tar, but bytes").unwrap();
+        gz.finish().unwrap()
+    };
+    let (code, body) = upload("nope".into(), "upfile", archive.clone()).await;
+    assert_eq!(code, 404, "{body}");
+    assert!(body.contains("host nope of infra-env"), "{body}");
+    let (code, body) = upload(ids[0].clone(), "file", archive.clone()).await;
+    assert_eq!(code, 400, "{body}");
+    assert!(body.contains("no multipart field named upfile"), "{body}");
+    let (code, body) = upload(ids[0].clone(), "upfile", vec![0; 65 << 20]).await;
+    assert!(code == 413 || code == 0, "over 64 MiB: {code} {body}");
+    let (code, body) = send(
+        &c,
+        M::GET,
+        &format!("{base}/clusters/{cid}/logs?logs_type=host"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 404, "nothing stored of the refused uploads: {body}");
+    let (code, body) = upload(ids[0].clone(), "upfile", archive.clone()).await;
+    assert_eq!(code, 204, "{body}");
+    let (code, body) = send(
+        &c,
+        M::POST,
+        &url,
+        Some(json!({
+            "step_type": "logs-gather", "step_id": gather.step_id, "exit_code": 0, "output": "{}"
+        })),
+    )
+    .await;
+    assert_eq!(code, 204, "{body}");
+    let again: Steps = c
+        .get(format!("{url}?timestamp={}", now_s()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(again.instructions.is_empty(), "logs once: {again:?}");
+    let one = c
+        .get(format!(
+            "{base}/clusters/{cid}/logs?logs_type=host&host_id={}",
+            ids[0]
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(one.status(), 200);
+    assert_eq!(one.headers()["content-type"], "application/gzip");
+    assert_eq!(one.bytes().await.unwrap().to_vec(), archive);
+    let all = c
+        .get(format!("{base}/clusters/{cid}/logs?logs_type=host"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(all.status(), 200);
+    let all = all.bytes().await.unwrap();
+    let mut tar = tar::Archive::new(&all[..]);
+    let names: Vec<String> = tar
+        .entries()
+        .unwrap()
+        .map(|e| e.unwrap().path().unwrap().display().to_string())
+        .collect();
+    assert_eq!(names, vec![format!("{}.tar.gz", ids[0])]);
+    let (code, body) = send(
+        &c,
+        M::GET,
+        &format!("{base}/clusters/{cid}/logs?logs_type=controller"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 400, "{body}");
+    let (code, body) = send(
+        &c,
+        M::GET,
+        &format!(
+            "{base}/clusters/{cid}/logs?logs_type=host&host_id={}",
+            ids[1]
+        ),
+        None,
+    )
+    .await;
+    assert_eq!(code, 404, "{body}");
+    let (_, h) = send(
+        &c,
+        M::GET,
+        &format!("{base}/infra-envs/{ie}/hosts/{}", ids[0]),
+        None,
+    )
+    .await;
+    assert!(
+        !h["logs_collected_at"].as_str().unwrap_or("").is_empty(),
+        "{h}"
+    );
     // Reset: insufficient, hosts back through registration.
     let (code, body) = send(
         &c,

@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 /// The `output` a healthy host sends for a step of `step_type` with
 /// `args`, its inventory being `inventory_json`: every peer answers ARP
 /// and ping, no cluster name resolves (managed networking needs none),
-/// the VIPs are free, the installation disk syncs in 2 ms, NTP is synced.
+/// the VIPs are free, the installation disk syncs in 2 ms, NTP is synced,
+/// a network's addresses from `.100` up are free.
 /// `None` for step types a test answers itself (`install`, …).
 ///
 /// Panics on malformed `args` (the service under test built them).
@@ -57,6 +58,23 @@ pub fn healthy_output(step_type: &str, args: &[String], inventory_json: &str) ->
             json!({ "vips": vips })
         }
         "installation-disk-speed-check" => json!({"path": arg()["path"], "io_sync_duration": 2}),
+        // Each IPv4 network's addresses from .100 of its last octet up
+        // answered nobody (a /24's .100-.254).
+        "free-network-addresses" => {
+            let nets: Vec<Value> = arg()
+                .as_array()
+                .expect("a list of networks")
+                .iter()
+                .filter_map(|n| n.as_str())
+                .map(|n| {
+                    let base = n.split('/').next().unwrap_or("");
+                    let head = base.rsplit_once('.').map(|(h, _)| h).unwrap_or("");
+                    let free: Vec<String> = (100..255).map(|o| format!("{head}.{o}")).collect();
+                    json!({"network": n, "free_addresses": free})
+                })
+                .collect();
+            Value::Array(nets)
+        }
         _ => return None,
     };
     Some(out.to_string())

@@ -263,6 +263,7 @@ pub(super) async fn update_cluster(
         "Cluster was updated".to_string(),
     )
     .await;
+    s.cluster_args.forget(&id);
     s.monitor.notify_one();
     let c = cluster_or_404(&s, &id).await?;
     Ok(json(StatusCode::CREATED, &cluster_document(&s, &c).await?))
@@ -275,5 +276,43 @@ pub(super) async fn delete_cluster(
     if !s.db.delete_cluster(&id).await? {
         return Err(Failure::not_found(format!("cluster {id} not found")));
     }
+    s.cluster_args.forget(&id);
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `GET /v2/clusters/{cluster_id}/free_addresses?network=<cidr>[&prefix=][&limit=]`
+/// (swagger `V2GetFreeAddresses`): the addresses of `network` that every
+/// host of the cluster which scanned it found free
+/// ([`crate::free_addresses::free_addresses`]), a JSON list of strings.
+/// `limit`: 1 to 8000 (default 8000). 400 for a malformed network or
+/// limit, 404 for an unknown cluster or a network no host scanned.
+pub(super) async fn free_addresses(
+    State(s): State<Shared>,
+    Path(id): Path<String>,
+    axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
+) -> Res<Response> {
+    use crate::free_addresses::{self as fa, FreeAddressesError};
+    let network = q
+        .get("network")
+        .ok_or_else(|| Failure::bad("network: required (an IPv4 network in CIDR form)"))?;
+    let limit = match q.get("limit") {
+        None => fa::MAX_LIMIT,
+        Some(l) => l
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=fa::MAX_LIMIT).contains(n))
+            .ok_or_else(|| {
+                Failure::bad(format!(
+                    "limit {l:?}: must be a whole number from 1 to 8000"
+                ))
+            })?,
+    };
+    let prefix = q.get("prefix").map(String::as_str).unwrap_or("");
+    cluster_or_404(&s, &id).await?;
+    let reports = s.db.free_addresses_of_cluster(&id).await?;
+    match fa::free_addresses(reports.iter().map(String::as_str), network, prefix, limit) {
+        Ok(list) => Ok(json(StatusCode::OK, &list)),
+        Err(e @ FreeAddressesError::BadNetwork(_)) => Err(Failure::bad(e.to_string())),
+        Err(e @ FreeAddressesError::NotScanned(_)) => Err(Failure::not_found(e.to_string())),
+    }
 }

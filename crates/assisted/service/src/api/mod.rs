@@ -17,6 +17,7 @@ mod event_list;
 mod hosts;
 mod infra_envs;
 mod installation;
+mod logs;
 mod steps;
 
 use axum::Router;
@@ -135,6 +136,11 @@ pub fn routes(state: Shared) -> Router {
             post(cancel_cluster),
         )
         .route("/clusters/{cluster_id}/actions/reset", post(reset_cluster))
+        .route("/clusters/{cluster_id}/logs", get(logs::download_logs))
+        .route(
+            "/clusters/{cluster_id}/free_addresses",
+            get(clusters::free_addresses),
+        )
         .route("/clusters/{cluster_id}/downloads/files", get(download_file))
         .route(
             "/clusters/{cluster_id}/downloads/credentials",
@@ -176,6 +182,11 @@ pub fn routes(state: Shared) -> Router {
         .route(
             "/infra-env/{infra_env_id}/hosts/{host_id}/downloads/ignition",
             get(host_ignition),
+        )
+        // The agent names its infra-env in the query here.
+        .route(
+            "/clusters/{cluster_id}/logs",
+            post(logs::upload_logs).layer(DefaultBodyLimit::max(logs::MAX_LOGS_BYTES)),
         )
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),

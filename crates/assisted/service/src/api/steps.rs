@@ -9,7 +9,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use okd_assisted_api::Inventory;
 use okd_assisted_api::rest::{Step, StepReply, Steps};
-use okd_assisted_api::steps::{DiskSpeedCheckRequest, DiskSpeedCheckResponse};
+use okd_assisted_api::steps::{
+    DiskSpeedCheckRequest, DiskSpeedCheckResponse, LogsGatherCmdRequest,
+};
 
 use super::clusters::cluster_or_404;
 use super::hosts::host_or_404;
@@ -38,6 +40,7 @@ pub fn steps_for(status: &str, interval: u64) -> (Vec<&'static str>, u64) {
             vec![
                 "inventory",
                 "connectivity-check",
+                "free-network-addresses",
                 "ntp-synchronizer",
                 "domain-resolution",
                 "verify-vips",
@@ -47,6 +50,7 @@ pub fn steps_for(status: &str, interval: u64) -> (Vec<&'static str>, u64) {
         "preparing-for-installation" => (vec!["installation-disk-speed-check"], interval),
         "disconnected" | "disconnected-unbound" => (vec!["inventory"], interval * 2),
         "installing" => (vec!["install"], interval),
+        "error" | "cancelled" => (vec!["logs-gather"], interval * 2),
         // The agent never left the live system: it registers again at once
         // instead of the host being rebooted into the discovery image.
         "resetting-pending-user-action" => (vec![], 0),
@@ -76,6 +80,8 @@ fn held_back_ms(step_type: &str, interval_s: u64) -> Option<i64> {
         "connectivity-check" => Some(polls),
         "installation-disk-speed-check" => Some(8 * 60 * 1000),
         "install" => Some(STEP_TTL_MS),
+        // LOG_PENDING_TIMEOUT: an upload may take minutes.
+        "logs-gather" => Some(STEP_TTL_MS),
         _ => None,
     }
 }
@@ -108,6 +114,26 @@ async fn disk_speed_arg(s: &Shared, h: &HostRow) -> Res<Option<String>> {
     .ok())
 }
 
+/// The cluster-wide step arguments of cluster `id` (`None` for an unbound
+/// host or a cluster gone): the monitor's, else computed from the
+/// cluster's row and published.
+async fn cluster_step_args(
+    s: &Shared,
+    id: &str,
+) -> Res<Option<std::sync::Arc<network::ClusterStepArgs>>> {
+    if id.is_empty() {
+        return Ok(None);
+    }
+    if let Some(a) = s.cluster_args.get(id) {
+        return Ok(Some(a));
+    }
+    let Some(c) = s.db.cluster(id).await? else {
+        return Ok(None);
+    };
+    s.cluster_args.publish(id, network::ClusterStepArgs::of(&c));
+    Ok(s.cluster_args.get(id))
+}
+
 /// The install step's argument for a host (its `install_cmd_request`).
 async fn install_arg(s: &Shared, h: &HostRow) -> Res<String> {
     let c = cluster_or_404(s, &h.cluster_id).await?;
@@ -135,14 +161,17 @@ pub(super) async fn next_steps(
         None => 0,
     };
     for _ in 0..5 {
-        let mut h = host_or_404(&s, &ie, &id).await?;
+        let mut h =
+            s.db.host_for_poll(&ie, &id).await?.ok_or_else(|| {
+                Failure::not_found(format!("host {id} not found in infra-env {ie}"))
+            })?;
         let old = h.steps.clone();
         let now = now_ms();
         let (types, interval) = steps_for(&h.status, s.opts.next_instruction_seconds);
         let mut outstanding: Vec<Outstanding> = serde_json::from_str(&old).unwrap_or_default();
         outstanding.retain(|o| now - o.issued_at < STEP_TTL_MS);
         let mut instructions: Vec<Step> = Vec::new();
-        let mut cluster: Option<Option<crate::db::ClusterRow>> = None;
+        let mut cluster: Option<Option<std::sync::Arc<network::ClusterStepArgs>>> = None;
         for t in types {
             if let Some(hold) = held_back_ms(t, interval)
                 && outstanding
@@ -154,17 +183,11 @@ pub(super) async fn next_steps(
             if matches!(t, "ntp-synchronizer" | "domain-resolution" | "verify-vips")
                 && cluster.is_none()
             {
-                cluster = Some(if h.cluster_id.is_empty() {
-                    None
-                } else {
-                    s.db.cluster(&h.cluster_id).await?
-                });
+                cluster = Some(cluster_step_args(&s, &h.cluster_id).await?);
             }
-            let c = cluster.as_ref().and_then(|c| c.as_ref());
+            let c = cluster.as_ref().and_then(|c| c.as_deref());
             let extra = match t {
-                "ntp-synchronizer" => c
-                    .map(|c| model::cluster_params(c).additional_ntp_source)
-                    .unwrap_or_default(),
+                "ntp-synchronizer" => c.map(|c| c.ntp_source.clone()).unwrap_or_default(),
                 "connectivity-check" => {
                     let reported = !h.connectivity.is_empty();
                     match s
@@ -175,27 +198,34 @@ pub(super) async fn next_steps(
                         None => continue,
                     }
                 }
-                "domain-resolution" => {
-                    let req = c.and_then(|c| {
-                        network::domain_request(&c.name, &model::cluster_params(c).base_dns_domain)
-                    });
-                    match req.and_then(|r| serde_json::to_string(&r).ok()) {
-                        Some(a) => a,
-                        None => continue,
-                    }
-                }
-                "verify-vips" => {
-                    let req =
-                        c.and_then(|c| network::verify_vips_request(&model::cluster_params(c)));
-                    match req.and_then(|r| serde_json::to_string(&r).ok()) {
-                        Some(a) => a,
-                        None => continue,
-                    }
-                }
+                "free-network-addresses" => match s.scans.due((&h.infra_env_id, &h.id), now) {
+                    Some(a) => a,
+                    None => continue,
+                },
+                "domain-resolution" => match c.and_then(|c| c.domain_resolution.clone()) {
+                    Some(a) => a,
+                    None => continue,
+                },
+                "verify-vips" => match c.and_then(|c| c.verify_vips.clone()) {
+                    Some(a) => a,
+                    None => continue,
+                },
                 "installation-disk-speed-check" => match disk_speed_arg(&s, &h).await? {
                     Some(a) => a,
                     None => continue,
                 },
+                // Once per entry into error or cancelled: not again once
+                // the logs came after the status did.
+                "logs-gather" if h.logs_collected_at >= h.status_updated_at => continue,
+                "logs-gather" => serde_json::to_string(&LogsGatherCmdRequest {
+                    cluster_id: h.cluster_id.clone(),
+                    infra_env_id: h.infra_env_id.clone(),
+                    host_id: h.id.clone(),
+                    bootstrap: h.bootstrap,
+                    installer_gather: false,
+                    master_ips: vec![],
+                })
+                .unwrap_or_default(),
                 // Once the agent accepted the install step, its words are
                 // the progress info: not again.
                 "install" if !h.progress_info.is_empty() => continue,
@@ -344,7 +374,7 @@ pub(super) async fn step_reply(
 /// `None` for step types whose output is kept as sent (JSON checked).
 fn normalize(step_type: &str, output: &str) -> Result<Option<String>, String> {
     use okd_assisted_api::steps::{
-        ConnectivityReport, DomainResolutionResponse, VerifyVipsResponse,
+        ConnectivityReport, DomainResolutionResponse, FreeNetworksAddresses, VerifyVipsResponse,
     };
     fn again<T: serde::de::DeserializeOwned + serde::Serialize>(
         output: &str,
@@ -363,7 +393,10 @@ fn normalize(step_type: &str, output: &str) -> Result<Option<String>, String> {
         "installation-disk-speed-check" => {
             again::<DiskSpeedCheckResponse>(output, "a disk speed response")
         }
-        "ntp-synchronizer" | "free-network-addresses" if !output.is_empty() => {
+        "free-network-addresses" => {
+            again::<FreeNetworksAddresses>(output, "a list of networks' free addresses")
+        }
+        "ntp-synchronizer" if !output.is_empty() => {
             serde_json::from_str::<serde_json::Value>(output)
                 .map(|_| None)
                 .map_err(|e| format!("not JSON: {e}"))
