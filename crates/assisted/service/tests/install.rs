@@ -384,8 +384,15 @@ async fn cancel_and_reset() {
         ),
         (cid.as_str(), ie.as_str(), ids[0].as_str())
     );
+    // Each upload on a client of its own: the service may close the
+    // connection of a refused upload, which a shared pool would reuse.
     let upload = |host: String, field: &'static str, data: Vec<u8>| {
-        let (c, base, cid, ie) = (c.clone(), base.clone(), cid.clone(), ie.clone());
+        let (c, base, cid, ie) = (
+            reqwest::Client::new(),
+            base.clone(),
+            cid.clone(),
+            ie.clone(),
+        );
         async move {
             let part = reqwest::multipart::Part::bytes(data).file_name("logs.tar.gz");
             let sent = c
