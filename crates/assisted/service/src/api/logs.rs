@@ -112,7 +112,10 @@ pub(super) async fn download_logs(
     if logs.is_empty() {
         return Err(Failure::not_found(match host {
             Some(h) => format!("host {h} of cluster {} has not uploaded logs", c.name),
-            None => format!("no host of cluster {} has uploaded logs", c.name),
+            None => format!(
+                "no host of cluster {} has uploaded logs (a host's agent uploads them when the host enters error or cancelled)",
+                c.name
+            ),
         }));
     }
     if let Some(h) = host {
