@@ -483,6 +483,10 @@ impl Handover {
                             // Added, but the program stopped before the
                             // hand-over: the member list now is the one of
                             // the add (one learner at a time).
+                            info!(
+                                "master {} is in etcd as member {:x} (added by an earlier run that stopped before handing it over): handing it its member now",
+                                m.name, mem.id
+                            );
                             let b = self.etcd_bundle(m, &list)?;
                             self.deliver(&b).await?;
                             b
