@@ -341,14 +341,16 @@ impl Client {
         kind: DownloadKind,
         file_name: &str,
     ) -> Result<Vec<u8>, Error> {
-        let resp = self
-            .send(
-                Method::GET,
-                &format!("/clusters/{}/downloads/{}", segment(id)?, kind.segment()),
-                &[("file_name", file_name)],
-                None::<&()>,
-            )
-            .await?;
+        self.get_bytes(
+            &format!("/clusters/{}/downloads/{}", segment(id)?, kind.segment()),
+            &[("file_name", file_name)],
+        )
+        .await
+    }
+
+    /// A GET whose 2xx answer's bytes are returned.
+    async fn get_bytes(&self, path: &str, query: &[(&str, &str)]) -> Result<Vec<u8>, Error> {
+        let resp = self.send(Method::GET, path, query, None::<&()>).await?;
         let url = resp.url().to_string();
         resp.bytes()
             .await
@@ -367,23 +369,11 @@ impl Client {
     /// [`Error::Status`] 404 when no host uploaded logs; as
     /// [`Client::cluster`].
     pub async fn host_logs(&self, id: &str) -> Result<Vec<u8>, Error> {
-        let resp = self
-            .send(
-                Method::GET,
-                &format!("/clusters/{}/logs", segment(id)?),
-                &[("logs_type", "host")],
-                None::<&()>,
-            )
-            .await?;
-        let url = resp.url().to_string();
-        resp.bytes()
-            .await
-            .map(|b| b.to_vec())
-            .map_err(|e| Error::Transport {
-                method: "GET".into(),
-                url,
-                cause: chain(&e),
-            })
+        self.get_bytes(
+            &format!("/clusters/{}/logs", segment(id)?),
+            &[("logs_type", "host")],
+        )
+        .await
     }
 
     /// `GET /v2/clusters/{id}/free_addresses?network=<cidr>[&limit=<n>]`:

@@ -843,18 +843,26 @@ impl Db {
 
     /// One host.
     pub async fn host(&self, infra_env_id: &str, id: &str) -> Result<Option<HostRow>, DbError> {
+        self.one_host(HOST_COLS, host_row, infra_env_id, id).await
+    }
+
+    /// One host's columns `cols`, converted by `row`.
+    async fn one_host(
+        &self,
+        cols: &str,
+        row: fn(&AnyRow) -> Result<HostRow, sqlx::Error>,
+        infra_env_id: &str,
+        id: &str,
+    ) -> Result<Option<HostRow>, DbError> {
         let r = sqlx::query(safe(format!(
-            "SELECT {HOST_COLS} FROM hosts WHERE id = $1 AND infra_env_id = $2"
+            "SELECT {cols} FROM hosts WHERE id = $1 AND infra_env_id = $2"
         )))
         .bind(id)
         .bind(infra_env_id)
         .fetch_optional(&self.pool)
         .await
         .map_err(sql("read a host"))?;
-        r.as_ref()
-            .map(host_row)
-            .transpose()
-            .map_err(sql("read a host"))
+        r.as_ref().map(row).transpose().map_err(sql("read a host"))
     }
 
     /// One host as a next-steps poll reads it: only the columns the poll
@@ -866,18 +874,8 @@ impl Db {
         infra_env_id: &str,
         id: &str,
     ) -> Result<Option<HostRow>, DbError> {
-        let r = sqlx::query(safe(format!(
-            "SELECT {POLL_COLS} FROM hosts WHERE id = $1 AND infra_env_id = $2"
-        )))
-        .bind(id)
-        .bind(infra_env_id)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(sql("read a host"))?;
-        r.as_ref()
-            .map(partial_host_row)
-            .transpose()
-            .map_err(sql("read a host"))
+        self.one_host(POLL_COLS, partial_host_row, infra_env_id, id)
+            .await
     }
 
     /// The hosts of an infra-env, oldest first.
