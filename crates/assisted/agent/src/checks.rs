@@ -19,7 +19,7 @@ use okd_assisted_api::steps::{
     ConnectivityCheckParams, ConnectivityRemoteHost, ConnectivityReport, DiskSpeedCheckRequest,
     DiskSpeedCheckResponse, DomainResolution, DomainResolutionRequest, DomainResolutionResponse,
     FreeAddressesRequest, FreeNetworkAddresses, FreeNetworksAddresses, L2Connectivity,
-    L3Connectivity, MAX_FREE_ADDRESSES_NETWORK_SIZE, VerifiedVip, VerifyVipsRequest,
+    L3Connectivity, MAX_FREE_ADDRESSES_NETWORK_SIZE, MtuReport, VerifiedVip, VerifyVipsRequest,
     VerifyVipsResponse,
 };
 
@@ -35,6 +35,11 @@ pub const PING_COUNT: u32 = 3;
 pub const PING_INTERVAL: Duration = Duration::from_millis(200);
 /// See [`PING_COUNT`].
 pub const PING_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Full-size echoes with Don't Fragment per remote IPv4 address (the
+/// reference's `ping -M do -c 3`; two here, each waiting
+/// [`PING_TIMEOUT`]).
+pub const MTU_PING_COUNT: u32 = 2;
 
 /// Probes running at once (each holds a blocking thread).
 pub const PARALLEL_PROBES: usize = 16;
@@ -123,8 +128,10 @@ async fn probe<T: Send + 'static>(
 
 /// `connectivity-check`: for every address of every remote NIC in
 /// `args[0]` ([`ConnectivityCheckParams`]), an ARP probe from the local
-/// interface whose IPv4 network holds it (L2) and [`PING_COUNT`] ICMP
-/// echoes (L3). Output: [`ConnectivityReport`]. A probe that cannot run
+/// interface whose IPv4 network holds it (L2), [`PING_COUNT`] ICMP
+/// echoes (L3) and, for IPv4 addresses that answered them,
+/// [`MTU_PING_COUNT`] echoes of the route's full MTU with Don't Fragment
+/// set (the MTU report). Output: [`ConnectivityReport`]. A probe that cannot run
 /// (no raw socket) counts as unsuccessful, with a warning in the log.
 pub async fn connectivity_check(args: &[String], root: &Root) -> Outcome {
     let peers: ConnectivityCheckParams = match arg(
@@ -184,6 +191,32 @@ pub async fn connectivity_check(args: &[String], root: &Root) -> Outcome {
                         net::ping(ip, PING_COUNT, PING_INTERVAL, PING_TIMEOUT)
                     })
                     .await;
+                    let answered = matches!(&stats, Some(Ok(s)) if s.received > 0);
+                    let mtu = match ip {
+                        IpAddr::V4(v4) if answered => {
+                            let r = probe(&limit, move || {
+                                net::ping_full_size(v4, MTU_PING_COUNT, PING_INTERVAL, PING_TIMEOUT)
+                            })
+                            .await;
+                            let ok = match r {
+                                Some(Ok((_, s))) => s.received > 0,
+                                Some(Err(e)) => {
+                                    tracing::warn!(error = %e, "full-size ping failed");
+                                    false
+                                }
+                                None => false,
+                            };
+                            Some(MtuReport {
+                                outgoing_nic: out_if
+                                    .as_ref()
+                                    .map(|o| o.0.clone())
+                                    .unwrap_or_default(),
+                                remote_ip: v4.to_string(),
+                                mtu_successful: ok,
+                            })
+                        }
+                        _ => None,
+                    };
                     let l3 = match stats {
                         Some(Ok(s)) => L3Connectivity {
                             outgoing_nic: out_if.map(|o| o.0).unwrap_or_default(),
@@ -205,7 +238,7 @@ pub async fn connectivity_check(args: &[String], root: &Root) -> Outcome {
                             }
                         }
                     };
-                    (hi, l2, l3)
+                    (hi, l2, l3, mtu)
                 });
             }
         }
@@ -220,10 +253,11 @@ pub async fn connectivity_check(args: &[String], root: &Root) -> Outcome {
             .collect(),
     };
     while let Some(r) = tasks.join_next().await {
-        if let Ok((hi, l2, l3)) = r {
+        if let Ok((hi, l2, l3, mtu)) = r {
             let rh = &mut report.remote_hosts[hi];
             rh.l2_connectivity.extend(l2);
             rh.l3_connectivity.push(l3);
+            rh.mtu_report.extend(mtu);
         }
     }
     for rh in &mut report.remote_hosts {
@@ -231,6 +265,7 @@ pub async fn connectivity_check(args: &[String], root: &Root) -> Outcome {
             .sort_by(|a, b| a.remote_ip_address.cmp(&b.remote_ip_address));
         rh.l3_connectivity
             .sort_by(|a, b| a.remote_ip_address.cmp(&b.remote_ip_address));
+        rh.mtu_report.sort_by(|a, b| a.remote_ip.cmp(&b.remote_ip));
     }
     done(&report)
 }

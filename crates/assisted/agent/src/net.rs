@@ -323,8 +323,116 @@ pub fn ping(
     socket
         .connect(&SocketAddr::new(target, 0).into())
         .map_err(|e| ctx("connecting the socket", e))?;
-    let ident = (std::process::id() as u16) ^ NEXT_IDENT.fetch_add(1, Ordering::Relaxed);
+    let ident = next_ident();
+    let ipv4 = target.is_ipv4();
+    echo_series(&socket, ipv4, ident, count, interval, timeout, |seq| {
+        echo_request(request_type, ident, seq, ipv4, PING_DATA_LEN)
+    })
+    .map_err(|(what, e)| ctx(what, e))
+}
 
+/// Sends `count` IPv4 ICMP echo requests of the full MTU of the route to
+/// `target` with Don't Fragment set, one every `interval`, and counts the
+/// replies that come back within `timeout` of their request: whether
+/// packets of that size cross the path unfragmented (the reference
+/// agent's `ping -M do -s <mtu − 28>`). Returns the MTU used (bytes of
+/// the IP packet) and the counts.
+///
+/// The socket is a raw ICMP one with `IP_HDRINCL` (raw(7)), so this code
+/// writes the IPv4 header (RFC 791) with the DF flag itself; the kernel
+/// fills in the source address, identification, total length and header
+/// checksum. The size is the route's MTU as `IP_MTU` reports it for the
+/// connected socket (ip(7)): the outgoing interface's unless a smaller
+/// path MTU is cached. A packet dropped for its size, and an ICMP error
+/// back, count as lost requests.
+///
+/// # Errors
+///
+/// As [`ping`].
+pub fn ping_full_size(
+    target: Ipv4Addr,
+    count: u32,
+    interval: Duration,
+    timeout: Duration,
+) -> io::Result<(u32, PingStats)> {
+    let ctx = |what: &str, e: io::Error| {
+        io::Error::new(e.kind(), format!("full-size ping {target}: {what}: {e}"))
+    };
+    let socket = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::ICMPV4))
+        .map_err(|e| ctx("opening a raw ICMP socket (needs CAP_NET_RAW)", e))?;
+    socket
+        .set_header_included_v4(true)
+        .map_err(|e| ctx("setting IP_HDRINCL", e))?;
+    socket
+        .connect(&SocketAddr::new(IpAddr::V4(target), 0).into())
+        .map_err(|e| ctx("connecting the socket", e))?;
+    let mtu = nix::sys::socket::getsockopt(&socket, nix::sys::socket::sockopt::IpMtu)
+        .map_err(|e| ctx("reading the route's MTU (IP_MTU)", io::Error::from(e)))?;
+    let mtu = u32::try_from(mtu)
+        .ok()
+        .filter(|m| (IPV4_HEADER_LEN as u32 + 8..=65535).contains(m))
+        .ok_or_else(|| {
+            ctx(
+                "reading the route's MTU (IP_MTU)",
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("MTU {mtu} out of range"),
+                ),
+            )
+        })?;
+    let data_len = mtu as usize - IPV4_HEADER_LEN - 8;
+    let ident = next_ident();
+    let stats = echo_series(&socket, true, ident, count, interval, timeout, |seq| {
+        let icmp = echo_request(ICMPV4_ECHO_REQUEST, ident, seq, true, data_len);
+        let mut p = ipv4_header_df(target, icmp.len());
+        p.extend_from_slice(&icmp);
+        p
+    })
+    .map_err(|(what, e)| ctx(what, e))?;
+    Ok((mtu, stats))
+}
+
+/// Bytes of an IPv4 header without options (RFC 791).
+const IPV4_HEADER_LEN: usize = 20;
+
+/// An IPv4 header (RFC 791 section 3.1) for an ICMP payload of
+/// `payload_len` bytes to `dst`: version 4, no options, DF set, TTL 64,
+/// protocol 1. Source, identification and checksum are left 0 for the
+/// kernel to fill in (raw(7), `IP_HDRINCL`); it fills the total length too,
+/// which is set here all the same.
+fn ipv4_header_df(dst: Ipv4Addr, payload_len: usize) -> Vec<u8> {
+    let total = (IPV4_HEADER_LEN + payload_len) as u16;
+    let mut h = Vec::with_capacity(IPV4_HEADER_LEN + payload_len);
+    h.push(0x45); // version 4, IHL 5 words
+    h.push(0); // DSCP/ECN
+    h.extend_from_slice(&total.to_be_bytes());
+    h.extend_from_slice(&[0, 0]); // identification: the kernel's
+    h.extend_from_slice(&0x4000u16.to_be_bytes()); // flags: DF, offset 0
+    h.push(64); // TTL
+    h.push(1); // protocol: ICMP
+    h.extend_from_slice(&[0, 0]); // checksum: the kernel's
+    h.extend_from_slice(&[0, 0, 0, 0]); // source: the kernel's
+    h.extend_from_slice(&dst.octets());
+    h
+}
+
+/// A fresh echo identifier for this process.
+fn next_ident() -> u16 {
+    (std::process::id() as u16) ^ NEXT_IDENT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The send-and-count loop of [`ping`] and [`ping_full_size`] on a
+/// connected raw socket: `request(seq)` is the packet to send for
+/// sequence number `seq`. Errors carry what was being done.
+fn echo_series(
+    socket: &Socket,
+    ipv4: bool,
+    ident: u16,
+    count: u32,
+    interval: Duration,
+    timeout: Duration,
+    request: impl Fn(u16) -> Vec<u8>,
+) -> Result<PingStats, (&'static str, io::Error)> {
     let mut stats = PingStats {
         sent: 0,
         received: 0,
@@ -334,16 +442,15 @@ pub fn ping(
     // Requests waiting for their reply: sequence number and when sent.
     let mut pending: Vec<(u16, Instant)> = Vec::new();
     let mut next_send = Instant::now();
-    let mut buf = [0u8; 1600];
+    let mut buf = vec![0u8; 65536];
     loop {
         let now = Instant::now();
         if stats.sent < count && now >= next_send {
             let seq = stats.sent as u16;
-            let request = echo_request(request_type, ident, seq, target.is_ipv4());
-            match socket.send(&request) {
+            match socket.send(&request(seq)) {
                 Ok(_) => {}
                 Err(e) if is_unreachable(&e) => {}
-                Err(e) => return Err(ctx("sending an echo request", e)),
+                Err(e) => return Err(("sending an echo request", e)),
             }
             pending.push((seq, now));
             stats.sent += 1;
@@ -360,11 +467,12 @@ pub fn ping(
         let wait = wake.map_or(Duration::ZERO, |w| w.saturating_duration_since(now));
         socket
             .set_read_timeout(Some(wait.max(Duration::from_millis(1))))
-            .map_err(|e| ctx("setting the receive timeout", e))?;
-        match (&socket).read(&mut buf) {
+            .map_err(|e| ("setting the receive timeout", e))?;
+        let mut reader = socket;
+        match reader.read(&mut buf) {
             Ok(n) => {
                 let arrived = Instant::now();
-                let Some(seq) = echo_reply_seq(&buf[..n], ident, target.is_ipv4()) else {
+                let Some(seq) = echo_reply_seq(&buf[..n], ident, ipv4) else {
                     continue;
                 };
                 if let Some(i) = pending.iter().position(|&(s, _)| s == seq) {
@@ -377,7 +485,7 @@ pub fn ping(
                 if is_timeout(&e)
                     || is_unreachable(&e)
                     || e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(ctx("receiving", e)),
+            Err(e) => return Err(("receiving", e)),
         }
     }
     if stats.received > 0 {
@@ -397,22 +505,23 @@ fn is_unreachable(e: &io::Error) -> bool {
             Errno::EHOSTDOWN,
             Errno::ENETDOWN,
             Errno::ECONNREFUSED,
+            Errno::EMSGSIZE,
         ]
         .contains(&Errno::from_raw(code))
     })
 }
 
 /// An ICMP(v6) echo request of `request_type` with `ident`, `seq` and
-/// [`PING_DATA_LEN`] bytes of data; the checksum filled in for IPv4 (the
-/// kernel fills ICMPv6's).
-fn echo_request(request_type: u8, ident: u16, seq: u16, ipv4: bool) -> Vec<u8> {
-    let mut p = Vec::with_capacity(8 + PING_DATA_LEN);
+/// `data_len` bytes of data; the checksum filled in for IPv4 (the kernel
+/// fills ICMPv6's).
+fn echo_request(request_type: u8, ident: u16, seq: u16, ipv4: bool, data_len: usize) -> Vec<u8> {
+    let mut p = Vec::with_capacity(8 + data_len);
     p.push(request_type);
     p.push(0); // code
     p.extend_from_slice(&[0, 0]); // checksum, below
     p.extend_from_slice(&ident.to_be_bytes());
     p.extend_from_slice(&seq.to_be_bytes());
-    p.extend((0..PING_DATA_LEN).map(|i| i as u8));
+    p.extend((0..data_len).map(|i| i as u8));
     if ipv4 {
         let sum = internet_checksum(&p);
         p[2..4].copy_from_slice(&sum.to_be_bytes());
@@ -573,7 +682,7 @@ mod tests {
             internet_checksum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]),
             !0xddf2
         );
-        let req = echo_request(ICMPV4_ECHO_REQUEST, 0x1234, 7, true);
+        let req = echo_request(ICMPV4_ECHO_REQUEST, 0x1234, 7, true, PING_DATA_LEN);
         assert_eq!(req.len(), 8 + PING_DATA_LEN);
         // A packet with its checksum in place sums to zero.
         assert_eq!(internet_checksum(&req), 0);
@@ -587,7 +696,7 @@ mod tests {
         assert_eq!(echo_reply_seq(&packet, 0x1235, true), None);
         packet[20] = ICMPV4_ECHO_REQUEST;
         assert_eq!(echo_reply_seq(&packet, 0x1234, true), None);
-        let mut v6 = echo_request(ICMPV6_ECHO_REQUEST, 9, 3, false);
+        let mut v6 = echo_request(ICMPV6_ECHO_REQUEST, 9, 3, false, PING_DATA_LEN);
         assert_eq!(&v6[2..4], &[0, 0]);
         v6[0] = ICMPV6_ECHO_REPLY;
         assert_eq!(echo_reply_seq(&v6, 9, false), Some(3));
@@ -851,5 +960,42 @@ mod tests {
         assert_eq!((down.sent, down.received), (3, 0), "{down:?}");
         assert_eq!(down.packet_loss_percentage(), 100.0);
         assert_eq!(down.average_rtt_ms, 0.0);
+    }
+
+    #[test]
+    fn full_size_ping_between_namespaces() {
+        if netns_unavailable().is_some() {
+            return;
+        }
+        let pair = VethPair::new("m");
+        let b = pair.addr(2);
+        let interval = Duration::from_millis(50);
+        let (mtu, whole) =
+            pair.in_ns_a(move || ping_full_size(b, 2, interval, Duration::from_secs(1)).unwrap());
+        assert_eq!(mtu, 1500);
+        assert_eq!((whole.sent, whole.received), (2, 2), "{whole:?}");
+        // The far end takes at most 1400 bytes: full-size packets from
+        // this side are dropped, ordinary echoes still pass.
+        let if_b = format!("okd{}mb", std::process::id());
+        ip(&["-n", &pair.ns_b, "link", "set", &if_b, "mtu", "1400"]);
+        let (mtu, cut, small) = pair.in_ns_a(move || {
+            let (mtu, cut) = ping_full_size(b, 2, interval, Duration::from_millis(500)).unwrap();
+            let small = ping(IpAddr::V4(b), 2, interval, Duration::from_secs(1)).unwrap();
+            (mtu, cut, small)
+        });
+        assert_eq!(mtu, 1500);
+        assert_eq!((cut.sent, cut.received), (2, 0), "{cut:?}");
+        assert_eq!(small.received, 2, "{small:?}");
+    }
+
+    #[test]
+    fn df_header() {
+        let h = ipv4_header_df(Ipv4Addr::new(10, 0, 0, 9), 1480);
+        assert_eq!(h.len(), 20);
+        assert_eq!(h[0], 0x45);
+        assert_eq!(u16::from_be_bytes([h[2], h[3]]), 1500);
+        assert_eq!(u16::from_be_bytes([h[6], h[7]]) & 0x4000, 0x4000);
+        assert_eq!(h[9], 1);
+        assert_eq!(&h[16..20], &[10, 0, 0, 9]);
     }
 }

@@ -393,6 +393,10 @@ pub struct HostProgress {
     /// 0-100.
     #[serde(default)]
     pub installation_percentage: u8,
+    /// When the current stage began (RFC 3339; empty before the first
+    /// stage). The stage's timeout counts from it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stage_started_at: String,
 }
 
 /// `POST /v2/infra-envs/{id}/hosts` → 201 (swagger
@@ -524,4 +528,20 @@ pub struct InfraError {
     pub code: u16,
     /// In words.
     pub message: String,
+}
+
+/// `POST /v2/clusters/{id}/actions/complete-installation` body (swagger
+/// `completion_params`): how the installation ended, as the
+/// assisted-installer-controller reports it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompletionParams {
+    /// Whether the cluster installed.
+    pub is_success: bool,
+    /// Why not, when it did not.
+    #[serde(default)]
+    pub error_info: String,
+    /// Extra data from the controller (kept out of the status).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
 }

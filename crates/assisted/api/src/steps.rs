@@ -58,6 +58,24 @@ pub struct ConnectivityRemoteHost {
     /// ICMP echo results (every remote address).
     #[serde(default)]
     pub l3_connectivity: Vec<L3Connectivity>,
+    /// Full-size echoes with Don't Fragment set (IPv4 remote addresses
+    /// that answered the ordinary echoes).
+    #[serde(default)]
+    pub mtu_report: Vec<MtuReport>,
+}
+
+/// Whether a packet of the outgoing interface's full MTU reached a remote
+/// address unfragmented (swagger `mtu_report`; the reference agent's
+/// `ping -M do -s <mtu − 28>`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MtuReport {
+    /// The local interface the echoes left by (empty: routed).
+    #[serde(default)]
+    pub outgoing_nic: String,
+    /// The remote address.
+    pub remote_ip: String,
+    /// Whether an echo of the full MTU came back.
+    pub mtu_successful: bool,
 }
 
 /// One ARP probe (swagger `l2_connectivity`; RFC 826).

@@ -1078,6 +1078,10 @@ async fn monitor_timing(db_url: &str) -> String {
     let t = Instant::now();
     let now = okd_assisted_service::db::now_ms();
     let majority = okd_assisted_service::network::Majority::Disabled(String::new());
+    let roles: std::collections::HashMap<&str, &str> = hosts
+        .iter()
+        .map(|h| (h.id.as_str(), h.suggested_role.as_str()))
+        .collect();
     let mut vjson = 0usize;
     for (i, h) in hosts.iter().enumerate() {
         let ctx = HostContext {
@@ -1086,6 +1090,7 @@ async fn monitor_timing(db_url: &str) -> String {
             hostname_counts: &counts,
             cluster_name: &c.name,
             majority: &majority,
+            roles: &roles,
             now_ms: now,
         };
         let facts = HostFacts {
@@ -1102,6 +1107,7 @@ async fn monitor_timing(db_url: &str) -> String {
             ntp_sources: &h.ntp_sources,
             domain_resolutions: &h.domain_name_resolutions,
             disk_speed: &h.disk_speed,
+            connectivity: &h.connectivity,
         };
         vjson += validate::host_validations(&facts, &ctx).to_json().len();
     }

@@ -212,6 +212,8 @@ pub struct HostRow {
     pub progress_stage: String,
     /// The installer's words on it.
     pub progress_info: String,
+    /// Unix ms when `progress_stage` began, 0 for no stage yet.
+    pub progress_stage_started_at: i64,
     /// JSON text of the steps handed out and not answered yet.
     pub steps: String,
     /// Unix ms of the last poll, 0 for none.
@@ -275,8 +277,9 @@ const INFRA_ENV_COLS: &str =
 const HOST_COLS: &str = "id, infra_env_id, cluster_id, status, status_info, status_updated_at, role, \
      suggested_role, bootstrap, requested_hostname, installation_disk_id, inventory, \
      validations_info, ntp_sources, connectivity, domain_name_resolutions, free_addresses, \
-     verified_vips, disk_speed, progress_stage, progress_info, steps, checked_in_at, \
-     host_timestamp, agent_version, logs_collected_at, registered_at, created_at, updated_at";
+     verified_vips, disk_speed, progress_stage, progress_info, progress_stage_started_at, steps, \
+     checked_in_at, host_timestamp, agent_version, logs_collected_at, registered_at, created_at, \
+     updated_at";
 
 /// The columns a next-steps poll reads ([`Db::host_for_poll`]): not the
 /// inventory, validations or step outputs, which are most of a row.
@@ -337,6 +340,7 @@ fn host_row(r: &AnyRow) -> Result<HostRow, sqlx::Error> {
         disk_speed: r.try_get("disk_speed")?,
         progress_stage: r.try_get("progress_stage")?,
         progress_info: r.try_get("progress_info")?,
+        progress_stage_started_at: r.try_get("progress_stage_started_at")?,
         steps: r.try_get("steps")?,
         checked_in_at: r.try_get("checked_in_at")?,
         host_timestamp: r.try_get("host_timestamp")?,
@@ -382,6 +386,7 @@ fn partial_host_row(r: &AnyRow) -> Result<HostRow, sqlx::Error> {
         disk_speed: get(r, "disk_speed")?,
         progress_stage: get(r, "progress_stage")?,
         progress_info: get(r, "progress_info")?,
+        progress_stage_started_at: get(r, "progress_stage_started_at")?,
         steps: get(r, "steps")?,
         checked_in_at: get(r, "checked_in_at")?,
         host_timestamp: get(r, "host_timestamp")?,
@@ -1125,7 +1130,7 @@ impl Db {
         let now = now_ms();
         let r = sqlx::query(
             "UPDATE hosts SET status = 'resetting-pending-user-action', status_info = $1, \
-             steps = '[]', progress_stage = '', progress_info = '', status_updated_at = $2, \
+             steps = '[]', progress_stage = '', progress_info = '', progress_stage_started_at = 0, status_updated_at = $2, \
              updated_at = $3 WHERE id = $4 AND infra_env_id = $5 AND status = $6",
         )
         .bind(info)
@@ -1341,8 +1346,9 @@ impl Db {
         let now = now_ms();
         let r = sqlx::query(
             "UPDATE hosts SET status = $1, status_info = $2, progress_stage = $3, \
-             progress_info = $4, status_updated_at = $5, updated_at = $6 \
-             WHERE id = $7 AND infra_env_id = $8 AND status = $9",
+             progress_info = $4, status_updated_at = $5, updated_at = $6, \
+             progress_stage_started_at = $7 \
+             WHERE id = $8 AND infra_env_id = $9 AND status = $10",
         )
         .bind(to)
         .bind(info)
@@ -1350,6 +1356,11 @@ impl Db {
         .bind(stage_info)
         .bind(if to == from { h.status_updated_at } else { now })
         .bind(now)
+        .bind(if stage == h.progress_stage {
+            h.progress_stage_started_at
+        } else {
+            now
+        })
         .bind(&h.id)
         .bind(&h.infra_env_id)
         .bind(from)

@@ -18,6 +18,8 @@ pub mod db;
 pub mod events;
 pub mod free_addresses;
 pub mod install;
+pub mod install_monitor;
+pub mod latency;
 pub mod model;
 pub mod monitor;
 pub mod network;

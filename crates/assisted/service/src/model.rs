@@ -142,6 +142,7 @@ pub fn host_doc(h: &HostRow) -> rest::Host {
             current_stage: h.progress_stage.clone(),
             progress_info: h.progress_info.clone(),
             installation_percentage: 0,
+            stage_started_at: rfc3339(h.progress_stage_started_at),
         },
         checked_in_at: rfc3339(h.checked_in_at),
         logs_collected_at: rfc3339(h.logs_collected_at),

@@ -45,6 +45,13 @@ pub async fn pass(
             preparation_timeout(db, &c).await?;
             continue;
         }
+        if matches!(
+            c.status.as_str(),
+            "installing" | "installing-pending-user-action" | "finalizing" | "error"
+        ) {
+            crate::install_monitor::pass(db, &c, now_ms()).await?;
+            continue;
+        }
         cluster_args.publish(&c.id, ClusterStepArgs::of(&c));
         cluster_pass(db, peers, scans, &c).await?;
     }
@@ -161,12 +168,25 @@ async fn cluster_pass(
         .enumerate()
         .map(|(i, s)| ((s.infra_env_id.as_str(), s.id.as_str()), i))
         .collect();
+    let roles: HashMap<&str, &str> = sums
+        .iter()
+        .zip(&suggested)
+        .map(|(s, sg)| {
+            let role = match (s.role.as_str(), sg) {
+                ("auto-assign", Some(r)) => r,
+                ("auto-assign", None) if params.control_plane_count == 1 => "master",
+                (r, _) => r,
+            };
+            (s.id.as_str(), role)
+        })
+        .collect();
     let ctx = HostContext {
         cluster: &params,
         machine_networks: &nets,
         hostname_counts: &counts,
         cluster_name: &c.name,
         majority: &majority,
+        roles: &roles,
         now_ms: now,
     };
     // Each host's status and effective role after this pass, by index
@@ -267,6 +287,7 @@ async fn host_pass(
         ntp_sources: &h.ntp_sources,
         domain_resolutions: &h.domain_name_resolutions,
         disk_speed: &h.disk_speed,
+        connectivity: &h.connectivity,
     };
     let v = validate::host_validations(&facts, ctx);
     let vjson = v.to_json();
@@ -329,6 +350,7 @@ async fn unbound_pass(db: &Db, h: &HostRow) -> Result<(), DbError> {
         hostname_counts: &HashMap::new(),
         cluster_name: "",
         majority: &network::Majority::Pending(String::new()),
+        roles: &HashMap::new(),
         now_ms: now_ms(),
     };
     let facts = HostFacts {
@@ -341,6 +363,7 @@ async fn unbound_pass(db: &Db, h: &HostRow) -> Result<(), DbError> {
         ntp_sources: &h.ntp_sources,
         domain_resolutions: "",
         disk_speed: "",
+        connectivity: "",
     };
     let v = validate::host_validations(&facts, &ctx);
     let (to, info) = if v.status("connected") != Some("success") {

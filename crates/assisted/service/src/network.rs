@@ -658,6 +658,7 @@ mod tests {
                         successful: *ok,
                     }],
                     l3_connectivity: vec![],
+                    mtu_report: vec![],
                 })
                 .collect(),
         })

@@ -124,6 +124,33 @@ pub const OPERATIONS: &[Operation] = &[
         None,
         (202, Some("Cluster")),
     ),
+    op(
+        "post",
+        "/clusters/{cluster_id}/actions/cancel",
+        "v2CancelInstallation",
+        "Cancels an installing, pending, finalizing or failed installation (preparing: back to ready).",
+        Auth::User,
+        None,
+        (202, Some("Cluster")),
+    ),
+    op(
+        "post",
+        "/clusters/{cluster_id}/actions/reset",
+        "v2ResetCluster",
+        "Resets a cluster past the start of its installation to insufficient; its hosts register again.",
+        Auth::User,
+        None,
+        (202, Some("Cluster")),
+    ),
+    op(
+        "post",
+        "/clusters/{cluster_id}/actions/complete-installation",
+        "V2CompleteInstallation",
+        "How a finalizing cluster's installation ended: installed, or error with the reason (409 in any other status).",
+        Auth::User,
+        Some("CompletionParams"),
+        (202, Some("Cluster")),
+    ),
     Operation {
         query: &[(
             "file_name",
@@ -406,7 +433,8 @@ fn schemas() -> Map<String, Value> {
         ApiError,
         InfraError,
         Inventory,
-        okd_assisted_api::rest::HostProgress
+        okd_assisted_api::rest::HostProgress,
+        okd_assisted_api::rest::CompletionParams
     );
     let mut defs: Map<String, Value> = g.take_definitions(true).into_iter().collect();
     for (list, item) in [

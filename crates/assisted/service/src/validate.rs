@@ -160,6 +160,9 @@ pub struct HostContext<'a> {
     pub cluster_name: &'a str,
     /// The cluster's connectivity majority groups.
     pub majority: &'a crate::network::Majority,
+    /// Every host's effective role by host id (`auto-assign` while
+    /// undecided), for the link validations ([`crate::latency`]).
+    pub roles: &'a HashMap<&'a str, &'a str>,
     /// Unix ms now.
     pub now_ms: i64,
 }
@@ -185,6 +188,8 @@ pub struct HostFacts<'a> {
     pub domain_resolutions: &'a str,
     /// JSON text of the `installation-disk-speed-check` reply.
     pub disk_speed: &'a str,
+    /// JSON text of the host's `connectivity-check` reply.
+    pub connectivity: &'a str,
 }
 
 /// The host's effective name: the requested one, else the inventory's.
@@ -523,6 +528,14 @@ pub fn host_validations(h: &HostFacts<'_>, ctx: &HostContext<'_>) -> Validations
     net.push(ntp_synced(h.ntp_sources));
     let sno = ctx.cluster.control_plane_count == 1;
     net.push(crate::network::majority_validation(h.id, sno, ctx.majority));
+    net.extend(crate::latency::link_validations(
+        h.id,
+        h.role,
+        sno,
+        h.connectivity,
+        ctx.roles,
+        ctx.majority,
+    ));
     net.extend(crate::network::domain_validations(
         ctx.cluster_name,
         ctx.cluster,
@@ -568,6 +581,9 @@ pub const SUFFICIENT: &[&str] = &[
     "hostname-valid",
     "time-synced-between-host-and-service",
     "belongs-to-majority-group",
+    crate::latency::LATENCY,
+    crate::latency::PACKET_LOSS,
+    crate::latency::MTU,
     "api-domain-name-resolved-correctly",
     "api-int-domain-name-resolved-correctly",
     "apps-domain-name-resolved-correctly",

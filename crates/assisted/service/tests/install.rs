@@ -9,7 +9,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use okd_assisted_api::rest::{Cluster, Steps};
+use okd_assisted_api::rest::{Cluster, Host, Steps};
 use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -698,5 +698,198 @@ async fn a_slow_installation_disk_stops_the_preparation() {
         assert_eq!(h.status, "known", "{}", h.status_info);
     }
     let _ = invs;
+    svc.stop().await;
+}
+
+/// Sets cluster `cid` installing (started now) and its three hosts
+/// installing as masters, the first the bootstrap host, as the install
+/// action leaves them.
+async fn installing(url: &str, cid: &str, ids: &[String]) {
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(url).await.unwrap();
+    let now = okd_assisted_service::db::now_ms();
+    sqlx::query("UPDATE clusters SET status = 'installing', status_info = 'Installation in progress', status_updated_at = $1, install_started_at = $1 WHERE id = $2")
+        .bind(now)
+        .bind(cid)
+        .execute(&pool)
+        .await
+        .unwrap();
+    for (i, id) in ids.iter().enumerate() {
+        sqlx::query("UPDATE hosts SET status = 'installing', role = 'master', bootstrap = $1, status_updated_at = $2 WHERE id = $3")
+            .bind(i64::from(i == 0))
+            .bind(now)
+            .bind(id)
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    pool.close().await;
+}
+
+/// Moves the start of host `id`'s current stage `minutes` back.
+async fn stage_began(url: &str, id: &str, minutes: i64) {
+    let pool = sqlx::AnyPool::connect(url).await.unwrap();
+    let at = okd_assisted_service::db::now_ms() - minutes * 60 * 1000;
+    sqlx::query(
+        "UPDATE hosts SET progress_stage_started_at = $1, status_updated_at = $1 WHERE id = $2",
+    )
+    .bind(at)
+    .bind(id)
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+}
+
+/// The installation's state machine (the reference's §2.5 and §3.2): a
+/// host that never reports fails after 20 minutes, a host stuck rebooting
+/// waits for the user and resumes when it reports again, the cluster
+/// follows its hosts to error, pending user action and finalizing, and
+/// complete-installation ends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_installation_follows_the_state_machine() {
+    use reqwest::Method as M;
+    let c = reqwest::Client::new();
+
+    // 1. A master that never starts: it fails, so does the cluster, and
+    //    then the masters still installing.
+    let dir = tempfile::tempdir().unwrap();
+    let url = okd_assisted_service::sqlite_url(dir.path());
+    let svc = start(&url).await;
+    let base = svc.base.clone();
+    let (cid, ie, ids, _) = ready_cluster(&c, &base, "fails").await;
+    installing(&url, &cid, &ids).await;
+    let progress = |i: usize| format!("{base}/infra-envs/{ie}/hosts/{}/progress", ids[i]);
+    let (code, body) = send(
+        &c,
+        M::PUT,
+        &progress(0),
+        Some(json!({"current_stage": "Done"})),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = send(
+        &c,
+        M::PUT,
+        &progress(1),
+        Some(json!({"current_stage": "Installing"})),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    // The third was handed its install step 21 minutes ago.
+    stage_began(&url, &ids[2], 21).await;
+    let cl = wait_for(&c, &base, &cid, "the cluster to fail", |cl| {
+        cl.status == "error" && host(cl, &ids[1]).status == "error"
+    })
+    .await;
+    assert!(
+        cl.status_info.contains("1 hosts in error"),
+        "{}",
+        cl.status_info
+    );
+    assert_eq!(host(&cl, &ids[0]).status, "installed");
+    let late = host(&cl, &ids[2]);
+    assert_eq!(late.status, "error");
+    assert!(
+        late.status_info
+            .contains("timeout while starting installation"),
+        "{}",
+        late.status_info
+    );
+    assert!(
+        host(&cl, &ids[1])
+            .status_info
+            .contains("cluster that failed")
+    );
+    let (code, body) = send(
+        &c,
+        M::POST,
+        &format!("{base}/clusters/{cid}/actions/complete-installation"),
+        Some(json!({"is_success": true})),
+    )
+    .await;
+    assert_eq!(code, 409, "only a finalizing cluster completes: {body}");
+    svc.stop().await;
+
+    // 2. A master stuck rebooting waits for the user; once it reports
+    //    again the install goes on to finalizing and installed.
+    let dir = tempfile::tempdir().unwrap();
+    let url = okd_assisted_service::sqlite_url(dir.path());
+    let svc = start(&url).await;
+    let base = svc.base.clone();
+    let (cid, ie, ids, _) = ready_cluster(&c, &base, "stuck").await;
+    installing(&url, &cid, &ids).await;
+    let progress = |i: usize| format!("{base}/infra-envs/{ie}/hosts/{}/progress", ids[i]);
+    for i in 0..2 {
+        let (code, body) = send(
+            &c,
+            M::PUT,
+            &progress(i),
+            Some(json!({"current_stage": "Done"})),
+        )
+        .await;
+        assert_eq!(code, 200, "{body}");
+    }
+    let (code, body) = send(
+        &c,
+        M::PUT,
+        &progress(2),
+        Some(json!({"current_stage": "Rebooting"})),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    let h: Host = c
+        .get(format!("{base}/infra-envs/{ie}/hosts/{}", ids[2]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(!h.progress.stage_started_at.is_empty(), "{:?}", h.progress);
+    stage_began(&url, &ids[2], 41).await;
+    let cl = wait_for(&c, &base, &cid, "a host pending user action", |cl| {
+        cl.status == "installing-pending-user-action"
+    })
+    .await;
+    let stuck = host(&cl, &ids[2]);
+    assert_eq!(stuck.status, "installing-pending-user-action");
+    assert!(
+        stuck
+            .status_info
+            .contains("boots from the OpenShift installation disk"),
+        "{}",
+        stuck.status_info
+    );
+    let (code, body) = send(
+        &c,
+        M::PUT,
+        &progress(2),
+        Some(json!({"current_stage": "Done"})),
+    )
+    .await;
+    assert_eq!(
+        code, 200,
+        "a host pending user action may report again: {body}"
+    );
+    let cl = wait_for(&c, &base, &cid, "finalizing", |cl| {
+        cl.status == "finalizing"
+    })
+    .await;
+    assert!(cl.hosts.iter().all(|h| h.status == "installed"));
+    let complete = format!("{base}/clusters/{cid}/actions/complete-installation");
+    let (code, body) = send(
+        &c,
+        M::POST,
+        &complete,
+        Some(json!({"is_success": true, "colour": 1})),
+    )
+    .await;
+    assert_eq!(code, 400, "unknown fields are refused: {body}");
+    let (code, body) = send(&c, M::POST, &complete, Some(json!({"is_success": true}))).await;
+    assert_eq!(code, 202, "{body}");
+    assert_eq!(body["status"], "installed");
+    let (code, _) = send(&c, M::POST, &complete, Some(json!({"is_success": true}))).await;
+    assert_eq!(code, 409);
     svc.stop().await;
 }

@@ -26,15 +26,16 @@ pub fn healthy_output(step_type: &str, args: &[String], inventory_json: &str) ->
                 .expect("a list of hosts")
                 .iter()
                 .map(|p| {
-                    let (mut l2, mut l3) = (Vec::new(), Vec::new());
+                    let (mut l2, mut l3, mut mtu) = (Vec::new(), Vec::new(), Vec::new());
                     for nic in p["nics"].as_array().into_iter().flatten() {
                         for a in nic["ip_addresses"].as_array().into_iter().flatten() {
                             let ip = a.as_str().unwrap_or("").split('/').next().unwrap_or("");
                             l2.push(json!({"outgoing_nic": "eth0", "outgoing_ip_address": "", "remote_ip_address": ip, "remote_mac": nic["mac"], "successful": true}));
                             l3.push(json!({"outgoing_nic": "eth0", "remote_ip_address": ip, "successful": true, "average_rtt_ms": 0.2, "packet_loss_percentage": 0.0}));
+                            mtu.push(json!({"outgoing_nic": "eth0", "remote_ip": ip, "mtu_successful": true}));
                         }
                     }
-                    json!({"host_id": p["host_id"], "l2_connectivity": l2, "l3_connectivity": l3})
+                    json!({"host_id": p["host_id"], "l2_connectivity": l2, "l3_connectivity": l3, "mtu_report": mtu})
                 })
                 .collect();
             json!({ "remote_hosts": remote })

@@ -427,7 +427,11 @@ pub(super) async fn host_progress(
     }
     let pr: Progress = body("host-progress", &b)?;
     let h = host_or_404(&s, &ie, &id).await?;
-    if !matches!(h.status.as_str(), "installing" | "installing-in-progress") {
+    // A host pending user action that reports again has booted after all.
+    if !matches!(
+        h.status.as_str(),
+        "installing" | "installing-in-progress" | "installing-pending-user-action"
+    ) {
         return Err(Failure::conflict(format!(
             "host {id} is {}, not installing: no progress to report",
             h.status
@@ -654,6 +658,55 @@ pub(super) async fn reset_cluster(
             .await;
         }
     }
+    s.monitor.notify_one();
+    let c = cluster_or_404(&s, &id).await?;
+    Ok(json(StatusCode::ACCEPTED, &cluster_document(&s, &c).await?))
+}
+
+/// `POST /v2/clusters/{id}/actions/complete-installation` (swagger
+/// `V2CompleteInstallation`, body `completion_params`): the cluster's end,
+/// reported once the cluster operators are available. A finalizing
+/// cluster goes to `installed`, or to `error` with `error_info`; 409 in
+/// any other status.
+pub(super) async fn complete_installation(
+    State(s): State<Shared>,
+    Path(id): Path<String>,
+    b: Bytes,
+) -> Res<Response> {
+    let done: okd_assisted_api::rest::CompletionParams = body("completion-params", &b)?;
+    let c = cluster_or_404(&s, &id).await?;
+    if c.status != "finalizing" {
+        return Err(Failure::conflict(format!(
+            "cluster {id} is {}: only a finalizing cluster can complete its installation",
+            c.status
+        )));
+    }
+    let (to, info, severity) = if done.is_success {
+        ("installed", "Cluster is installed".to_string(), "info")
+    } else {
+        (
+            "error",
+            format!("Cluster installation failed: {}", done.error_info),
+            "error",
+        )
+    };
+    if !s
+        .db
+        .set_cluster_status(&id, &c.status, to, &info, &c.validations_info)
+        .await?
+    {
+        return Err(Failure::conflict(format!(
+            "cluster {id} changed status meanwhile; try again"
+        )));
+    }
+    events::cluster(
+        &s.db,
+        &id,
+        severity,
+        "cluster_status_updated",
+        format!("Updated status of the cluster to {to} ({info})"),
+    )
+    .await;
     s.monitor.notify_one();
     let c = cluster_or_404(&s, &id).await?;
     Ok(json(StatusCode::ACCEPTED, &cluster_document(&s, &c).await?))

@@ -16,7 +16,7 @@ mod downloads;
 mod event_list;
 mod hosts;
 mod infra_envs;
-mod installation;
+pub(crate) mod installation;
 mod logs;
 mod steps;
 
@@ -136,6 +136,10 @@ pub fn routes(state: Shared) -> Router {
             post(cancel_cluster),
         )
         .route("/clusters/{cluster_id}/actions/reset", post(reset_cluster))
+        .route(
+            "/clusters/{cluster_id}/actions/complete-installation",
+            post(installation::complete_installation),
+        )
         .route("/clusters/{cluster_id}/logs", get(logs::download_logs))
         .route(
             "/clusters/{cluster_id}/free_addresses",
