@@ -15,8 +15,8 @@
 # PostgreSQL: Debian's postgresql (its row is skipped, with the reason,
 # when missing). Traffic only to 127.0.0.1.
 # Environment: OKD_BENCH_AGENTS (5000), OKD_BENCH_AGENTS_SECS (steady
-# window, 60), OKD_BENCH_AGENTS_WARMUP (20), OKD_BENCH_AGENTS_CONNS (48),
-# OKD_BENCH_AGENTS_SERVICE_WORKERS (the service's tokio workers, 2).
+# window, 60), OKD_BENCH_AGENTS_WARMUP (20), OKD_BENCH_AGENTS_CONNS (192,
+# 48 from each of 127.0.0.10, .11, ...), OKD_BENCH_AGENTS_SERVICE_WORKERS (the service's tokio workers, 2).
 # Usage: bench/assisted-agents.sh
 set -eu
 cd "$(dirname "$0")/.."

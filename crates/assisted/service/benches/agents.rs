@@ -46,7 +46,8 @@
 //! --bench agents`). Environment: `OKD_BENCH_AGENTS` (agents, 5000),
 //! `OKD_BENCH_AGENTS_SECS` (steady window, 60), `OKD_BENCH_AGENTS_WARMUP`
 //! (s, 20), `OKD_BENCH_AGENTS_CONNS` (generator tasks = connections at
-//! most, 48: under the service's 64 connections per client address),
+//! most, 192: 48 from each of the source addresses 127.0.0.10, .11, …,
+//! under the service's 64 connections per client address),
 //! `OKD_BENCH_AGENTS_SERVICE_WORKERS` (the service's tokio workers, 2 as
 //! `okd-install`'s runtime).
 //! PostgreSQL: Debian's `postgresql` (skipped with the reason when
@@ -445,8 +446,29 @@ fn now_s() -> i64 {
         .as_secs() as i64
 }
 
+/// Generator connections per source address: under the service's 64
+/// connections per client address (okd-listen's `max_per_client`).
+const CONNS_PER_ADDRESS: usize = 48;
+
+/// The generator's client for worker `k` of `conns`: workers are spread
+/// over source addresses 127.0.0.10, .11, … ([`CONNS_PER_ADDRESS`] each),
+/// as agents come from many hosts.
+fn clients(conns: usize) -> Vec<reqwest::Client> {
+    (0..conns.div_ceil(CONNS_PER_ADDRESS))
+        .map(|k| {
+            let from = std::net::Ipv4Addr::new(127, 0, 0, 10 + k as u8);
+            client_from(CONNS_PER_ADDRESS, Some(from.into()))
+        })
+        .collect()
+}
+
 fn client(conns: usize) -> reqwest::Client {
+    client_from(conns, None)
+}
+
+fn client_from(conns: usize, from: Option<std::net::IpAddr>) -> reqwest::Client {
     reqwest::Client::builder()
+        .local_address(from)
         .no_proxy()
         .tcp_nodelay(true)
         .pool_max_idle_per_host(conns)
@@ -769,7 +791,7 @@ async fn load(
 ) -> Outcome {
     let n = cfg.n;
     let all = Arc::new(agents(base, ie, n));
-    let c = client(cfg.conns);
+    let cs = clients(cfg.conns);
     let t0 = Instant::now() + Duration::from_millis(200);
     let steady = t0 + cfg.warmup;
     let end = steady + cfg.window;
@@ -784,8 +806,9 @@ async fn load(
     let heap = Arc::new(Mutex::new(heap));
     let local = tokio::task::LocalSet::new();
     let mut workers = Vec::new();
-    for _ in 0..cfg.conns {
-        let (heap, all, c) = (heap.clone(), all.clone(), c.clone());
+    for k in 0..cfg.conns {
+        let c = cs[k / CONNS_PER_ADDRESS].clone();
+        let (heap, all) = (heap.clone(), all.clone());
         workers.push(local.spawn_local(async move {
             let mut rec = Rec::default();
             loop {
@@ -1174,7 +1197,7 @@ fn run_one(
 fn parent() {
     let cfg = LoadCfg {
         n: env_num("OKD_BENCH_AGENTS", 5000).max(3) as usize,
-        conns: env_num("OKD_BENCH_AGENTS_CONNS", 48).max(1) as usize,
+        conns: env_num("OKD_BENCH_AGENTS_CONNS", 192).max(1) as usize,
         warmup: Duration::from_secs(env_num("OKD_BENCH_AGENTS_WARMUP", 20)),
         window: Duration::from_secs(env_num("OKD_BENCH_AGENTS_SECS", 60).max(1)),
         tck: clk_tck(),
