@@ -152,6 +152,11 @@ pub struct ServeArgs {
     /// Seconds agents wait between polls (assisted-service: 60).
     #[arg(long = "next-instruction-seconds", default_value_t = 60)]
     next_instruction_seconds: u64,
+    /// Seconds between a host's periodic checks (inventory, NTP, domain
+    /// resolution, VIPs), however often it polls (assisted-service runs
+    /// them at every poll).
+    #[arg(long = "check-interval-seconds", default_value_t = 60)]
+    check_interval_seconds: u64,
     /// The release image installs are generated for (default: okd-install's
     /// default release; assisted-service maps openshift_version to an image
     /// from its release list).
@@ -259,6 +264,7 @@ fn serve(dir: &Path, a: &ServeArgs) -> Result<(), Failure> {
     };
     let mut opts = okd_assisted_service::Options::new(url, a.listen);
     opts.next_instruction_seconds = a.next_instruction_seconds.max(1);
+    opts.check_interval_seconds = a.check_interval_seconds.max(1);
     opts.monitor_interval = a.monitor_interval;
     opts.auth_token = a.auth_token.clone().filter(|t| !t.is_empty());
     if let Some(image) = &a.release_image {

@@ -170,6 +170,8 @@ fn start_service(lab: &mut Lab, dir: &Path, db_url: Option<&str>, log: &Path) ->
         "1s",
         "--next-instruction-seconds",
         "1",
+        "--check-interval-seconds",
+        "1",
     ];
     if let Some(u) = db_url {
         args.extend(["--db-url", u]);

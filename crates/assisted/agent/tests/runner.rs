@@ -40,6 +40,7 @@ async fn start(dir: &Path, addr: SocketAddr) -> Svc {
     let mut opts = Options::new(okd_assisted_service::sqlite_url(dir), addr);
     opts.monitor_interval = Duration::from_millis(200);
     opts.next_instruction_seconds = 1;
+    opts.check_interval_seconds = 1;
     let state = okd_assisted_service::open(opts).await.unwrap();
     let mut tries = 0;
     let listener = loop {
@@ -591,6 +592,7 @@ async fn over_https_with_the_ca_given() {
         "127.0.0.1:0".parse().unwrap(),
     );
     opts.next_instruction_seconds = 1;
+    opts.check_interval_seconds = 1;
     let state = okd_assisted_service::open(opts).await.unwrap();
     let listener = okd_listen::Listener::bind(
         "127.0.0.1:0".parse().unwrap(),

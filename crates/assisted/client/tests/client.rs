@@ -32,6 +32,7 @@ async fn start(dir: &Path) -> Svc {
     let mut opts = okd_assisted_service::Options::new(url, "127.0.0.1:0".parse().unwrap());
     opts.monitor_interval = Duration::from_millis(200);
     opts.next_instruction_seconds = 1;
+    opts.check_interval_seconds = 1;
     let state = okd_assisted_service::open(opts).await.unwrap();
     let listener = okd_listen::Listener::bind(
         "127.0.0.1:0".parse().unwrap(),

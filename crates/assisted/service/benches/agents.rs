@@ -4,8 +4,9 @@
 //!
 //! - the service runs as a separate process (this binary re-executed with
 //!   `OKD_BENCH_AGENTS_CHILD=service`: `okd_assisted_service::open` and
-//!   `serve` on 127.0.0.1, `next_instruction_seconds` 10, the default 8 s
-//!   monitor interval, a two-worker runtime as `okd-install`'s), so its CPU
+//!   `serve` on 127.0.0.1, `next_instruction_seconds` 10, the default
+//!   check interval (60 s: the periodic checks once a minute per host,
+//!   `okd_assisted_service::cadence`) and 8 s monitor interval, a two-worker runtime as `okd-install`'s), so its CPU
 //!   time and memory are read from `/proc/<pid>/stat` and `status`;
 //! - setup: one cluster (3 masters, API and ingress VIPs, base domain) and
 //!   an infra-env bound to it; the agents' hosts registered, then each
@@ -19,9 +20,10 @@
 //!   the connectivity-check limit, `network::MAX_CONNECTIVITY_HOSTS`) with
 //!   `POST …/instructions`, then waits the `next_instruction_seconds` the
 //!   service gave, as the agent does; first polls spread evenly over the
-//!   first 10 s; a warm-up, then the measured steady window. A few tokio
-//!   tasks (one thread) share one reqwest client (keep-alive pool): each
-//!   takes the agent due next. Poll latency counts from when the poll was
+//!   first 10 s; a warm-up, then the measured steady window. Tokio tasks
+//!   (one thread; 48 per source address 127.0.0.10, .11, …) share a
+//!   reqwest client per address (keep-alive pool): each takes the agent
+//!   due next. Poll latency counts from when the poll was
 //!   due, as an agent on its own connection sees it: a wait for a free
 //!   connection (every task busy while the service stalls) is counted,
 //!   not hidden; "lag" is that wait, "sent p99" the latency from sending.

@@ -14,6 +14,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod cadence;
 pub mod db;
 pub mod events;
 pub mod free_addresses;
@@ -43,6 +44,10 @@ pub struct Options {
     /// Seconds an agent waits between polls (`next_instruction_seconds`;
     /// assisted-service: 60).
     pub next_instruction_seconds: u64,
+    /// Seconds between the periodic checks of a host (inventory, NTP,
+    /// domain resolution, VIPs), however often it polls ([`cadence`];
+    /// assisted-service runs them at every poll of 60 s).
+    pub check_interval_seconds: u64,
     /// Between monitor passes (assisted-service's host monitor: 8 s).
     pub monitor_interval: Duration,
     /// Database connections at most.
@@ -61,6 +66,7 @@ impl Options {
             db_url,
             listen,
             next_instruction_seconds: 60,
+            check_interval_seconds: 60,
             monitor_interval: Duration::from_secs(8),
             max_connections: 16,
             release_image: okd_types::release::DEFAULT_RELEASE_IMAGE.to_string(),
@@ -85,6 +91,8 @@ pub struct Inner {
     /// The clusters' ntp-synchronizer, domain-resolution and verify-vips
     /// arguments the monitor publishes.
     pub cluster_args: network::ClusterArgsCache,
+    /// When each host's periodic checks were last handed out.
+    pub cadence: cadence::Cadence,
 }
 
 /// The shared state (cheap to clone).
@@ -121,6 +129,7 @@ pub async fn open(opts: Options) -> Result<Shared, ServiceError> {
         peers: network::PeerCache::default(),
         scans: free_addresses::ScanCache::default(),
         cluster_args: network::ClusterArgsCache::default(),
+        cadence: cadence::Cadence::default(),
     }))
 }
 

@@ -363,6 +363,9 @@ async fn scenario(url: &str, dir: Option<&std::path::Path>) {
         poll_and_answer(&c, &base, &ie.id, id, inv).await;
     }
     // A stale reply after the host registers again (its steps reset).
+    // Once the check interval (1 s here) has passed, the poll hands out
+    // the periodic checks again.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let steps: Steps = c
         .get(format!(
             "{base}/infra-envs/{}/hosts/{}/instructions",

@@ -138,6 +138,7 @@ pub(super) async fn register_host(
         // Its outstanding steps were dropped: check its connectivity again.
         s.peers.forget(&ie, &p.host_id);
         s.scans.forget(&ie, &p.host_id);
+        s.cadence.forget(&ie, &p.host_id);
         let name = validate::hostname(
             &old.requested_hostname,
             serde_json::from_str::<Inventory>(&old.inventory)
@@ -310,6 +311,7 @@ pub(super) async fn delete_host(
     }
     s.peers.forget(&ie, &id);
     s.scans.forget(&ie, &id);
+    s.cadence.forget(&ie, &id);
     s.monitor.notify_one();
     Ok(StatusCode::NO_CONTENT.into_response())
 }

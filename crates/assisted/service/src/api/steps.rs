@@ -172,6 +172,11 @@ pub(super) async fn next_steps(
         outstanding.retain(|o| now - o.issued_at < STEP_TTL_MS);
         let mut instructions: Vec<Step> = Vec::new();
         let mut cluster: Option<Option<std::sync::Arc<network::ClusterStepArgs>>> = None;
+        let check_ms =
+            i64::try_from(s.opts.check_interval_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
+        let slack_ms = i64::try_from(interval.saturating_mul(500)).unwrap_or(0);
+        // The step types handed out, with the argument each was paced by.
+        let mut handed: Vec<(&'static str, String)> = Vec::new();
         for t in types {
             if let Some(hold) = held_back_ms(t, interval)
                 && outstanding
@@ -232,11 +237,22 @@ pub(super) async fn next_steps(
                 "install" => install_arg(&s, &h).await?,
                 _ => String::new(),
             };
+            // The periodic checks at most once per check interval (an
+            // inventory always while the host is discovering).
+            let paced = !(t == "inventory" && h.status.starts_with("discovering"));
+            if paced
+                && !s
+                    .cadence
+                    .due((&h.infra_env_id, &h.id), t, &extra, now, check_ms, slack_ms)
+            {
+                continue;
+            }
             instructions.push(Step {
                 step_type: t.to_string(),
                 step_id: step_id(t),
                 args: step_args(t, &h, &extra),
             });
+            handed.push((t, extra));
         }
         outstanding.extend(instructions.iter().map(|st| Outstanding {
             step_id: st.step_id.clone(),
@@ -249,6 +265,8 @@ pub(super) async fn next_steps(
         h.checked_in_at = now;
         h.host_timestamp = timestamp;
         if s.db.host_polled(&h, &old, &new).await? {
+            let handed: Vec<(&str, &str)> = handed.iter().map(|(t, a)| (*t, a.as_str())).collect();
+            s.cadence.handed((&h.infra_env_id, &h.id), &handed, now);
             let exit = h.status == "resetting-pending-user-action";
             let steps = Steps {
                 next_instruction_seconds: interval,

@@ -28,6 +28,7 @@ pub async fn start_with(url: &str, f: impl FnOnce(&mut Options)) -> Svc {
     let mut opts = Options::new(url.to_string(), "127.0.0.1:0".parse().unwrap());
     opts.monitor_interval = Duration::from_millis(200);
     opts.next_instruction_seconds = 1;
+    opts.check_interval_seconds = 1;
     f(&mut opts);
     let state = okd_assisted_service::open(opts).await.unwrap();
     let listener = okd_listen::Listener::bind(
