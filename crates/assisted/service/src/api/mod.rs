@@ -109,8 +109,18 @@ impl IntoResponse for Failure {
 type Res<T> = Result<T, Failure>;
 
 /// Parses a JSON body, naming serde's reason in the 400.
+/// A JSON body as `T`; a 400 naming the document (`what`), the field's
+/// path when the fault is inside one, and serde's rule otherwise.
 fn body<T: DeserializeOwned>(what: &str, bytes: &Bytes) -> Res<T> {
-    serde_json::from_slice(bytes).map_err(|e| Failure::bad(format!("{what}: {e}")))
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        if path.is_empty() || path == "." {
+            Failure::bad(format!("{what}: {}", e.inner()))
+        } else {
+            Failure::bad(format!("{what}: field {path}: {}", e.inner()))
+        }
+    })
 }
 
 fn json<T: serde::Serialize>(status: StatusCode, v: &T) -> Response {
