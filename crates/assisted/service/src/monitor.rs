@@ -204,8 +204,9 @@ async fn cluster_pass(
         let full = page.len() as i64 == PAGE_HOSTS;
         from = page.last().map(|h| (h.created_at, h.id.clone()));
         for (n, h) in page.iter().enumerate() {
-            // A long pass must not hold a runtime worker: let requests in.
-            if n % 100 == 99 {
+            // A long pass must not hold a runtime worker: let requests in
+            // (about every 3 ms of validation work at 5,000 hosts).
+            if n % 10 == 9 {
                 tokio::task::yield_now().await;
             }
             // A host that came after the first part waits for the next pass.

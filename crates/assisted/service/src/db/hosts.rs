@@ -151,8 +151,15 @@ impl Db {
         use futures_util::TryStreamExt;
         let q = format!("SELECT {cols} FROM hosts WHERE cluster_id = $1 ORDER BY created_at, id");
         let mut rows = sqlx::query(safe(q)).bind(cluster_id).fetch(&self.pool);
+        let mut n = 0u32;
         while let Some(r) = rows.try_next().await.map_err(sql("list hosts"))? {
             f(partial_host_row(&r).map_err(sql("list hosts"))?);
+            // Rows already fetched arrive without a pause: let requests
+            // in between (`f` parses an inventory each).
+            n += 1;
+            if n % 20 == 0 {
+                tokio::task::yield_now().await;
+            }
         }
         Ok(())
     }
