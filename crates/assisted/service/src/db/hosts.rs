@@ -157,7 +157,7 @@ impl Db {
             // Rows already fetched arrive without a pause: let requests
             // in between (`f` parses an inventory each).
             n += 1;
-            if n % 20 == 0 {
+            if n.is_multiple_of(20) {
                 tokio::task::yield_now().await;
             }
         }
