@@ -171,15 +171,54 @@ pub const INSTALLING_ISH: &[&str] = &[
 /// for the cluster: every master, and at least two workers when the
 /// cluster has two or more (single node: its one master).
 pub fn enough(hosts: &[(&str, &str)], set: &[&str]) -> bool {
-    let masters = hosts.iter().filter(|(_, r)| *r == "master").count();
-    let workers = hosts.iter().filter(|(_, r)| *r == "worker").count();
-    let in_set = |role: &str| {
-        hosts
-            .iter()
-            .filter(|(s, r)| *r == role && set.contains(s))
-            .count()
-    };
-    masters > 0 && in_set("master") == masters && (workers < 2 || in_set("worker") >= 2)
+    Tally::of(hosts, set).enough()
+}
+
+/// Masters and workers, and how many of each have a status in a set:
+/// what [`enough`] decides on, counted once so that "enough without this
+/// host" is a subtraction, not a recount per host.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tally {
+    masters: usize,
+    workers: usize,
+    masters_in: usize,
+    workers_in: usize,
+}
+
+impl Tally {
+    fn of(hosts: &[(&str, &str)], set: &[&str]) -> Tally {
+        let mut t = Tally::default();
+        for (s, r) in hosts {
+            let inside = usize::from(set.contains(s));
+            match *r {
+                "master" => (t.masters, t.masters_in) = (t.masters + 1, t.masters_in + inside),
+                "worker" => (t.workers, t.workers_in) = (t.workers + 1, t.workers_in + inside),
+                _ => {}
+            }
+        }
+        t
+    }
+
+    /// The tally without one host of it, (status, role).
+    fn without(mut self, (s, r): (&str, &str), set: &[&str]) -> Tally {
+        let inside = usize::from(set.contains(&s));
+        match r {
+            "master" => {
+                (self.masters, self.masters_in) = (self.masters - 1, self.masters_in - inside)
+            }
+            "worker" => {
+                (self.workers, self.workers_in) = (self.workers - 1, self.workers_in - inside)
+            }
+            _ => {}
+        }
+        self
+    }
+
+    fn enough(self) -> bool {
+        self.masters > 0
+            && self.masters_in == self.masters
+            && (self.workers < 2 || self.workers_in >= 2)
+    }
 }
 
 /// The status an installing cluster moves to, with its words, or `None`
@@ -250,6 +289,7 @@ pub async fn pass(db: &Db, c: &ClusterRow, now: i64) -> Result<(), DbError> {
         .iter()
         .map(|h| (h.status.as_str(), h.role.as_str()))
         .collect();
+    let tally = Tally::of(&roles, INSTALLING_ISH);
     let mut after: Vec<(String, String)> = Vec::with_capacity(hosts.len());
     for (i, h) in hosts.iter().enumerate() {
         let view = HostView {
@@ -261,9 +301,7 @@ pub async fn pass(db: &Db, c: &ClusterRow, now: i64) -> Result<(), DbError> {
             status_updated_at: h.status_updated_at,
             checked_in_at: h.checked_in_at,
         };
-        let mut without: Vec<(&str, &str)> = roles.clone();
-        without.remove(i);
-        let spare = enough(&without, INSTALLING_ISH);
+        let spare = tally.without(roles[i], INSTALLING_ISH).enough();
         let mut status = h.status.clone();
         if let Some((to, info)) = host_next(&view, &c.status, single, spare, now)
             && db

@@ -17,6 +17,7 @@ use okd_assisted_api::rest::ValidationResult;
 use okd_assisted_api::steps::{ConnectivityRemoteHost, ConnectivityReport};
 
 use crate::network::Majority;
+use crate::validate::result;
 
 /// Largest mean round-trip time to the peers that still passes, ms, and
 /// largest packet loss, percent (`HW_VALIDATOR_REQUIREMENTS`' defaults).
@@ -45,14 +46,6 @@ pub const LATENCY: &str = "sufficient-network-latency-requirement-for-role";
 pub const PACKET_LOSS: &str = "sufficient-packet-loss-requirement-for-role";
 /// See [`LATENCY`].
 pub const MTU: &str = "mtu-valid";
-
-fn result(id: &str, status: &str, message: impl Into<String>) -> ValidationResult {
-    ValidationResult {
-        id: id.into(),
-        status: status.into(),
-        message: message.into(),
-    }
-}
 
 /// A peer's best measurement: the lowest loss over its addresses, and the
 /// lowest mean RTT of those that answered (`None`: none did), with the

@@ -22,6 +22,7 @@ use okd_assisted_api::steps::{
 };
 
 use crate::model::ClusterParams;
+use crate::validate::result;
 
 /// Clusters with more hosts than this get no `connectivity-check` (its
 /// argument and the majority-group search grow with the square of the
@@ -40,14 +41,6 @@ pub const DISK_SPEED_THRESHOLD_MS: i64 = 10;
 /// The name that must not resolve: a wildcard above the cluster's domain
 /// would answer it (assisted-service's probe name).
 pub const WILDCARD_PROBE: &str = "validateNoWildcardDNS";
-
-fn result(id: &str, status: &str, message: impl Into<String>) -> ValidationResult {
-    ValidationResult {
-        id: id.to_string(),
-        status: status.to_string(),
-        message: message.into(),
-    }
-}
 
 /// Whether the cluster's API and ingress addresses are VIPs the cluster
 /// itself holds (keepalived on the baremetal platform): several control

@@ -116,7 +116,8 @@ impl Validations {
     }
 }
 
-fn result(id: &str, status: &str, message: impl Into<String>) -> ValidationResult {
+/// One validation's result.
+pub(crate) fn result(id: &str, status: &str, message: impl Into<String>) -> ValidationResult {
     ValidationResult {
         id: id.into(),
         status: status.into(),
