@@ -1051,6 +1051,7 @@ async fn monitor_timing(db_url: &str) -> String {
         Err(e) => return format!("monitor timing: {e}"),
     };
     let mut passes = Vec::new();
+    let mut updated = Vec::new();
     let me = std::process::id();
     let opened = status_mib(me, "VmRSS");
     let peers = okd_assisted_service::network::PeerCache::default();
@@ -1058,8 +1059,9 @@ async fn monitor_timing(db_url: &str) -> String {
     let args = okd_assisted_service::network::ClusterArgsCache::default();
     for _ in 0..3 {
         let t = Instant::now();
-        if let Err(e) = okd_assisted_service::monitor::pass(&db, &peers, &scans, &args).await {
-            return format!("monitor pass: {e}");
+        match okd_assisted_service::monitor::pass(&db, &peers, &scans, &args).await {
+            Ok(s) => updated.push(s.updated),
+            Err(e) => return format!("monitor pass: {e}"),
         }
         passes.push(t.elapsed().as_secs_f64() * 1000.0);
     }
@@ -1140,11 +1142,12 @@ async fn monitor_timing(db_url: &str) -> String {
     db.close().await;
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     format!(
-        "monitor pass over {} hosts (service stopped; a fresh process, two tokio workers): {:.0} / {:.0} / {:.0} ms; RSS {:.0} MiB with the database open, {:.0} MiB after three passes (peak {:.0} MiB); of which reading the hosts {:.0} ms ({:.1} MB of inventories, validations, steps), parsing the inventories {:.0} ms, counting the host names ({} distinct) {:.0} ms, the validations {:.0} ms ({:.1} MB of validations JSON)",
+        "monitor pass over {} hosts (service stopped; a fresh process, two tokio workers): {:.0} / {:.0} / {:.0} ms, hosts updated {:?}; RSS {:.0} MiB with the database open, {:.0} MiB after three passes (peak {:.0} MiB); of which reading the hosts {:.0} ms ({:.1} MB of inventories, validations, steps), parsing the inventories {:.0} ms, counting the host names ({} distinct) {:.0} ms, the validations {:.0} ms ({:.1} MB of validations JSON)",
         hosts.len(),
         passes[0],
         passes[1],
         passes[2],
+        updated,
         opened,
         after,
         peak,

@@ -133,15 +133,36 @@ pub async fn open(opts: Options) -> Result<Shared, ServiceError> {
     }))
 }
 
-/// Runs the monitor until `shutdown`: a pass every interval and whenever
-/// [`Inner::monitor`] is notified; a failed pass (the database away) is
-/// logged and retried at the next.
-pub async fn run_monitor(state: Shared, shutdown: impl std::future::Future<Output = ()>) {
+/// The monitor thread's nice value: its passes (seconds of CPU over
+/// thousands of hosts) yield the cores to the request workers, which keep
+/// nice 0, so polls are answered on time while a pass runs (issue #24's
+/// p99 goal; bench/assisted-agents.sh).
+pub const MONITOR_NICE: i32 = 10;
+
+/// Database connections of the monitor's own pool ([`db::Db::open_more`]).
+pub const MONITOR_CONNECTIONS: u32 = 2;
+
+/// Runs the monitor on `db` until `shutdown`: a pass every interval and
+/// whenever [`Inner::monitor`] is notified; a failed pass (the database
+/// away) is logged and retried at the next.
+pub async fn run_monitor(
+    state: Shared,
+    db: db::Db,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
     tokio::pin!(shutdown);
     let mut unavailable = false;
     loop {
-        match monitor::pass(&state.db, &state.peers, &state.scans, &state.cluster_args).await {
-            Ok(()) => {
+        let started = std::time::Instant::now();
+        match monitor::pass(&db, &state.peers, &state.scans, &state.cluster_args).await {
+            Ok(stats) => {
+                tracing::debug!(
+                    clusters = stats.clusters,
+                    hosts = stats.hosts,
+                    updated = stats.updated,
+                    ms = started.elapsed().as_millis() as u64,
+                    "monitor pass"
+                );
                 if unavailable {
                     tracing::info!("the database answers again; monitoring resumed");
                     unavailable = false;
@@ -160,6 +181,44 @@ pub async fn run_monitor(state: Shared, shutdown: impl std::future::Future<Outpu
             () = &mut shutdown => return,
         }
     }
+}
+
+/// Starts the monitor on a thread of its own ("assisted-monitor", nice
+/// [`MONITOR_NICE`], a single-threaded runtime) with its own pool of
+/// [`MONITOR_CONNECTIONS`]; it runs until `stop` reads `true`. When that
+/// pool cannot be opened (the database away at start) the monitor uses
+/// the request workers' pool.
+///
+/// Errors: the thread or its runtime cannot be made.
+fn start_monitor(
+    state: Shared,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    std::thread::Builder::new()
+        .name("assisted-monitor".into())
+        .spawn(move || {
+            let me = rustix::thread::gettid();
+            if let Err(e) = rustix::process::setpriority_process(Some(me), MONITOR_NICE) {
+                tracing::warn!(error = %e, "the monitor runs at the request workers' priority");
+            }
+            rt.block_on(async move {
+                let db = match state.db.open_more(MONITOR_CONNECTIONS).await {
+                    Ok(db) => db,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the monitor shares the request workers' database pool");
+                        state.db.clone()
+                    }
+                };
+                run_monitor(state, db.clone(), async move {
+                    let _ = stop.wait_for(|v| *v).await;
+                })
+                .await;
+                db.close().await;
+            });
+        })
 }
 
 /// `url` with its password (if any) replaced by `***`, for logs.
@@ -216,16 +275,31 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) {
     let (tx, rx) = tokio::sync::watch::channel(false);
-    let mon = tokio::spawn(run_monitor(state.clone(), {
-        let mut rx = rx.clone();
-        async move {
-            let _ = rx.wait_for(|v| *v).await;
+    let mon = match start_monitor(state.clone(), rx.clone()) {
+        Ok(t) => Ok(t),
+        Err(e) => {
+            tracing::warn!(error = %e, "no thread for the monitor: it runs on the request workers");
+            let mut rx = rx.clone();
+            Err(tokio::spawn(run_monitor(
+                state.clone(),
+                state.db.clone(),
+                async move {
+                    let _ = rx.wait_for(|v| *v).await;
+                },
+            )))
         }
-    }));
+    };
     let router = api::routes(state.clone()).merge(ui::routes(state.clone()));
     okd_listen::serve_router(listener, router, None, shutdown).await;
     let _ = tx.send(true);
-    let _ = mon.await;
+    match mon {
+        Ok(thread) => {
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
+        Err(task) => {
+            let _ = task.await;
+        }
+    }
     state.db.close().await;
 }
 

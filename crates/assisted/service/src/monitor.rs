@@ -31,6 +31,18 @@ fn name_of(h: &HostRow, inv: Option<&Inventory>) -> String {
 /// generating its files may have stopped.
 pub const PREPARE_TIMEOUT_MS: i64 = 10 * 60 * 1000;
 
+/// What one [`pass`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PassStats {
+    /// Clusters looked at.
+    pub clusters: usize,
+    /// Hosts validated (of clusters before installation, and unbound).
+    pub hosts: usize,
+    /// Hosts whose row was updated (status, validations or suggested
+    /// role changed).
+    pub updated: usize,
+}
+
 /// One pass over every cluster and unbound host.
 ///
 /// Errors: the database's; a pass stops at the first.
@@ -39,8 +51,10 @@ pub async fn pass(
     peers: &PeerCache,
     scans: &ScanCache,
     cluster_args: &ClusterArgsCache,
-) -> Result<(), DbError> {
+) -> Result<PassStats, DbError> {
+    let mut stats = PassStats::default();
     for c in db.clusters().await? {
+        stats.clusters += 1;
         if c.status == "preparing-for-installation" {
             preparation_timeout(db, &c).await?;
             continue;
@@ -53,12 +67,15 @@ pub async fn pass(
             continue;
         }
         cluster_args.publish(&c.id, ClusterStepArgs::of(&c));
-        cluster_pass(db, peers, scans, &c).await?;
+        cluster_pass(db, peers, scans, &c, &mut stats).await?;
     }
     for h in db.unbound_hosts().await? {
-        unbound_pass(db, &h).await?;
+        stats.hosts += 1;
+        if unbound_pass(db, &h).await? {
+            stats.updated += 1;
+        }
     }
-    Ok(())
+    Ok(stats)
 }
 
 /// Hosts per page of a cluster pass's validations: the pass holds the
@@ -101,6 +118,7 @@ async fn cluster_pass(
     peers: &PeerCache,
     scans: &ScanCache,
     c: &ClusterRow,
+    stats: &mut PassStats,
 ) -> Result<(), DbError> {
     let params = model::cluster_params(c);
     let now = now_ms();
@@ -213,7 +231,10 @@ async fn cluster_pass(
             let Some(&i) = index.get(&(h.infra_env_id.as_str(), h.id.as_str())) else {
                 continue;
             };
-            after[i] = Some(host_pass(db, c, &ctx, h, suggested[i]).await?);
+            let (status, role, updated) = host_pass(db, c, &ctx, h, suggested[i]).await?;
+            stats.hosts += 1;
+            stats.updated += usize::from(updated);
+            after[i] = Some((status, role));
         }
         if !full {
             break;
@@ -259,14 +280,14 @@ async fn cluster_pass(
 /// One host of a cluster pass: its effective role (the suggestion
 /// `suggested` for an auto-assign host), validations and status, updated
 /// when any changed (with an event for a status change). Returns its
-/// status and effective role afterwards.
+/// status and effective role afterwards, and whether its row was updated.
 async fn host_pass(
     db: &Db,
     c: &ClusterRow,
     ctx: &HostContext<'_>,
     h: &HostRow,
     suggested: Option<&'static str>,
-) -> Result<(String, String), DbError> {
+) -> Result<(String, String, bool), DbError> {
     let inv: Option<Inventory> = serde_json::from_str(&h.inventory).ok();
     let suggestion = suggested.unwrap_or(if h.role == "auto-assign" {
         ""
@@ -306,7 +327,7 @@ async fn host_pass(
         && vjson == h.validations_info
         && suggestion == h.suggested_role
     {
-        return Ok((to, role.to_string()));
+        return Ok((to, role.to_string(), false));
     }
     let took = db
         .set_host_status(h, &h.status, &to, &info, &vjson, suggestion)
@@ -333,15 +354,21 @@ async fn host_pass(
         )
         .await;
     }
-    Ok((if took { to } else { h.status.clone() }, role.to_string()))
+    Ok((
+        if took { to } else { h.status.clone() },
+        role.to_string(),
+        took,
+    ))
 }
 
-async fn unbound_pass(db: &Db, h: &HostRow) -> Result<(), DbError> {
+/// One unbound host: its validations and status. Returns whether its row
+/// was updated.
+async fn unbound_pass(db: &Db, h: &HostRow) -> Result<bool, DbError> {
     if !matches!(
         h.status.as_str(),
         "discovering-unbound" | "known-unbound" | "insufficient-unbound" | "disconnected-unbound"
     ) {
-        return Ok(());
+        return Ok(false);
     }
     let inv: Option<Inventory> = serde_json::from_str(&h.inventory).ok();
     let params = model::defaults("", None);
@@ -392,10 +419,12 @@ async fn unbound_pass(db: &Db, h: &HostRow) -> Result<(), DbError> {
         )
     };
     let vjson = v.to_json();
+    let mut updated = false;
     if to != h.status || info != h.status_info || vjson != h.validations_info {
         let took = db
             .set_host_status(h, &h.status, to, &info, &vjson, "")
             .await?;
+        updated = took;
         if took && to != h.status {
             events::emit(
                 db,
@@ -415,7 +444,7 @@ async fn unbound_pass(db: &Db, h: &HostRow) -> Result<(), DbError> {
             .await;
         }
     }
-    Ok(())
+    Ok(updated)
 }
 
 /// A preparation older than [`PREPARE_TIMEOUT_MS`]: the cluster back to

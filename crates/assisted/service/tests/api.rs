@@ -361,9 +361,10 @@ async fn scenario(url: &str, dir: Option<&std::path::Path>) {
         poll_and_answer(&c, &base, &ie.id, id, inv).await;
     }
     // A stale reply after the host registers again (its steps reset).
-    // Once the check interval (1 s here) has passed, the poll hands out
-    // the periodic checks again.
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    // Once the check interval (1 s here, and its random part of up to
+    // half of it, cadence::SPREAD) has passed, the poll hands out the
+    // periodic checks again.
+    tokio::time::sleep(std::time::Duration::from_millis(1600)).await;
     let steps: Steps = c
         .get(format!(
             "{base}/infra-envs/{}/hosts/{}/instructions",

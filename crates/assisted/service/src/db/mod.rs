@@ -167,6 +167,39 @@ pub struct InfraEnvRow {
 /// Connections to a SQLite database at most.
 pub const SQLITE_MAX_CONNECTIONS: u32 = 4;
 
+/// The pool settings of `backend`: at most `max_connections` (and at
+/// most [`SQLITE_MAX_CONNECTIONS`] on SQLite), 5 s to get one; SQLite
+/// connections wait 5 s for the writer's lock and use the write-ahead log.
+fn pool_options(backend: Backend, max_connections: u32) -> AnyPoolOptions {
+    // SQLite has one writer and each connection its own page cache
+    // (2 MiB): four connections serve two cores.
+    let max_connections = if backend == Backend::Sqlite {
+        max_connections.min(SQLITE_MAX_CONNECTIONS)
+    } else {
+        max_connections
+    };
+    let mut opts = AnyPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(5));
+    if backend == Backend::Sqlite {
+        opts = opts.after_connect(|conn, _| {
+            Box::pin(async move {
+                sqlx::query("PRAGMA busy_timeout = 5000")
+                    .execute(&mut *conn)
+                    .await?;
+                sqlx::query("PRAGMA journal_mode = WAL")
+                    .execute(&mut *conn)
+                    .await?;
+                sqlx::query("PRAGMA synchronous = NORMAL")
+                    .execute(&mut *conn)
+                    .await?;
+                Ok(())
+            })
+        });
+    }
+    opts
+}
+
 /// A host row (the columns of migrations' `hosts`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HostRow {
@@ -468,32 +501,7 @@ impl Db {
                 source: sqlx::Error::Io(source),
             })?;
         }
-        // SQLite has one writer and each connection its own page cache
-        // (2 MiB): four connections serve two cores.
-        let max_connections = if backend == Backend::Sqlite {
-            max_connections.min(SQLITE_MAX_CONNECTIONS)
-        } else {
-            max_connections
-        };
-        let mut opts = AnyPoolOptions::new()
-            .max_connections(max_connections)
-            .acquire_timeout(Duration::from_secs(5));
-        if backend == Backend::Sqlite {
-            opts = opts.after_connect(|conn, _| {
-                Box::pin(async move {
-                    sqlx::query("PRAGMA busy_timeout = 5000")
-                        .execute(&mut *conn)
-                        .await?;
-                    sqlx::query("PRAGMA journal_mode = WAL")
-                        .execute(&mut *conn)
-                        .await?;
-                    sqlx::query("PRAGMA synchronous = NORMAL")
-                        .execute(&mut *conn)
-                        .await?;
-                    Ok(())
-                })
-            });
-        }
+        let opts = pool_options(backend, max_connections);
         let pool = opts.connect(url).await.map_err(sql("connect"))?;
         let db = Db { pool, backend };
         match backend {
@@ -501,6 +509,24 @@ impl Db {
             Backend::Postgres => sqlx::migrate!("migrations/postgres").run(&db.pool).await?,
         }
         Ok(db)
+    }
+
+    /// A second pool of at most `max_connections` to the same database
+    /// (no migrations: [`Db::open`] ran them), whose connections belong to
+    /// the caller's runtime and thread. The monitor opens one on its own
+    /// thread ([`crate::serve`]), so its queries never wait for a request's
+    /// connection and, on SQLite, the connection threads sqlx starts share
+    /// the monitor thread's lower priority.
+    ///
+    /// Errors: the database cannot be reached.
+    pub async fn open_more(&self, max_connections: u32) -> Result<Db, DbError> {
+        let opts = pool_options(self.backend, max_connections);
+        let connect = (*self.pool.connect_options()).clone();
+        let pool = opts.connect_with(connect).await.map_err(sql("connect"))?;
+        Ok(Db {
+            pool,
+            backend: self.backend,
+        })
     }
 
     /// Which database this is.
