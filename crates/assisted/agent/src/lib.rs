@@ -1,7 +1,8 @@
-//! The discovery agent (issue #24, begun): what runs on each host booted
-//! from the discovery image. So far its first duties, read from the
-//! machine's own files the way openshift/assisted-installer-agent's
-//! inventory does (`src/inventory/*.go`, `src/scanners/machine_uuid_scanner.go`):
+//! The discovery agent (issue #24): what runs on each host booted
+//! from the discovery image (`okd-install agent`), after
+//! openshift/assisted-installer-agent; the host is read from the machine's
+//! own files the way its inventory does (`src/inventory/*.go`,
+//! `src/scanners/machine_uuid_scanner.go`):
 //!
 //! - [`host_id`]: the host's id before it registers;
 //! - [`inventory::gather`]: CPU, memory, boot, system vendor, host name,
@@ -13,7 +14,11 @@
 //!   echo ([`net::ping`]) and the disk's fdatasync latency
 //!   ([`net::disk_sync_speed`]).
 //! - [`checks`]: the steps built on them: connectivity-check,
-//!   domain-resolution, verify-vips, installation-disk-speed-check.
+//!   domain-resolution, verify-vips, free-network-addresses,
+//!   installation-disk-speed-check;
+//! - [`ntp`]: the ntp-synchronizer step through `chronyc`;
+//! - [`install`]: the install step (the host's Ignition kept with its
+//!   request); [`logs`]: the logs-gather step.
 //!
 //! Every reader takes a [`Root`], so the tests run them on a made-up
 //! machine as well as on the real one.
@@ -23,6 +28,7 @@ pub mod install;
 pub mod inventory;
 pub mod logs;
 pub mod net;
+pub mod ntp;
 pub mod runner;
 
 use std::path::{Path, PathBuf};

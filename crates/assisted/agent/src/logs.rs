@@ -40,7 +40,7 @@ pub const UPLOAD_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// error exit) a one-line explanation instead, so that the archive says
 /// why the journal is missing.
 pub async fn journal(root: &Root) -> Vec<u8> {
-    let Some(journalctl) = crate::runner::which("journalctl", std::env::var_os("PATH").as_deref())
+    let Some(journalctl) = crate::ntp::which("journalctl", std::env::var_os("PATH").as_deref())
     else {
         return b"journal not collected: journalctl is not installed\n".to_vec();
     };

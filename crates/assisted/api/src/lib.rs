@@ -1,4 +1,4 @@
-//! The assisted service's API models (issue #24, begun), shaped as
+//! The assisted service's API models (issue #24), shaped as
 //! assisted-service's `swagger.yaml` definitions so that a client of the
 //! real service reads them unchanged: field names in snake_case, absent
 //! optional fields left out.

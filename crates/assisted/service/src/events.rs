@@ -3,7 +3,7 @@
 //! concern. A failure to store one is logged, never the request's
 //! failure.
 
-use crate::db::{Db, EventRow, now_ms};
+use crate::db::{Db, DbError, EventRow, now_ms};
 
 /// What an event concerns (`''` for none).
 #[derive(Debug, Clone, Copy)]
@@ -62,4 +62,36 @@ pub async fn cluster(db: &Db, cluster_id: &str, severity: &str, name: &str, mess
         message,
     )
     .await;
+}
+
+/// A cluster's status change from `from` to `to` with `info` and the
+/// validations JSON `validations`, as a conditional update (it takes only
+/// while the cluster is still `from`), and when it took and the status
+/// changed, the event `cluster_status_updated` ("Updated status of the
+/// cluster to {to} ({info})"; severity `error` for `error`, else `info`).
+/// Returns whether the update took.
+///
+/// Errors: the database's (no event then).
+pub async fn cluster_status(
+    db: &Db,
+    cluster_id: &str,
+    from: &str,
+    to: &str,
+    info: &str,
+    validations: &str,
+) -> Result<bool, DbError> {
+    let took = db
+        .set_cluster_status(cluster_id, from, to, info, validations)
+        .await?;
+    if took && to != from {
+        cluster(
+            db,
+            cluster_id,
+            if to == "error" { "error" } else { "info" },
+            "cluster_status_updated",
+            format!("Updated status of the cluster to {to} ({info})"),
+        )
+        .await;
+    }
+    Ok(took)
 }

@@ -337,18 +337,8 @@ pub async fn pass(db: &Db, c: &ClusterRow, now: i64) -> Result<(), DbError> {
         c.install_started_at,
         &now_hosts,
         now,
-    ) && db
-        .set_cluster_status(&c.id, &c.status, to, &info, &c.validations_info)
-        .await?
-    {
-        events::cluster(
-            db,
-            &c.id,
-            if to == "error" { "error" } else { "info" },
-            "cluster_status_updated",
-            format!("Updated status of the cluster to {to} ({info})"),
-        )
-        .await;
+    ) {
+        events::cluster_status(db, &c.id, &c.status, to, &info, &c.validations_info).await?;
     }
     Ok(())
 }

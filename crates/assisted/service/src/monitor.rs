@@ -260,19 +260,7 @@ async fn cluster_pass(
     if let Some((to, info)) = validate::cluster_status(&c.status, &v)
         && (to != c.status || info != c.status_info || vjson != c.validations_info)
     {
-        let took = db
-            .set_cluster_status(&c.id, &c.status, to, &info, &vjson)
-            .await?;
-        if took && to != c.status {
-            events::cluster(
-                db,
-                &c.id,
-                "info",
-                "cluster_status_updated",
-                format!("Updated status of the cluster to {to} ({info})"),
-            )
-            .await;
-        }
+        events::cluster_status(db, &c.id, &c.status, to, &info, &vjson).await?;
     }
     Ok(())
 }

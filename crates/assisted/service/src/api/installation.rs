@@ -42,30 +42,21 @@ pub(super) async fn install_cluster(
     let refs: Vec<&Inventory> = invs.iter().collect();
     let nets = validate::machine_networks(&p, &refs);
     let plan = install::plan(&c, &p, &hosts, &nets).map_err(Failure::conflict)?;
-    if !s
-        .db
-        .set_cluster_status(
-            &id,
-            "ready",
-            "preparing-for-installation",
-            "Preparing cluster for installation",
-            &c.validations_info,
-        )
-        .await?
+    if !events::cluster_status(
+        &s.db,
+        &id,
+        "ready",
+        "preparing-for-installation",
+        "Preparing cluster for installation",
+        &c.validations_info,
+    )
+    .await?
     {
         return Err(Failure::conflict(format!(
             "cluster {id} changed status while the installation was starting; try again"
         )));
     }
     s.db.set_install_started(&id).await?;
-    events::cluster(
-        &s.db,
-        &id,
-        "info",
-        "cluster_status_updated",
-        "Updated status of the cluster to preparing-for-installation (Preparing cluster for installation)".into(),
-    )
-    .await;
     for ph in &plan.hosts {
         s.db.set_host_role(&ph.infra_env_id, &ph.id, &ph.role, ph.bootstrap)
             .await?;
@@ -230,25 +221,15 @@ async fn advance(s: &Shared, id: &str, failed: Option<String>) -> Res<()> {
         )
         .await?;
     }
-    if s.db
-        .set_cluster_status(
-            id,
-            "preparing-for-installation",
-            "installing",
-            "Installation in progress",
-            &c.validations_info,
-        )
-        .await?
-    {
-        events::cluster(
-            &s.db,
-            id,
-            "info",
-            "cluster_status_updated",
-            "Updated status of the cluster to installing (Installation in progress)".into(),
-        )
-        .await;
-    }
+    events::cluster_status(
+        &s.db,
+        id,
+        "preparing-for-installation",
+        "installing",
+        "Installation in progress",
+        &c.validations_info,
+    )
+    .await?;
     for ph in &plan.hosts {
         host_move(
             s,
@@ -545,23 +526,11 @@ pub(super) async fn cancel_cluster(
     } else {
         "Canceled cluster installation"
     };
-    if !s
-        .db
-        .set_cluster_status(&id, &c.status, to, info, &c.validations_info)
-        .await?
-    {
+    if !events::cluster_status(&s.db, &id, &c.status, to, info, &c.validations_info).await? {
         return Err(Failure::conflict(format!(
             "cluster {id} changed status meanwhile; try again"
         )));
     }
-    events::cluster(
-        &s.db,
-        &id,
-        "info",
-        "cluster_status_updated",
-        format!("Updated status of the cluster to {to} ({info})"),
-    )
-    .await;
     for h in s.db.hosts_of_cluster(&id).await? {
         let (hto, hinfo) = match h.status.as_str() {
             "installing"
@@ -681,32 +650,19 @@ pub(super) async fn complete_installation(
             c.status
         )));
     }
-    let (to, info, severity) = if done.is_success {
-        ("installed", "Cluster is installed".to_string(), "info")
+    let (to, info) = if done.is_success {
+        ("installed", "Cluster is installed".to_string())
     } else {
         (
             "error",
             format!("Cluster installation failed: {}", done.error_info),
-            "error",
         )
     };
-    if !s
-        .db
-        .set_cluster_status(&id, &c.status, to, &info, &c.validations_info)
-        .await?
-    {
+    if !events::cluster_status(&s.db, &id, &c.status, to, &info, &c.validations_info).await? {
         return Err(Failure::conflict(format!(
             "cluster {id} changed status meanwhile; try again"
         )));
     }
-    events::cluster(
-        &s.db,
-        &id,
-        severity,
-        "cluster_status_updated",
-        format!("Updated status of the cluster to {to} ({info})"),
-    )
-    .await;
     s.monitor.notify_one();
     let c = cluster_or_404(&s, &id).await?;
     Ok(json(StatusCode::ACCEPTED, &cluster_document(&s, &c).await?))
