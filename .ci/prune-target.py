@@ -5,11 +5,14 @@ Every CI run builds the changed test and bench executables again under new
 names (debug/deps/<name>-<hash>), and the old ones stay: about 20 GB after
 a day of runs, which once filled the disk mid-run. This removes, in
 debug/deps, each test or bench executable (and its dep-info) that a newer
-one built from the same source file replaced, and in debug/incremental all
+one of the same kind (cargo's fingerprint: a binary, a test of a library,
+an integration test, ...) built from the same source file replaced, and in
+debug/incremental all
 but the newest KEEP_INCREMENTAL directories of each crate (a crate has one
 per build configuration: check, test, library).
 
-Usage: prune-target.py <target dir>   (prints what it freed)
+Usage: prune-target.py <target dir>   (prints what it freed; a failure is
+printed and ends it with status 0: pruning never fails CI)
 """
 
 import collections
@@ -46,9 +49,31 @@ def remove(path):
     return freed
 
 
+def kind_of(fingerprints, unit_hash):
+    """What cargo built as unit `unit_hash` (the names in its fingerprint
+    directory, e.g. `bin-okd-install` or `test-bin-okd-install`), or ''."""
+    try:
+        for d in os.listdir(fingerprints):
+            if d.endswith("-" + unit_hash):
+                names = os.listdir(os.path.join(fingerprints, d))
+                return ",".join(
+                    sorted(
+                        n
+                        for n in names
+                        if not n.endswith(".json")
+                        and not n.startswith("dep-")
+                        and n != "invoked.timestamp"
+                    )
+                )
+    except OSError:
+        pass
+    return ""
+
+
 def superseded_executables(deps):
-    """(mtime, path) of each executable with a newer one of the same name
-    and crate root (the first source its dep-info names)."""
+    """(mtime, path) of each executable with a newer one of the same name,
+    kind and crate root (the first source its dep-info names)."""
+    fingerprints = os.path.join(os.path.dirname(deps), ".fingerprint")
     groups = collections.defaultdict(list)
     for name in os.listdir(deps):
         path = os.path.join(deps, name)
@@ -61,7 +86,8 @@ def superseded_executables(deps):
         except OSError:
             continue
         sources = first.split(": ", 1)[1].split() if ": " in first else []
-        key = (name.rsplit("-", 1)[0], sources[0] if sources else "")
+        stem, _, unit_hash = name.rpartition("-")
+        key = (stem, kind_of(fingerprints, unit_hash), sources[0] if sources else "")
         groups[key].append((os.path.getmtime(path), path))
     for items in groups.values():
         items.sort(reverse=True)
@@ -81,7 +107,7 @@ def old_incremental(incremental):
 
 def main():
     if len(sys.argv) != 2:
-        sys.exit(__doc__.strip().splitlines()[-1])
+        sys.exit("usage: prune-target.py <target dir>")
     debug = os.path.join(sys.argv[1], "debug")
     freed = files = 0
     deps = os.path.join(debug, "deps")
@@ -100,4 +126,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Exception as e:  # noqa: BLE001 - pruning is best effort
+        print(f"prune-target: stopped: {e}")
