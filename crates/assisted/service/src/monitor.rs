@@ -222,8 +222,10 @@ async fn cluster_pass(
         let full = page.len() as i64 == PAGE_HOSTS;
         from = page.last().map(|h| (h.created_at, h.id.clone()));
         for (n, h) in page.iter().enumerate() {
-            // A long pass must not hold a runtime worker: let requests in
-            // (about every 3 ms of validation work at 5,000 hosts).
+            // A long pass must not hold its runtime: every 3 ms or so of
+            // validation work at 5,000 hosts, let the pool's tasks (and the
+            // requests, when the monitor runs on the request workers
+            // because its own thread could not start) in.
             if n % 10 == 9 {
                 tokio::task::yield_now().await;
             }

@@ -108,7 +108,6 @@ impl IntoResponse for Failure {
 
 type Res<T> = Result<T, Failure>;
 
-/// Parses a JSON body, naming serde's reason in the 400.
 /// A JSON body as `T`; a 400 naming the document (`what`), the field's
 /// path when the fault is inside one, and serde's rule otherwise.
 fn body<T: DeserializeOwned>(what: &str, bytes: &Bytes) -> Res<T> {

@@ -154,8 +154,9 @@ impl Db {
         let mut n = 0u32;
         while let Some(r) = rows.try_next().await.map_err(sql("list hosts"))? {
             f(partial_host_row(&r).map_err(sql("list hosts"))?);
-            // Rows already fetched arrive without a pause: let requests
-            // in between (`f` parses an inventory each).
+            // Rows already fetched arrive without a pause: let the other
+            // tasks of this runtime in between (`f` parses an inventory
+            // each).
             n += 1;
             if n.is_multiple_of(20) {
                 tokio::task::yield_now().await;
