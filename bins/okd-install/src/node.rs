@@ -153,6 +153,14 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs(secs))
 }
 
+/// A bootstrap unit stopped by `signal` (recorded by
+/// [`okd_bootstrap::until_signal`]): a failure, with the shell's status
+/// for a signal (128 + its number), as systemd counts it.
+fn killed(signal: &'static str) -> Failure {
+    let code = if signal == "SIGINT" { 130 } else { 143 };
+    (anyhow!("stopped by {signal}"), code)
+}
+
 /// Runs a bootstrap node command.
 pub fn command(cmd: &BootstrapCmd) -> Result<(), Failure> {
     let rt = runtime().map_err(fail)?;
@@ -166,8 +174,13 @@ pub fn command(cmd: &BootstrapCmd) -> Result<(), Failure> {
             okd_bootstrap::check_node(&dirs.work).map_err(|e| fail(anyhow!(e)))?;
             let mut opts = okd_bootstrap::PullOptions::node(release_image);
             opts.plain_http = plain_http.clone();
-            rt.block_on(okd_bootstrap::release_image(&opts, &dirs, *give_up_after))
-                .map_err(fail)?;
+            rt.block_on(okd_bootstrap::until_signal(
+                &dirs.records,
+                okd_bootstrap::RELEASE_SERVICE,
+                okd_bootstrap::release_image(&opts, &dirs, *give_up_after),
+            ))
+            .map_err(killed)?
+            .map_err(fail)?;
             Ok(())
         }
         BootstrapCmd::ApproveCsr { kubeconfig, work } => {
@@ -197,8 +210,12 @@ pub fn command(cmd: &BootstrapCmd) -> Result<(), Failure> {
                     .clone()
                     .unwrap_or_else(|| work.join("auth/kubeconfig")),
             };
-            rt.block_on(okd_bootstrap::report::report_progress(&opts));
-            Ok(())
+            rt.block_on(okd_bootstrap::until_signal(
+                &opts.dirs.records,
+                okd_bootstrap::report::PROGRESS_SERVICE,
+                okd_bootstrap::report::report_progress(&opts),
+            ))
+            .map_err(killed)
         }
         BootstrapCmd::PostReboot {
             kubeconfig,
@@ -218,8 +235,13 @@ pub fn command(cmd: &BootstrapCmd) -> Result<(), Failure> {
                 .unwrap_or_else(|| work.join("auth/kubeconfig-loopback"));
             opts.work = work.clone();
             opts.records = records.clone();
-            rt.block_on(okd_bootstrap::post_reboot::post_reboot(&opts))
-                .map_err(|e| fail(anyhow!(e)))
+            rt.block_on(okd_bootstrap::until_signal(
+                &opts.records,
+                okd_bootstrap::post_reboot::POST_REBOOT_SERVICE,
+                okd_bootstrap::post_reboot::post_reboot(&opts),
+            ))
+            .map_err(killed)?
+            .map_err(|e| fail(anyhow!(e)))
         }
         BootstrapCmd::Bootkube {
             node_ip,
@@ -249,7 +271,14 @@ pub fn command(cmd: &BootstrapCmd) -> Result<(), Failure> {
             };
             opts.required_pods = required_pods.clone();
             opts.cluster_bootstrap_timeout = *cluster_bootstrap_timeout;
-            rt.block_on(okd_bootstrap::bootkube(opts)).map_err(fail)?;
+            let records = opts.dirs.records.clone();
+            rt.block_on(okd_bootstrap::until_signal(
+                &records,
+                okd_bootkube::SERVICE,
+                okd_bootstrap::bootkube(opts),
+            ))
+            .map_err(killed)?
+            .map_err(fail)?;
             Ok(())
         }
     }

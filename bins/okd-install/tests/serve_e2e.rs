@@ -188,7 +188,9 @@ fn wait_haproxy_checks(lab: &Lab, stats: &str) {
 
 /// The same run with the files of `create bastion-configs` in the real
 /// daemons: HAProxy balances 22623 and dnsmasq answers api-int; okd-install
-/// serves only the machine-config server and HTTP (`--services mcs,http`).
+/// serves the machine-config server, HTTP and its status page (`--services
+/// mcs,http,status`), on the same address as HAProxy's stats page: issue
+/// #27 item 4, no port of the generated HAProxy clashes with serve's.
 #[test]
 fn nodes_ignite_through_generated_haproxy_and_dnsmasq() {
     if !common::netns::available() || tool("ignition", &[IGNITION]).is_none() {
@@ -260,7 +262,7 @@ fn nodes_ignite_through_generated_haproxy_and_dnsmasq() {
     lab.spawn(
         &bastion,
         env!("CARGO_BIN_EXE_okd-install"),
-        &["serve", "--services", "mcs,http", "--dir", &dir],
+        &["serve", "--services", "mcs,http,status", "--dir", &dir],
         &serve_log,
     );
     wait_ready(&serve_log);
@@ -284,7 +286,24 @@ fn nodes_ignite_through_generated_haproxy_and_dnsmasq() {
         ],
         &scratch.path().join("dnsmasq.log"),
     );
-    wait_haproxy_checks(&lab, "http://192.168.120.101:9000/;csv");
+    wait_haproxy_checks(&lab, "http://192.168.120.101:9001/;csv");
+    // serve's dashboard keeps 9000 while HAProxy runs beside it.
+    let page = lab
+        .cmd(&lab.bastion.ns, "curl")
+        .args([
+            "-sf",
+            "--max-time",
+            "5",
+            "http://192.168.120.101:9000/status",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        page.status.success(),
+        "serve's /status on :9000 did not answer"
+    );
+    let _: okd_serve_api::StatusDocument = serde_json::from_slice(&page.stdout)
+        .unwrap_or_else(|e| panic!("/status on :9000 is not serve's: {e}"));
     ignite_nodes(&lab, d.path(), scratch.path(), &serve_log);
 
     // The names came from dnsmasq and the configs through HAProxy.

@@ -15,8 +15,9 @@
 //!
 //! Shapes follow the helper node (RedHatOfficial/ocp4-helpernode
 //! `templates/zonefile.j2`, `dhcpd.conf.j2`, `haproxy.cfg.j2`: zones, HAProxy
-//! frontends with `balance source`, stats on :9000 with `monitor-uri
-//! /healthz`), kcli (karmab/kcli `kvirt/cluster/openshift/staticpods/`:
+//! frontends with `balance source`, stats with `monitor-uri /healthz`, on
+//! `ports.haproxyStats` (9001) where the guide has :9000, serve's status
+//! page), kcli (karmab/kcli `kvirt/cluster/openshift/staticpods/`:
 //! keepalived instances with a `/readyz` curl check, CoreDNS `forward .`)
 //! and the ports of the inventory.
 
@@ -223,7 +224,8 @@ pub fn remove_stale(root: &Path, files: &[GeneratedFile]) -> Result<Vec<String>,
 /// also `okd-install serve`'s machine-config server on
 /// `<listen>:<ports.machine_config_server>`, the ingress backends the
 /// workers (masters when there are none) with TCP checks; stats on
-/// `<listen>:<ports.status>` with `monitor-uri /healthz`; an admin socket at
+/// `<listen>:<ports.haproxyStats>` (9001, apart from serve's status page on
+/// `ports.status`) with `monitor-uri /healthz`; an admin socket at
 /// `/run/haproxy/admin.sock` to remove the bootstrap
 /// (`disable server api/bootstrap`). Frontends bind every address (`*` or
 /// `:::` for IPv6 with `v4v6`) so they also answer on keepalived VIPs.
@@ -270,7 +272,7 @@ pub fn haproxy_cfg(inv: &Inventory) -> String {
          \x20 monitor-uri /healthz\n",
         domain = inv.cluster_domain,
         listen = haproxy_addr(inv.listen),
-        status = p.status,
+        status = p.haproxy_stats,
     );
     // Members, ports and checks: the rule the embedded balancer follows too.
     for svc in okd_lb::Service::ALL {
@@ -430,7 +432,7 @@ pub fn keepalived_conf(inv: &Inventory, interface: &str) -> String {
          }}\n",
         api = inv.ports.api,
         listen = crate::kargs::dracut_addr(inv.listen),
-        status = inv.ports.status,
+        status = inv.ports.haproxy_stats,
     );
     let base = router_id(inv);
     for (i, (what, vip, script)) in vips.into_iter().enumerate() {

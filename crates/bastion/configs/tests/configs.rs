@@ -112,7 +112,7 @@ fn generated_files_shape() {
         "server master 192.168.120.103:22623 check check-ssl verify none",
         "server worker1 192.168.120.104:443 check",
         "monitor-uri /healthz",
-        "bind 192.168.120.101:9000",
+        "bind 192.168.120.101:9001",
         "balance source",
     ] {
         assert!(ha.contains(want), "haproxy.cfg lacks {want:?}:\n{ha}");

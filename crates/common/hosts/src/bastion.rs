@@ -102,9 +102,15 @@ pub struct Ports {
     /// DNS (53).
     #[serde(default = "p53")]
     pub dns: u16,
-    /// Status page, stats and metrics (9000, as the guide's HAProxy stats).
+    /// serve's status page, `/status` and `/metrics` (9000).
     #[serde(default = "p9000")]
     pub status: u16,
+    /// The stats page of the HAProxy that `create bastion-configs` writes
+    /// (9001): the helper node's guide puts HAProxy stats on 9000, which
+    /// is serve's status page, and both run on one bastion when serve runs
+    /// beside the user's HAProxy (`--services mcs,http,status`).
+    #[serde(default = "p9001")]
+    pub haproxy_stats: u16,
     /// Our machine-config server when it runs behind our load balancer on the
     /// same address (22624 is the real MCS's plain-HTTP port, so 22625).
     #[serde(default = "p22625")]
@@ -132,8 +138,51 @@ fn p53() -> u16 {
 fn p9000() -> u16 {
     9000
 }
+fn p9001() -> u16 {
+    9001
+}
 fn p22625() -> u16 {
     22625
+}
+
+impl Ports {
+    /// Every TCP port with its field path in `bastion-config.yaml`
+    /// (`ports.api`, …): serve binds each on the listen address and the
+    /// generated HAProxy binds its frontends on every address, so no two
+    /// may be equal.
+    pub fn tcp(&self) -> [(&'static str, u16); 9] {
+        [
+            ("ports.api", self.api),
+            ("ports.machineConfig", self.machine_config),
+            ("ports.http", self.http),
+            ("ports.ingressHttp", self.ingress_http),
+            ("ports.ingressHttps", self.ingress_https),
+            ("ports.dns", self.dns),
+            ("ports.status", self.status),
+            ("ports.haproxyStats", self.haproxy_stats),
+            ("ports.machineConfigServer", self.machine_config_server),
+        ]
+    }
+}
+
+/// No two of `ports` ([`Ports::tcp`]) are the same.
+///
+/// # Errors
+/// [`HostsError::Invalid`] naming both fields.
+pub(crate) fn check_ports(ports: &Ports) -> Result<(), HostsError> {
+    let all = ports.tcp();
+    for (i, (a, pa)) in all.iter().enumerate() {
+        if let Some((b, _)) = all[i + 1..].iter().find(|(_, pb)| pb == pa) {
+            return Err(crate::invalid(
+                BASTION_CONFIG_FILE,
+                *b,
+                format!(
+                    "port {pa} is also {a}: every port must be different (serve and the generated HAProxy bind them all)"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl Default for Ports {
@@ -146,6 +195,7 @@ impl Default for Ports {
             ingress_https: 443,
             dns: 53,
             status: 9000,
+            haproxy_stats: 9001,
             machine_config_server: 22625,
         }
     }

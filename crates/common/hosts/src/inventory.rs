@@ -236,6 +236,7 @@ impl Inventory {
         }
         check_unique(&nodes)?;
         check_images_dir(&bastion.os_images.directory)?;
+        crate::bastion::check_ports(&bastion.ports)?;
         let upstreams = upstreams(bastion)?;
         crate::bootargs::check(&nodes, &bastion.os_images)?;
         crate::records::check(&bastion.extra_records)?;

@@ -177,6 +177,24 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("metadata.name"), "{e}");
+        // Issue #27: the generated HAProxy's stats page and serve's status
+        // page used to share 9000; two equal ports are refused by name.
+        let mut clash = bastion.clone();
+        clash.ports.haproxy_stats = clash.ports.status;
+        let e = Inventory::resolve(
+            &parse_agent_config(agent_text.as_bytes()).unwrap(),
+            &clash,
+            "okd",
+            "example",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("bastion-config.yaml")
+                && e.contains("ports.haproxyStats")
+                && e.contains("port 9000 is also ports.status"),
+            "{e}"
+        );
         let e = chain(
             &parse_bastion_config(
                 b"apiVersion: v1alpha1\nkind: BastionConfig\nlistenAddress: 1.2.3.4\nbogus: 1\n",

@@ -269,6 +269,59 @@ pub fn timestamp_now() -> String {
     )
 }
 
+/// Records that unit `service`'s run was stopped by `signal` (`"SIGTERM"`,
+/// `"SIGINT"`): the stage its last run left open, if any, ends as failed,
+/// then `service end` / `failure`, both with the message `killed by
+/// <signal>`, as `bootstrap-service-record.sh`'s signal traps write it.
+/// Nothing is written when the last run already ended (its last entry is a
+/// `service end`) or the record does not exist.
+///
+/// # Errors
+/// [`okd_fs::FsError`] when the record cannot be read or appended to.
+pub fn record_killed(dir: &Path, service: &str, signal: &str) -> Result<(), okd_fs::FsError> {
+    let rec = Recorder::new(dir, service);
+    let data = match std::fs::read(rec.path()) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(okd_fs::FsError::Io {
+                action: "reading the service record",
+                path: rec.path().to_path_buf(),
+                source,
+            });
+        }
+    };
+    // A record that does not parse still gets its end: it is appended.
+    let entries = parse_entries(&data).unwrap_or_default();
+    let run = entries
+        .iter()
+        .rposition(|e| e.phase == SERVICE_START)
+        .map_or(&entries[..], |i| &entries[i..]);
+    if run.last().is_some_and(|e| e.phase == SERVICE_END) {
+        return Ok(());
+    }
+    let mut open: Option<&str> = None;
+    for e in run {
+        if e.phase == STAGE_START {
+            open = Some(&e.stage);
+        } else if e.phase == STAGE_END && open == Some(e.stage.as_str()) {
+            open = None;
+        }
+    }
+    let message = format!("killed by {signal}");
+    let mut rec = rec;
+    if let Some(stage) = open {
+        rec.open_stage = Some(stage.to_string());
+        rec.stage_failure("", &message)?;
+    }
+    rec.append(Entry {
+        phase: SERVICE_END.into(),
+        result: FAILURE.into(),
+        error_message: message,
+        ..Entry::default()
+    })
+}
+
 /// Appends a unit's entries to `<dir>/<service>.json`, one JSON object per
 /// line, as `bootstrap-service-record.sh` does. Each entry is one `write`
 /// on a file opened for appending, so entries of concurrent writers never

@@ -166,3 +166,39 @@ fn progress_follows_runs_failures_and_the_end() {
     assert_eq!((p.complete, p.starts, p.failure), (true, 2, None));
     assert!(!p.last_time.is_empty());
 }
+
+#[test]
+fn a_killed_run_ends_as_failed_once() {
+    let d = tempfile::tempdir().unwrap();
+    let mut r = Recorder::new(d.path(), "bootkube");
+    r.service_start().unwrap();
+    r.stage_start("etcd-bootstrap").unwrap();
+    r.stage_success().unwrap();
+    r.stage_start("wait-for-etcd").unwrap();
+    record_killed(d.path(), "bootkube", "SIGTERM").unwrap();
+    let (_, entries) = read(&r);
+    let v = judge(&entries);
+    assert!(!v.successful);
+    assert_eq!(v.failing_stage, "wait-for-etcd");
+    assert_eq!(v.last_error, "killed by SIGTERM");
+    let n = entries.len();
+    // A second signal after the end adds nothing.
+    record_killed(d.path(), "bootkube", "SIGINT").unwrap();
+    assert_eq!(read(&r).1.len(), n);
+    // A unit that never wrote a record gets none.
+    record_killed(d.path(), "progress", "SIGTERM").unwrap();
+    assert!(!d.path().join("progress.json").exists());
+    // Killed between stages: only the service end.
+    let mut r2 = Recorder::new(d.path(), "release-image");
+    r2.service_start().unwrap();
+    r2.stage_start("pull-release-image").unwrap();
+    r2.stage_success().unwrap();
+    record_killed(d.path(), "release-image", "SIGTERM").unwrap();
+    let (_, e2) = read(&r2);
+    assert_eq!(e2.len(), 4);
+    assert_eq!(
+        (e2[3].phase.as_str(), e2[3].result.as_str()),
+        (SERVICE_END, FAILURE)
+    );
+    assert_eq!(judge(&e2).failing_stage, "");
+}

@@ -72,6 +72,40 @@ pub fn check_node(work: &std::path::Path) -> Result<(), String> {
     }
 }
 
+/// Runs `work`, a bootstrap unit's program that records itself as
+/// `service` under `records`, until it ends or SIGTERM/SIGINT arrives
+/// (`systemctl stop`, a reboot, the unit's timeout). On a signal the run is
+/// recorded as killed ([`okd_service_record::record_killed`]: the open
+/// stage and `service end` fail with `killed by SIGTERM`), so gather and
+/// the dashboard do not read a stopped unit as one still running or done.
+///
+/// # Errors
+/// The signal's name (`"SIGTERM"`, `"SIGINT"`) when one stopped `work`.
+pub async fn until_signal<T>(
+    records: &std::path::Path,
+    service: &str,
+    work: impl std::future::Future<Output = T>,
+) -> Result<T, &'static str> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        warn!("cannot watch for SIGTERM: a stop will not be recorded in {service}.json");
+        return Ok(work.await);
+    };
+    let sig = tokio::select! {
+        out = work => return Ok(out),
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    };
+    warn!("{sig}: stopping {service}, recorded as a failure");
+    if let Err(e) = okd_service_record::record_killed(records, service, sig) {
+        warn!("could not record the stop of {service}: {e}");
+    }
+    Err(sig)
+}
+
 /// The release pull's unit in the service records (`release-image.json`).
 pub const RELEASE_SERVICE: &str = "release-image";
 
