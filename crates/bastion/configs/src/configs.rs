@@ -228,7 +228,11 @@ pub fn remove_stale(root: &Path, files: &[GeneratedFile]) -> Result<Vec<String>,
 /// `ports.status`) with `monitor-uri /healthz`; an admin socket at
 /// `/run/haproxy/admin.sock` to remove the bootstrap
 /// (`disable server api/bootstrap`). Frontends bind every address (`*` or
-/// `:::` for IPv6 with `v4v6`) so they also answer on keepalived VIPs.
+/// `:::` for IPv6 with `v4v6`) so they also answer on keepalived VIPs. The
+/// workers reach the machine-config frontend through an ACL on their
+/// addresses and a `machine-config-kept` backend without the bootstrap,
+/// whose machine-config server refuses their pool
+/// ([`okd_hosts::Service::kept_away`], as the embedded balancer does).
 pub fn haproxy_cfg(inv: &Inventory) -> String {
     let p = &inv.ports;
     let any = if inv.api.is_ipv6() || inv.ingress.is_ipv6() {
@@ -277,42 +281,87 @@ pub fn haproxy_cfg(inv: &Inventory) -> String {
     // Members, ports and checks: the rule the embedded balancer follows too.
     for svc in okd_lb::Service::ALL {
         let (name, port) = (svc.name(), svc.frontend_port(p));
-        let backend_port = svc.backend_port();
-        let _ = write!(
-            s,
-            "\nfrontend {name}\n  bind {any}{port}{v4v6}\n  default_backend {name}\n\
-             \nbackend {name}\n  balance source\n"
-        );
-        let check = match svc.probe() {
-            okd_lb::Probe::HttpsGet(path) => {
-                let _ = writeln!(
-                    s,
-                    "  option httpchk GET {path}\n  http-check expect status 200"
-                );
-                "check check-ssl verify none inter 2s"
+        let members = svc.members(inv);
+        // Hosts kept from some members (the workers, from the bootstrap's
+        // machine-config server, which refuses their pool): an ACL on their
+        // source addresses sends them to a backend without those members.
+        let mut kept: Vec<&okd_hosts::Node> = Vec::new();
+        for m in &members {
+            for k in svc.kept_away(m, inv) {
+                if !kept.iter().any(|n| n.address == k.address) {
+                    kept.push(k);
+                }
             }
-            okd_lb::Probe::Tcp => "check inter 2s",
-        };
-        for n in svc.members(inv) {
-            let _ = writeln!(
+        }
+        let _ = write!(s, "\nfrontend {name}\n  bind {any}{port}{v4v6}\n");
+        if !kept.is_empty() {
+            let addrs: Vec<String> = kept.iter().map(|n| n.address.to_string()).collect();
+            let _ = write!(
                 s,
-                "  server {} {}:{backend_port} {check}",
-                n.hostname,
-                haproxy_addr(n.address)
+                "  # never to the bootstrap, whose machine-config server refuses their pool: {}\n\
+                 \x20 acl kept_hosts src {}\n\
+                 \x20 use_backend {name}-kept if kept_hosts\n",
+                kept.iter()
+                    .map(|n| n.hostname.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                addrs.join(" ")
             );
         }
-        if svc.includes_local_mcs() {
-            // `okd-install serve`'s own machine-config server, as in the
-            // embedded balancer (DOWN, and skipped, when serve does not run).
-            let _ = writeln!(
-                s,
-                "  server machine-config-server {}:{} {check}",
-                haproxy_addr(inv.listen),
-                p.machine_config_server
-            );
+        let _ = writeln!(s, "  default_backend {name}");
+        haproxy_backend(&mut s, inv, svc, name, &members);
+        if !kept.is_empty() {
+            let allowed: Vec<&okd_hosts::Node> = members
+                .iter()
+                .copied()
+                .filter(|m| svc.kept_away(m, inv).is_empty())
+                .collect();
+            haproxy_backend(&mut s, inv, svc, &format!("{name}-kept"), &allowed);
         }
     }
     s
+}
+
+/// One HAProxy `backend` of `svc` named `name` with `members` (and serve's
+/// machine-config server for the machine-config service).
+fn haproxy_backend(
+    s: &mut String,
+    inv: &Inventory,
+    svc: okd_lb::Service,
+    name: &str,
+    members: &[&okd_hosts::Node],
+) {
+    let p = &inv.ports;
+    let backend_port = svc.backend_port();
+    let _ = write!(s, "\nbackend {name}\n  balance source\n");
+    let check = match svc.probe() {
+        okd_lb::Probe::HttpsGet(path) => {
+            let _ = writeln!(
+                s,
+                "  option httpchk GET {path}\n  http-check expect status 200"
+            );
+            "check check-ssl verify none inter 2s"
+        }
+        okd_lb::Probe::Tcp => "check inter 2s",
+    };
+    for n in members {
+        let _ = writeln!(
+            s,
+            "  server {} {}:{backend_port} {check}",
+            n.hostname,
+            haproxy_addr(n.address)
+        );
+    }
+    if svc.includes_local_mcs() {
+        // `okd-install serve`'s own machine-config server, as in the
+        // embedded balancer (DOWN, and skipped, when serve does not run).
+        let _ = writeln!(
+            s,
+            "  server machine-config-server {}:{} {check}",
+            haproxy_addr(inv.listen),
+            p.machine_config_server
+        );
+    }
 }
 
 /// An address in HAProxy's `addr:port` form (IPv6 with `ipv6@`, unambiguous).

@@ -114,6 +114,9 @@ fn generated_files_shape() {
         "monitor-uri /healthz",
         "bind 192.168.120.101:9001",
         "balance source",
+        // Issue #27: the worker never goes to the bootstrap's machine-config server.
+        "acl kept_hosts src 192.168.120.104\n  use_backend machine-config-kept if kept_hosts",
+        "backend machine-config-kept\n  balance source\n  option httpchk GET /healthz\n  http-check expect status 200\n  server master 192.168.120.103:22623",
     ] {
         assert!(ha.contains(want), "haproxy.cfg lacks {want:?}:\n{ha}");
     }

@@ -1,7 +1,7 @@
 //! The load balancer's configuration: frontends, backends, health checks,
 //! balancing, and [`frontends_for`] (the install guides' four frontends).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use okd_hosts::Inventory;
 use serde::Serialize;
@@ -15,14 +15,23 @@ pub struct Backend {
     pub name: String,
     /// Address and port connections and checks go to.
     pub addr: SocketAddr,
+    /// Client addresses never proxied to this backend (an IPv4-mapped IPv6
+    /// client matches its IPv4 address): the workers, for the bootstrap's
+    /// machine-config server ([`Service::kept_away`]). A client whose only
+    /// UP backends are kept from it is held: its connections are closed
+    /// (and the observer told, [`crate::ConnObserver::held`]) until
+    /// another backend is UP.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_for: Vec<IpAddr>,
 }
 
 impl Backend {
-    /// A backend named `name` at `addr`.
+    /// A backend named `name` at `addr`, for every client.
     pub fn new(name: impl Into<String>, addr: SocketAddr) -> Backend {
         Backend {
             name: name.into(),
             addr,
+            not_for: Vec::new(),
         }
     }
 }
@@ -62,12 +71,17 @@ impl Frontend {
     }
 }
 
+/// The backend name of `okd-install serve`'s own machine-config server in
+/// the machine-config frontend ([`frontends_for`]).
+pub const LOCAL_MCS_BACKEND: &str = "machine-config-server";
+
 /// The frontends of the install guides for `inv`, bound on `inv.listen`,
 /// one per [`Service`] with its members, ports, health check and limits
 /// ([`Service::members`], [`Service::probe`], [`service_limits`]); the
 /// machine-config frontend also gets `mcs_backend` (named
 /// `machine-config-server`, our in-process machine-config server) when
-/// given. All use [`Balance::Source`] and HAProxy's default timing.
+/// given, and keeps the workers away from the bootstrap
+/// ([`Backend::not_for`], [`Service::kept_away`]). All use [`Balance::Source`] and HAProxy's default timing.
 pub fn frontends_for(inv: &Inventory, mcs_backend: Option<SocketAddr>) -> Vec<Frontend> {
     Service::ALL
         .iter()
@@ -76,10 +90,13 @@ pub fn frontends_for(inv: &Inventory, mcs_backend: Option<SocketAddr>) -> Vec<Fr
             let mut backends: Vec<Backend> = svc
                 .members(inv)
                 .iter()
-                .map(|n| Backend::new(n.hostname.clone(), SocketAddr::new(n.address, port)))
+                .map(|n| Backend {
+                    not_for: svc.kept_away(n, inv).iter().map(|c| c.address).collect(),
+                    ..Backend::new(n.hostname.clone(), SocketAddr::new(n.address, port))
+                })
                 .collect();
             if let (true, Some(addr)) = (svc.includes_local_mcs(), mcs_backend) {
-                backends.push(Backend::new("machine-config-server", addr));
+                backends.push(Backend::new(LOCAL_MCS_BACKEND, addr));
             }
             Frontend {
                 name: svc.name().into(),

@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use config::{Backend, Frontend, frontends_for, service_limits};
+pub use config::{Backend, Frontend, LOCAL_MCS_BACKEND, frontends_for, service_limits};
 pub use metrics::render_prometheus;
 /// The membership rule (which hosts sit behind which frontend), from okd-hosts.
 pub use okd_hosts::{Probe, Service};
@@ -127,6 +127,9 @@ struct Counters {
 struct BackendState {
     name: String,
     addr: SocketAddr,
+    /// Clients never sent here ([`Backend::not_for`], IPv4-mapped
+    /// addresses unmapped).
+    not_for: Vec<std::net::IpAddr>,
     frontend: String,
     up: AtomicBool,
     /// Whether a health check has finished (always true without a check).
@@ -162,6 +165,20 @@ pub trait ConnObserver: Send + Sync {
         client: SocketAddr,
         upstream_local: SocketAddr,
     );
+
+    /// A proxied connection ended after `to_client` octets went from the
+    /// backend to the client (not called when the balancer stops, or when
+    /// the copy failed). Default: nothing.
+    fn closed(&self, frontend: &str, backend: &str, client: SocketAddr, to_client: u64) {
+        let _ = (frontend, backend, client, to_client);
+    }
+
+    /// `client`'s connection to `frontend` was closed because every UP
+    /// backend is kept from it ([`Backend::not_for`]); `kept` names them.
+    /// Called for every such connection. Default: nothing.
+    fn held(&self, frontend: &str, client: SocketAddr, kept: &[String]) {
+        let _ = (frontend, client, kept);
+    }
 }
 
 #[derive(Clone, Default)]
@@ -194,6 +211,9 @@ struct FrontendState {
     rejecting: AtomicBool,
     /// Connections closed since `rejecting` turned true.
     rejected_run: AtomicU64,
+    /// Clients held back ([`Backend::not_for`]) whose hold was logged, so
+    /// it is logged once per client until a backend takes it.
+    held: Mutex<std::collections::HashSet<std::net::IpAddr>>,
 }
 
 #[derive(Debug)]
@@ -267,6 +287,7 @@ impl LoadBalancer {
                 rejected: AtomicU64::new(0),
                 rejecting: AtomicBool::new(false),
                 rejected_run: AtomicU64::new(0),
+                held: Mutex::new(std::collections::HashSet::new()),
             }));
         }
         let inner = Arc::new(Inner {
@@ -370,6 +391,7 @@ fn new_backend(frontend: &str, b: &Backend, checked: bool) -> Arc<BackendState> 
     Arc::new(BackendState {
         name: b.name.clone(),
         addr: b.addr,
+        not_for: b.not_for.iter().map(|a| unmapped(*a)).collect(),
         frontend: frontend.to_string(),
         up: AtomicBool::new(checked),
         checked: AtomicBool::new(checked),
@@ -379,6 +401,14 @@ fn new_backend(frontend: &str, b: &Backend, checked: bool) -> Arc<BackendState> 
         last_ok_unix_ms: std::sync::atomic::AtomicU64::new(0),
         counters: Counters::default(),
     })
+}
+
+/// `ip` with an IPv4-mapped IPv6 address turned into its IPv4 address.
+pub(crate) fn unmapped(ip: std::net::IpAddr) -> std::net::IpAddr {
+    match ip {
+        std::net::IpAddr::V6(a) => a.to_ipv4_mapped().map_or(ip, std::net::IpAddr::V4),
+        v4 => v4,
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

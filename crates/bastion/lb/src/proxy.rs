@@ -10,7 +10,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use crate::{BackendState, Balance, CONNECT_TIMEOUT, COPY_BUFFER, FrontendState, read};
+use crate::{
+    BackendState, Balance, CONNECT_TIMEOUT, COPY_BUFFER, FrontendState, lock, read, unmapped,
+};
 
 /// FNV-1a over the address bytes: stable across runs and Rust versions.
 fn source_hash(ip: std::net::IpAddr) -> u64 {
@@ -30,31 +32,48 @@ fn source_hash(ip: std::net::IpAddr) -> u64 {
 }
 
 /// The backends in the order they should be tried for `client`: the UP
-/// ones; when none is UP, those not checked yet.
-fn candidates(fe: &FrontendState, client: SocketAddr) -> Vec<Arc<BackendState>> {
+/// ones; when none is UP, those not checked yet; in both, only those the
+/// client is not kept from ([`crate::Backend::not_for`]). When that leaves
+/// none while backends kept from the client are UP, their names come back
+/// as the second value: the client is held, not failed.
+fn candidates(fe: &FrontendState, client: SocketAddr) -> (Vec<Arc<BackendState>>, Vec<String>) {
+    let ip = unmapped(client.ip());
     let bes = read(&fe.backends);
-    let mut healthy: Vec<Arc<BackendState>> = bes
+    let (allowed, kept): (Vec<&Arc<BackendState>>, Vec<&Arc<BackendState>>) =
+        bes.iter().partition(|b| !b.not_for.contains(&ip));
+    let mut healthy: Vec<Arc<BackendState>> = allowed
         .iter()
         .filter(|b| b.up.load(Ordering::SeqCst))
-        .cloned()
+        .map(|b| (*b).clone())
         .collect();
     if healthy.is_empty() {
-        healthy = bes
+        healthy = allowed
             .iter()
             .filter(|b| !b.checked.load(Ordering::SeqCst))
-            .cloned()
+            .map(|b| (*b).clone())
             .collect();
     }
+    let held: Vec<String> = if healthy.is_empty() {
+        kept.iter()
+            .filter(|b| b.up.load(Ordering::SeqCst))
+            .map(|b| b.name.clone())
+            .collect()
+    } else {
+        Vec::new()
+    };
     drop(bes);
     if healthy.is_empty() {
-        return healthy;
+        return (healthy, held);
     }
     let n = healthy.len();
     let start = match fe.balance {
         Balance::Source => (source_hash(client.ip()) % n as u64) as usize,
         Balance::RoundRobin => fe.rr.fetch_add(1, Ordering::Relaxed) % n,
     };
-    (0..n).map(|i| healthy[(start + i) % n].clone()).collect()
+    (
+        (0..n).map(|i| healthy[(start + i) % n].clone()).collect(),
+        held,
+    )
 }
 
 pub(crate) async fn accept_loop(
@@ -99,7 +118,24 @@ async fn proxy(
     fe.active.fetch_add(1, Ordering::Relaxed);
     let _fe_active = ActiveGuard(&fe.active);
     let mut chosen = None;
-    for be in candidates(&fe, peer) {
+    let (candidates, held) = candidates(&fe, peer);
+    if candidates.is_empty() && !held.is_empty() {
+        fe.rejected.fetch_add(1, Ordering::Relaxed);
+        if lock(&fe.held).insert(unmapped(peer.ip())) {
+            tracing::warn!(
+                frontend = %fe.name,
+                client = %peer,
+                "holding {}: its only UP backends ({}) are kept from it; closing its connections until another backend is UP (logged once per client)",
+                peer.ip(),
+                held.join(", ")
+            );
+        }
+        if let Some(obs) = &fe.observer.0 {
+            obs.held(&fe.name, peer, &held);
+        }
+        return;
+    }
+    for be in candidates {
         match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(be.addr)).await {
             Ok(Ok(s)) => {
                 chosen = Some((be, s));
@@ -132,6 +168,9 @@ async fn proxy(
     if let (Some(obs), Ok(local)) = (&fe.observer.0, server.local_addr()) {
         obs.proxied(&fe.name, &be.name, peer, local);
     }
+    if lock(&fe.held).remove(&unmapped(peer.ip())) {
+        tracing::info!(frontend = %fe.name, backend = %be.name, client = %peer, "{} is no longer held: proxied to {}", peer.ip(), be.name);
+    }
     let _ = server.set_nodelay(true);
     be.counters.total.fetch_add(1, Ordering::Relaxed);
     be.counters.active.fetch_add(1, Ordering::Relaxed);
@@ -145,8 +184,15 @@ async fn proxy(
     tokio::select! {
         _ = stopped(&mut stop) => {}
         r = tokio::io::copy_bidirectional_with_sizes(&mut client, &mut server, COPY_BUFFER, COPY_BUFFER) => {
-            if let Err(e) = r {
-                tracing::debug!(frontend = %fe.name, backend = %be.name, client = %peer, "connection ended: {e}");
+            match r {
+                Ok((_, to_client)) => {
+                    if let Some(obs) = &fe.observer.0 {
+                        obs.closed(&fe.name, &be.name, peer, to_client);
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!(frontend = %fe.name, backend = %be.name, client = %peer, "connection ended: {e}");
+                }
             }
         }
     }

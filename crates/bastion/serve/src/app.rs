@@ -43,6 +43,20 @@ impl okd_lb::ConnObserver for Observer {
     fn proxied(&self, _frontend: &str, _backend: &str, client: SocketAddr, local: SocketAddr) {
         self.0.proxied(client, local);
     }
+
+    fn closed(&self, frontend: &str, backend: &str, client: SocketAddr, to_client: u64) {
+        // serve's own machine-config server reports its answers itself.
+        if frontend == okd_lb::Service::MachineConfig.name() && backend != okd_lb::LOCAL_MCS_BACKEND
+        {
+            self.0.proxied_config(client, backend, to_client);
+        }
+    }
+
+    fn held(&self, frontend: &str, client: SocketAddr, kept: &[String]) {
+        if frontend == okd_lb::Service::MachineConfig.name() {
+            self.0.held(client, kept);
+        }
+    }
 }
 
 /// What the status server and the control socket share.

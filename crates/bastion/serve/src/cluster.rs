@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
@@ -166,6 +166,43 @@ fn view(
     }
 }
 
+/// How long a watch's error is shown after it last happened. A watch
+/// that reconnects after an outage says nothing until an object changes
+/// (kube's watcher resumes from its resource version without an event),
+/// while one that keeps failing retries, and fails again, at least every
+/// 30 s with jitter (kube-runtime `DefaultBackoff`: 0.8 s doubling to
+/// 30 s); an error not repeated for longer is from a watch that is back.
+const WATCH_ERROR_SHOWN: Duration = Duration::from_secs(70);
+
+/// The last error of each of the watches, cleared by its next answer or
+/// when it is older than [`WATCH_ERROR_SHOWN`].
+#[derive(Debug, Default)]
+struct WatchErrors(std::collections::BTreeMap<usize, (String, Instant)>);
+
+impl WatchErrors {
+    fn failed(&mut self, watch: usize, e: String, now: Instant) {
+        self.0.insert(watch, (e, now));
+    }
+
+    fn answered(&mut self, watch: usize) {
+        self.0.remove(&watch);
+    }
+
+    fn any(&self) -> bool {
+        !self.0.is_empty()
+    }
+
+    /// The newest error still shown at `now`; older ones are dropped.
+    fn current(&mut self, now: Instant) -> Option<String> {
+        self.0
+            .retain(|_, (_, at)| now.saturating_duration_since(*at) < WATCH_ERROR_SHOWN);
+        self.0
+            .values()
+            .max_by_key(|(_, at)| *at)
+            .map(|(e, _)| e.clone())
+    }
+}
+
 /// Watches the cluster of `dir`'s `auth/kubeconfig` at `api` (the
 /// inventory's API address and port) until `stop`, handing the view to
 /// `status` within 100 ms of each watch event. Without a kubeconfig, or when it cannot be used,
@@ -215,7 +252,12 @@ pub(crate) async fn watch(
         openshift::resource_of("ClusterOperator"),
         watcher::Config::default(),
     );
-    let mut events = futures_util::stream::select_all([csr_s, node_s, op_s, boot_s, progress_s]);
+    let mut events = futures_util::stream::select_all(
+        [csr_s, node_s, op_s, boot_s, progress_s]
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| s.map(move |e| (i, e)).boxed()),
+    );
     let mut stop = std::pin::pin!(stop);
     // The view is rebuilt at most every 100 ms, and only after a watch
     // event, so a change reaches the page's next refresh at once.
@@ -223,21 +265,38 @@ pub(crate) async fn watch(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut dirty = true;
     // Unavailable until a watch has answered once.
-    let mut error: Option<String> = Some(format!("no answer yet from {}", cluster.server()));
+    let mut answered = false;
+    let mut errors = WatchErrors::default();
     let via = format!("{} (through {api})", cluster.server());
+    let mut last_build = tokio::time::Instant::now();
     loop {
         tokio::select! {
             _ = &mut stop => return,
             ev = events.next() => {
                 match ev {
-                    Some(Some(e)) => error = Some(format!("{via}: {e}")),
-                    Some(None) => error = None,
+                    Some((i, Some(e))) => errors.failed(i, format!("{via}: {e}"), Instant::now()),
+                    Some((i, None)) => {
+                        answered = true;
+                        errors.answered(i);
+                    }
                     None => return stop.await,
                 }
                 dirty = true;
             }
-            _ = tick.tick(), if dirty => {
+            _ = tick.tick() => {
+                // Errors age out: a watch that reconnected says nothing
+                // until an object changes.
+                if !dirty && (errors.any() && last_build.elapsed() >= Duration::from_secs(1)) {
+                    dirty = true;
+                }
+                if !dirty {
+                    continue;
+                }
                 dirty = false;
+                last_build = tokio::time::Instant::now();
+                let error = errors.current(Instant::now()).or_else(|| {
+                    (!answered).then(|| format!("no answer yet from {}", cluster.server()))
+                });
                 status.set_cluster(view(
                     cluster.server(),
                     &csrs,
@@ -269,6 +328,42 @@ mod tests {
             data: status.map(|s| [("status".to_string(), s.to_string())].into()),
             ..ConfigMap::default()
         }
+    }
+
+    /// Issue #27: the dashboard dropped no error once its watches
+    /// reconnected (a resumed watch yields no event).
+    #[test]
+    fn watch_errors_clear_on_an_answer_or_with_age() {
+        let t0 = Instant::now();
+        let mut e = WatchErrors::default();
+        assert_eq!(e.current(t0), None);
+        e.failed(0, "csrs: connection refused".into(), t0);
+        e.failed(
+            2,
+            "operators: connection refused".into(),
+            t0 + Duration::from_secs(1),
+        );
+        assert_eq!(
+            e.current(t0 + Duration::from_secs(2)).as_deref(),
+            Some("operators: connection refused")
+        );
+        e.answered(2);
+        assert_eq!(
+            e.current(t0 + Duration::from_secs(2)).as_deref(),
+            Some("csrs: connection refused")
+        );
+        // A watch failing for good repeats its error within the backoff.
+        e.failed(0, "csrs: 403".into(), t0 + Duration::from_secs(40));
+        assert_eq!(
+            e.current(t0 + Duration::from_secs(100)).as_deref(),
+            Some("csrs: 403")
+        );
+        // Not repeated for longer than a backoff: the watch is back.
+        assert_eq!(
+            e.current(t0 + Duration::from_secs(40) + WATCH_ERROR_SHOWN),
+            None
+        );
+        assert!(!e.any());
     }
 
     #[test]

@@ -19,7 +19,7 @@ use okd_hosts::Inventory;
 use okd_serve_api::lb::{FrontendStats, Stats};
 use okd_serve_api::status::{
     BootstrapRemoved, Certificates, ClientStatus, ClusterData, DnsEvent, HostStatus, HttpEvent,
-    IgnitionEvent, StatusDocument,
+    IgnitionEvent, PROXIED_CONFIG_BYTES, StatusDocument,
 };
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -108,6 +108,9 @@ impl EventSize for IgnitionEvent {
             + field("pool", str_size(&self.pool))
             + field("spec", str_size(&self.spec))
             + field("status", SCALAR)
+            + self.via.as_ref().map_or(0, |v| field("via", str_size(v)))
+            + self.bytes.map_or(0, |_| field("bytes", SCALAR))
+            + if self.held { field("held", SCALAR) } else { 0 }
     }
 }
 
@@ -262,6 +265,8 @@ pub(crate) struct Status {
     /// When `remove-bootstrap` took the bootstrap out of the load balancer,
     /// and its backends just before (see [`Status::bootstrap_removed`]).
     bootstrap_removed: Mutex<Option<BootstrapRemoved>>,
+    /// The preflight checks run at start, once they ended.
+    preflight: Mutex<Option<okd_serve_api::preflight::Report>>,
 }
 
 fn cap(n: usize) -> NonZeroUsize {
@@ -291,6 +296,14 @@ impl Status {
             )),
             certs: None,
             bootstrap_removed: Mutex::new(None),
+            preflight: Mutex::new(None),
+        }
+    }
+
+    /// Records the preflight checks' report (shown on the dashboard).
+    pub(crate) fn set_preflight(&self, r: okd_serve_api::preflight::Report) {
+        if let Ok(mut p) = self.preflight.lock() {
+            *p = Some(r);
         }
     }
 
@@ -401,6 +414,80 @@ impl Status {
             pool: clip(pool),
             spec: clip(spec),
             status,
+            via: None,
+            bytes: None,
+            held: false,
+        };
+        self.record(client.ip(), Event::Ignition(v));
+    }
+
+    /// The pool an inventory host at `ip` asks for (`master`, `worker`;
+    /// the bootstrap's own config is bootstrap.ign), `None` for others.
+    fn pool_of(&self, ip: IpAddr) -> Option<&'static str> {
+        let ip = ip.to_canonical();
+        self.inv
+            .nodes
+            .iter()
+            .find(|n| n.address == ip)
+            .and_then(|n| match n.role {
+                okd_hosts::Role::Master => Some("master"),
+                okd_hosts::Role::Worker => Some("worker"),
+                okd_hosts::Role::Bootstrap => None,
+            })
+    }
+
+    /// A connection of `client` through the balancer's machine-config
+    /// frontend to `backend` (a host's machine-config server, not serve's
+    /// own) ended after `to_client` octets: a fetched config when at least
+    /// [`PROXIED_CONFIG_BYTES`] went out (masters configured by the
+    /// bootstrap's machine-config server count as "Ignition fetched").
+    /// Smaller answers (a refusal, a health probe) are not recorded.
+    pub(crate) fn proxied_config(&self, client: SocketAddr, backend: &str, to_client: u64) {
+        if to_client < PROXIED_CONFIG_BYTES {
+            return;
+        }
+        let Some(pool) = self.pool_of(client.ip()) else {
+            return;
+        };
+        let v = IgnitionEvent {
+            time: now(),
+            pool: pool.to_string(),
+            spec: String::new(),
+            status: 200,
+            via: Some(clip(backend)),
+            bytes: Some(to_client),
+            held: false,
+        };
+        self.record(client.ip(), Event::Ignition(v));
+    }
+
+    /// The balancer held `client` back from the machine-config frontend:
+    /// every UP backend refuses its pool (`kept`: their names).
+    pub(crate) fn held(&self, client: SocketAddr, kept: &[String]) {
+        let ip = client.ip().to_canonical();
+        let already = self.events.lock().is_ok_and(|mut m| {
+            let last = match m.known.get(&ip) {
+                Some(h) => h.ignition.back().map(|e| e.held),
+                None => m
+                    .unknown
+                    .get(&ip)
+                    .and_then(|h| h.ignition.back().map(|e| e.held)),
+            };
+            last == Some(true)
+        });
+        if already {
+            // One event per hold: the worker retries every few seconds.
+            return;
+        }
+        let pool = self.pool_of(client.ip()).unwrap_or("worker");
+        let v = IgnitionEvent {
+            time: now(),
+            pool: pool.to_string(),
+            spec: String::new(),
+            status: 0,
+            via: Some(clip(&kept.join(", "))),
+            bytes: None,
+            held: true,
         };
         self.record(client.ip(), Event::Ignition(v));
     }
@@ -503,6 +590,7 @@ impl Status {
             certificates: self.certs.clone(),
             bootstrap_removed,
             warnings: Vec::new(),
+            preflight: self.preflight.lock().ok().and_then(|r| r.clone()),
         };
         crate::dashboard::annotate(&mut doc, OffsetDateTime::now_utc());
         doc

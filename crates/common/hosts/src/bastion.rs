@@ -165,13 +165,19 @@ impl Ports {
     }
 }
 
-/// No two of `ports` ([`Ports::tcp`]) are the same.
+/// No two of `ports` ([`Ports::tcp`]) are the same (0, any free port, may
+/// repeat).
 ///
 /// # Errors
 /// [`HostsError::Invalid`] naming both fields.
 pub(crate) fn check_ports(ports: &Ports) -> Result<(), HostsError> {
     let all = ports.tcp();
     for (i, (a, pa)) in all.iter().enumerate() {
+        // 0 binds any free port (tests, and a service the user leaves to
+        // the system): never a clash.
+        if *pa == 0 {
+            continue;
+        }
         if let Some((b, _)) = all[i + 1..].iter().find(|(_, pb)| pb == pa) {
             return Err(crate::invalid(
                 BASTION_CONFIG_FILE,

@@ -28,6 +28,58 @@ fn breaks_args(s: &str) -> bool {
     s.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
+/// Why `disk` is not a whole disk's device path, if it is not: relative,
+/// outside `/dev/`, with `.` or `..` components, or a partition (`sda1`,
+/// `vdb2`, `nvme0n1p1`, `mmcblk0p1`, `…-part1` under `/dev/disk/`). A path
+/// that only names a disk on the node cannot be checked from here; the
+/// dashboard says when a host fetched its pointer config and never came
+/// back (coreos-installer failed, often on the disk).
+pub fn whole_disk(disk: &str) -> Result<(), &'static str> {
+    let Some(rest) = disk.strip_prefix("/dev/") else {
+        return Err(if disk.starts_with('/') {
+            "is not under /dev/"
+        } else {
+            "is not an absolute device path"
+        });
+    };
+    if rest.is_empty()
+        || rest
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..")
+    {
+        return Err("is not a device path");
+    }
+    let name = rest.rsplit('/').next().unwrap_or(rest);
+    let partition = if rest.starts_with("disk/") {
+        name.rsplit_once("-part")
+            .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    } else if let Some(p) = ["nvme", "mmcblk", "loop", "nbd", "md"]
+        .iter()
+        .find(|p| name.starts_with(**p))
+    {
+        // nvme0n1p2, mmcblk0p1: a `p<digits>` after the device's number.
+        let tail = &name[p.len()..];
+        tail.rsplit_once('p').is_some_and(|(head, n)| {
+            !head.is_empty()
+                && head.bytes().last().is_some_and(|b| b.is_ascii_digit())
+                && !n.is_empty()
+                && n.bytes().all(|b| b.is_ascii_digit())
+        })
+    } else if ["sd", "vd", "hd", "xvd"]
+        .iter()
+        .any(|p| name.starts_with(*p))
+    {
+        // sda1, vdb2: digits after the letters.
+        name.bytes().last().is_some_and(|b| b.is_ascii_digit())
+    } else {
+        false
+    };
+    if partition {
+        return Err("is a partition");
+    }
+    Ok(())
+}
+
 /// Checks the kernel-argument values of `nodes` (bootstrap first, then the
 /// agent hosts in file order, as [`crate::Inventory::resolve`] builds them)
 /// and of `images`.
@@ -85,6 +137,21 @@ pub(crate) fn check(nodes: &[Node], images: &OsImages) -> Result<(), HostsError>
                 field,
                 format!(
                     "{:?} must not contain whitespace or control characters",
+                    n.install_disk
+                ),
+            ));
+        }
+        if let Err(why) = whole_disk(&n.install_disk) {
+            let field = if boot {
+                "bootstrap.installationDisk".to_string()
+            } else {
+                format!("{at}.rootDeviceHints.deviceName")
+            };
+            return Err(invalid(
+                file,
+                field,
+                format!(
+                    "{:?} {why}: coreos-installer writes the whole disk (coreos.inst.install_dev); give the disk, e.g. /dev/sda, /dev/nvme0n1, /dev/vda or /dev/disk/by-id/wwn-…",
                     n.install_disk
                 ),
             ));

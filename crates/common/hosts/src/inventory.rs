@@ -340,6 +340,30 @@ fn agent_node(
 ) -> Result<Node, HostsError> {
     let f = AGENT_CONFIG_FILE;
     let at = |field: &str| format!("hosts[{i}].{field}");
+    // The PXE/ISO flow installs with coreos.inst.install_dev, a device
+    // path: a serial number, WWN, HCTL, model or size hint cannot be
+    // honoured, and used to be dropped in favour of /dev/sda.
+    if let Some(key) = h
+        .root_device_hints
+        .as_ref()
+        .and_then(|r| r.other.keys().next())
+    {
+        return Err(invalid(
+            f,
+            at(&format!("rootDeviceHints.{key}")),
+            format!(
+                "is not supported here: nodes install with coreos.inst.install_dev, which takes a device path; give rootDeviceHints.deviceName instead, e.g. the disk's stable /dev/disk/by-id/… or /dev/disk/by-path/… name{}",
+                if h.root_device_hints
+                    .as_ref()
+                    .is_some_and(|r| r.device_name.is_none())
+                {
+                    " (without it /dev/sda would be used)"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
     let role = match h.role.as_deref().unwrap_or("worker") {
         "master" => Role::Master,
         "worker" => Role::Worker,

@@ -33,6 +33,7 @@ use serde::{Deserialize, Serialize};
 
 pub use agent::*;
 pub use bastion::{BastionConfig, BootstrapHost, OsImages, Ports, parse_bastion_config};
+pub use bootargs::whole_disk;
 pub use inventory::*;
 pub use membership::{Probe, Service};
 
@@ -177,6 +178,60 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("metadata.name"), "{e}");
+        // Issue #27: a partition, a relative path or an unsupported hint is
+        // refused by name instead of installing to /dev/sda.
+        for (disk, why) in [
+            ("sda", "is not an absolute device path"),
+            ("/dev/sda1", "is a partition"),
+            ("/dev/nvme0n1p2", "is a partition"),
+            (
+                "/dev/disk/by-id/wwn-0x5000c500a0b1c2d3-part1",
+                "is a partition",
+            ),
+            ("/tmp/sda", "is not under /dev/"),
+            ("/dev/../sda", "is not a device path"),
+        ] {
+            let mut agent = parse_agent_config(agent_text.as_bytes()).unwrap();
+            agent.hosts[1].root_device_hints = Some(crate::RootDeviceHints {
+                device_name: Some(disk.into()),
+                ..Default::default()
+            });
+            let e = Inventory::resolve(&agent, &bastion, "okd", "example")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("hosts[1].rootDeviceHints.deviceName") && e.contains(why),
+                "{disk}: {e}"
+            );
+        }
+        for ok in [
+            "/dev/sda",
+            "/dev/nvme0n1",
+            "/dev/vda",
+            "/dev/mmcblk0",
+            "/dev/disk/by-id/wwn-0x5000c500a0b1c2d3",
+            "/dev/disk/by-path/pci-0000:00:1f.2-ata-1",
+        ] {
+            assert_eq!(crate::whole_disk(ok), Ok(()), "{ok}");
+        }
+        let mut agent = parse_agent_config(agent_text.as_bytes()).unwrap();
+        agent.hosts[0].root_device_hints = Some(crate::RootDeviceHints {
+            device_name: None,
+            other: [(
+                "serialNumber".to_string(),
+                serde_json::Value::from("S3Z8NX0K"),
+            )]
+            .into(),
+        });
+        let e = Inventory::resolve(&agent, &bastion, "okd", "example")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("hosts[0].rootDeviceHints.serialNumber")
+                && e.contains("is not supported here")
+                && e.contains("without it /dev/sda would be used"),
+            "{e}"
+        );
         // Issue #27: the generated HAProxy's stats page and serve's status
         // page used to share 9000; two equal ports are refused by name.
         let mut clash = bastion.clone();

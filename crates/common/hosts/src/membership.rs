@@ -105,6 +105,23 @@ impl Service {
         }
     }
 
+    /// The hosts that must never be sent to `member` through this
+    /// frontend: the workers, for the bootstrap's machine-config server.
+    /// It refuses the worker pool by design (openshift/machine-config-operator
+    /// `pkg/server/bootstrap_server.go`: "refusing to serve bootstrap
+    /// configuration to pool worker", HTTP 500; issue
+    /// openshift/machine-config-operator#2562), so a worker that `balance
+    /// source` sends there loops on 500 until the bootstrap is removed; the
+    /// upstream guides have workers wait for the masters' machine-config
+    /// servers. Empty for every other pair.
+    pub fn kept_away<'a>(self, member: &Node, inv: &'a Inventory) -> Vec<&'a Node> {
+        if self == Service::MachineConfig && member.role == Role::Bootstrap {
+            inv.role(Role::Worker).collect()
+        } else {
+            Vec::new()
+        }
+    }
+
     /// Whether `okd-install serve`'s own machine-config server
     /// (`<listen>:<ports.machine_config_server>`, named
     /// `machine-config-server`) is a backend too: only for machine-config.

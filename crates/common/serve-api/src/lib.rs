@@ -14,6 +14,7 @@
 
 pub mod control;
 pub mod lb;
+pub mod preflight;
 pub mod removal;
 pub mod status;
 

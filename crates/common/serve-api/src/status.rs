@@ -49,6 +49,10 @@ pub struct StatusDocument {
     /// Warnings in plain words with the next step, for a person.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The preflight checks serve ran at start (`okd-install preflight`);
+    /// `null` until they ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preflight: Option<crate::preflight::Report>,
 }
 
 /// One inventory host and what it fetched (at most 50 events of each kind,
@@ -138,9 +142,31 @@ pub struct IgnitionEvent {
     pub pool: String,
     /// The Ignition spec version served (from the `Accept` header).
     pub spec: String,
-    /// The HTTP status.
+    /// The HTTP status (0 for a connection serve's balancer held back,
+    /// see `held`; 200 for one judged by its size, see `via`).
     pub status: u16,
+    /// The balancer backend that answered when it was not serve's own
+    /// machine-config server (`bootstrap`, `master0`): serve sees only a
+    /// proxied TLS connection, so the answer counts as a fetched config
+    /// when at least [`PROXIED_CONFIG_BYTES`] went to the client
+    /// (`bytes`); `None` for serve's own server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    /// Octets that went to the client over that proxied connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// The balancer held the connection back: every UP backend refuses
+    /// this host's pool (a worker while only the bootstrap's
+    /// machine-config server is up; `okd_hosts::Service::kept_away`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held: bool,
 }
+
+/// Octets from a machine-config server, through serve's balancer, above
+/// which a proxied connection counts as a fetched config: a TLS handshake
+/// and an error page stay well below it (about 5 KiB with the certificate
+/// chain), a rendered master or worker config is 100 KiB or more.
+pub const PROXIED_CONFIG_BYTES: u64 = 32 * 1024;
 
 /// An HTTP response of the file/PXE server, recorded when its body ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -405,6 +431,8 @@ mod tests {
                 earlier: false,
             }),
             warnings: vec!["w".into()],
+            preflight: None,
+            preflight: None,
         }
     }
 

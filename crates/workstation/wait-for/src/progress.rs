@@ -46,12 +46,33 @@ pub fn hosts_line(status: &StatusDocument) -> Option<String> {
                 .filter(|e| e.status == 200)
                 .map(|e| e.pool.as_str())
                 .next_back();
-            let http = h
+            let fetched = h
                 .http
                 .iter()
-                .any(|e| e.status == 200 && e.path.ends_with(".ign"));
+                .filter(|e| e.status == 200 && e.path.ends_with(".ign"))
+                .map(|e| e.path.as_str())
+                .next_back();
+            let http = fetched.is_some();
+            // Every config but bootstrap.ign is a pointer to the
+            // machine-config server.
+            let pointer = fetched.is_some_and(|p| !p.ends_with("bootstrap.ign"));
+            let last = h.ignition.last();
+            let refused = h.ignition.iter().rev().find(|e| e.status >= 400);
             match served {
                 Some(pool) => format!("{name}: Ignition served ({pool})"),
+                None if last.is_some_and(|e| e.held) => format!(
+                    "{name}: held back from {}'s machine-config server (it refuses pool {}), waiting for a master's",
+                    last.and_then(|e| e.via.as_deref()).unwrap_or("the bootstrap"),
+                    last.map_or("", |e| e.pool.as_str())
+                ),
+                None if refused.is_some() => format!(
+                    "{name}: the machine-config server answered HTTP {} (pool {})",
+                    refused.map_or(0, |e| e.status),
+                    refused.map_or("", |e| e.pool.as_str())
+                ),
+                None if pointer => {
+                    format!("{name}: pointer Ignition config fetched, no machine config yet")
+                }
                 None if http => format!("{name}: Ignition file fetched"),
                 None if !h.dns.is_empty() => format!("{name}: DNS only, no Ignition yet"),
                 None => format!("{name}: nothing seen yet"),
@@ -359,6 +380,9 @@ mod tests {
             pool: pool.into(),
             spec: "3.2.0".into(),
             status,
+            via: None,
+            bytes: None,
+            held: false,
         };
         let host = |name: &str, role, last: u8| {
             HostStatus::new(
@@ -383,22 +407,42 @@ mod tests {
         let mut worker1 = host("worker1", Role::Worker, 104);
         worker1.ignition.push(ign("worker", 500));
         worker1.dns.push(dns);
-        let worker2 = host("worker2", Role::Worker, 105);
+        let mut worker2 = host("worker2", Role::Worker, 105);
+        worker2.http.push(HttpEvent {
+            time: t.clone(),
+            path: "/ignition/worker.ign".into(),
+            status: 200,
+            bytes: 10,
+            size: Some(10),
+            complete: true,
+        });
+        let mut worker3 = host("worker3", Role::Worker, 106);
+        worker3.ignition.push(IgnitionEvent {
+            status: 0,
+            held: true,
+            via: Some("bootstrap".into()),
+            ..ign("worker", 0)
+        });
+        let worker4 = host("worker4", Role::Worker, 107);
         let mut status = StatusDocument {
             cluster: "okd.example".into(),
             started: t.clone(),
-            hosts: vec![bootstrap, master, worker1, worker2],
+            hosts: vec![bootstrap, master, worker1, worker2, worker3, worker4],
             unknown_clients: Vec::new(),
             load_balancer: None,
             cluster_data: ClusterData::unavailable("not read yet"),
             certificates: None,
             bootstrap_removed: None,
             warnings: Vec::new(),
+            preflight: None,
         };
         assert_eq!(
             hosts_line(&status).unwrap(),
             "bootstrap: Ignition file fetched; master: Ignition served (master); \
-             worker1: DNS only, no Ignition yet; worker2: nothing seen yet"
+             worker1: the machine-config server answered HTTP 500 (pool worker); \
+             worker2: pointer Ignition config fetched, no machine config yet; \
+             worker3: held back from bootstrap's machine-config server (it refuses pool worker), waiting for a master's; \
+             worker4: nothing seen yet"
         );
         status.hosts.clear();
         assert_eq!(hosts_line(&status), None);

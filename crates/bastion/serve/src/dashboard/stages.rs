@@ -190,6 +190,20 @@ fn bootkube_stage(doc: &StatusDocument) -> Stage {
     Stage::new(NAME, false, None, detail)
 }
 
+/// What the "Ignition fetched" stage says of a fetch: pool and spec from
+/// serve's own machine-config server; pool, the backend and the size for a
+/// config another machine-config server sent through serve's balancer.
+fn ignition_detail(e: &okd_serve_api::status::IgnitionEvent) -> String {
+    match (&e.via, e.bytes) {
+        (Some(via), Some(n)) => format!(
+            "pool {} from {via}'s machine-config server ({} KiB through the load balancer)",
+            e.pool,
+            n / 1024
+        ),
+        _ => format!("pool {}, spec {}", e.pool, e.spec),
+    }
+}
+
 /// The stages only the bootstrap host has, after "Ignition fetched": its
 /// API and machine-config server UP behind the load balancer, the
 /// `kube-system/bootstrap` ConfigMap its report-progress.sh creates
@@ -273,7 +287,7 @@ pub(super) fn stages(h: &HostStatus, doc: &StatusDocument) -> Vec<Stage> {
         h.ignition
             .iter()
             .find(|e| e.status == 200)
-            .map(|e| (e.time.clone(), format!("pool {}, spec {}", e.pool, e.spec)))
+            .map(|e| (e.time.clone(), ignition_detail(e)))
     };
     let mut out = vec![Stage::new(
         "DNS answered",

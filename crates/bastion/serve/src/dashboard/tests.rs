@@ -144,6 +144,9 @@ fn doc() -> StatusDocument {
         pool: "worker".into(),
         spec: "3.2.0".into(),
         status: 500,
+        via: None,
+        bytes: None,
+        held: false,
     });
     // UP since 2026-11-24T10:05:00Z.
     let mut api_boot = backend(
@@ -198,6 +201,8 @@ fn doc() -> StatusDocument {
         certificates: None,
         bootstrap_removed: None,
         warnings: Vec::new(),
+        preflight: None,
+        preflight: None,
     }
 }
 
@@ -584,7 +589,7 @@ fn stages_warnings_and_page() {
     assert_eq!(h[1].stages[4].detail, "registered, not Ready");
     assert!(!h[2].stages[2].done);
     let w: Vec<&str> = d.warnings.iter().map(String::as_str).collect();
-    assert!(w.contains(&"master resolved api-int.okd.example 8 min ago but never fetched Ignition: check the kernel arguments / boot order"), "{w:?}");
+    assert!(w.contains(&"master resolved api-int.okd.example 8 min ago but never fetched Ignition: check the kernel arguments / boot order, and that port 22623 reaches a machine-config server (`okd-install preflight` checks it)"), "{w:?}");
     assert!(
         w.contains(&"bootstrap.ign was requested by master (192.168.120.103), refused"),
         "{w:?}"
@@ -753,4 +758,58 @@ fn bootkube_progress_on_the_bootstrap_line() {
     assert!(complete.done);
     assert_eq!(complete.detail, "bootkube.service complete (3 stages)");
     assert_eq!(complete.time.as_deref(), Some("2026-11-24T10:09:00Z"));
+}
+
+/// Issue #27: a master configured by the bootstrap's machine-config server
+/// (seen by serve only as a proxied connection) counts as "Ignition
+/// fetched"; a worker held back from it gets the warning that says why,
+/// and neither gets the boot-order warning.
+#[test]
+fn configs_through_the_balancer_and_held_workers() {
+    let now = datetime!(2026-11-24 10:30 UTC);
+    let mut d = doc();
+    d.hosts[1].ignition.push(IgnitionEvent {
+        time: "2026-11-24T10:04:00Z".into(),
+        pool: "master".into(),
+        spec: String::new(),
+        status: 200,
+        via: Some("bootstrap".into()),
+        bytes: Some(312 * 1024),
+        held: false,
+    });
+    let worker = &mut d.hosts[2];
+    worker.ignition.clear();
+    worker
+        .dns
+        .push(dns("2026-11-24T10:02:30Z", "api-int.okd.example"));
+    worker.ignition.push(IgnitionEvent {
+        time: "2026-11-24T10:03:00Z".into(),
+        pool: "worker".into(),
+        spec: String::new(),
+        status: 0,
+        via: Some("bootstrap".into()),
+        bytes: None,
+        held: true,
+    });
+    annotate(&mut d, now);
+    let master = &d.hosts[1];
+    assert!(master.stages[1].done, "{:?}", master.stages[1]);
+    assert_eq!(
+        master.stages[1].detail,
+        "pool master from bootstrap's machine-config server (312 KiB through the load balancer)"
+    );
+    assert!(!d.hosts[2].stages[1].done);
+    let w: Vec<&str> = d.warnings.iter().map(String::as_str).collect();
+    assert!(
+        !w.iter().any(|l| l.contains("boot order")),
+        "booted hosts get no boot-order warning: {w:?}"
+    );
+    assert!(
+        w.contains(&"worker1 asks for the worker config, but the only machine-config server up is bootstrap's, which refuses that pool (\"refusing to serve bootstrap configuration to pool worker\"): the load balancer holds it back since 27 min ago until a master's machine-config server is up; it retries by itself, nothing to do unless no master comes up"),
+        "{w:?}"
+    );
+    assert!(
+        !w.iter().any(|l| l.contains("got HTTP")),
+        "a held connection is no HTTP answer: {w:?}"
+    );
 }

@@ -71,15 +71,29 @@ pub(super) fn warnings(doc: &StatusDocument, now: OffsetDateTime) -> Vec<String>
         let st: &[Stage] = &h.stages;
         let dns_done = st.first().is_some_and(|s| s.done);
         let ign_done = st.get(1).is_some_and(|s| s.done);
+        // A host that asked the machine-config server has booted: its
+        // kernel arguments and boot order are not the question.
         if dns_done
             && !ign_done
+            && h.ignition.is_empty()
             && let Some(t) = parse_time(st[0].time.as_deref())
             && (now - t).whole_seconds() >= NO_IGNITION_AFTER_SECS
         {
             w.push(format!(
-                "{name} resolved {} {} but never fetched Ignition: check the kernel arguments / boot order",
+                "{name} resolved {} {} but never fetched Ignition: check the kernel arguments / boot order, and that port {} reaches a machine-config server (`okd-install preflight` checks it)",
                 st[0].detail.split(' ').next().unwrap_or(""),
-                ago(t, now)
+                ago(t, now),
+                okd_hosts::Service::MachineConfig.backend_port(),
+            ));
+        }
+        if !ign_done && let Some(e) = h.ignition.iter().rev().find(|e| e.held) {
+            let via = e.via.as_deref().unwrap_or("the bootstrap");
+            let since = parse_time(Some(&e.time))
+                .map(|t| format!(" since {}", ago(t, now)))
+                .unwrap_or_default();
+            w.push(format!(
+                "{name} asks for the {} config, but the only machine-config server up is {via}'s, which refuses that pool (\"refusing to serve bootstrap configuration to pool {}\"): the load balancer holds it back{since} until a master's machine-config server is up; it retries by itself, nothing to do unless no master comes up",
+                e.pool, e.pool
             ));
         }
         if let Some(e) = h.ignition.iter().find(|e| e.status >= 400) {
