@@ -60,6 +60,12 @@ enum Cmd {
         #[command(subcommand)]
         action: Option<serve::ServeCmd>,
     },
+    /// Check the install's environment before a node boots: the load
+    /// balancer (your haproxy.cfg, 22623's certificate, /readyz), DNS as
+    /// each node's nameserver answers it, the 24-hour certificates, the
+    /// clock, the install disks and the OS images. One line per check with
+    /// its id, result, cause and fix; exit status 1 when a check failed.
+    Preflight(serve::PreflightArgs),
     /// Disconnected installs: set up a mirror registry.
     #[command(subcommand)]
     Mirror(mirror::MirrorCmd),
@@ -143,6 +149,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
             services,
             bootstrap_token,
         } => serve::run(dir, action.as_ref(), services, *bootstrap_token),
+        Cmd::Preflight(p) => serve::preflight(dir, p),
         Cmd::ApproveCsr {
             watch,
             kubeconfig,

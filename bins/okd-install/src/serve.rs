@@ -104,3 +104,56 @@ pub(crate) fn run(
             .map_err(fail),
     }
 }
+
+/// `okd-install preflight` options.
+#[derive(clap::Args, Debug)]
+pub(crate) struct PreflightArgs {
+    /// Your own HAProxy's configuration, compared with what the install
+    /// needs (frontends, servers and ports, health paths).
+    #[arg(long)]
+    haproxy_cfg: Option<std::path::PathBuf>,
+    /// How long from now the last node may boot: the 24-hour certificates
+    /// must stay valid that long (e.g. `90m`, `4h`).
+    #[arg(long, value_parser = crate::node::parse_duration, default_value = "2h")]
+    boot_within: std::time::Duration,
+    /// Check only the files: no DNS queries, no connections to the load balancer.
+    #[arg(long)]
+    offline: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = PreflightOutput::Text)]
+    output: PreflightOutput,
+}
+
+/// `--output` of `preflight`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum PreflightOutput {
+    /// One line per check, then a summary.
+    Text,
+    /// The report as JSON (`{"time", "checks": [{"id", "result", "cause", "fix"}]}`).
+    Json,
+}
+
+/// `okd-install preflight`: runs okd-preflight's checks for `dir` and
+/// prints them; exit status 1 when one failed.
+pub(crate) fn preflight(dir: &Path, a: &PreflightArgs) -> Result<(), Failure> {
+    let mut opts = okd_preflight::Options::new(dir);
+    opts.haproxy_cfg.clone_from(&a.haproxy_cfg);
+    opts.boot_within = a.boot_within;
+    opts.network = !a.offline;
+    let report = crate::runtime()
+        .map_err(fail)?
+        .block_on(okd_preflight::run(&opts));
+    match a.output {
+        PreflightOutput::Text => print!("{}", okd_preflight::text(&report)),
+        PreflightOutput::Json => {
+            println!("{}", serde_json::to_string_pretty(&report).map_err(fail)?)
+        }
+    }
+    if report.worst() == okd_preflight::Outcome::Fail {
+        return Err(fail(anyhow::anyhow!(
+            "preflight: {} (the FAIL lines say what to change)",
+            report.summary()
+        )));
+    }
+    Ok(())
+}

@@ -426,6 +426,30 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> Result<(), 
             Ok(())
         });
     }
+    {
+        // The same checks as `okd-install preflight`, once serve's DNS,
+        // balancer and servers answer (they are bound; spawn_all serves them); their failures go to the log and the dashboard.
+        let (dir, status, s) = (dir.clone(), app.status.clone(), stopped());
+        tasks.spawn(async move {
+            let report = okd_preflight::run(&okd_preflight::Options::new(&dir)).await;
+            for c in report
+                .checks
+                .iter()
+                .filter(|c| c.result >= okd_preflight::Outcome::Warn)
+            {
+                tracing::warn!("preflight: {}", c.line());
+            }
+            info!(
+                "Preflight checks: {} (the dashboard lists them; `okd-install preflight --dir {}` runs them again)",
+                report.summary(),
+                okd_fs::shell_path(&dir)
+            );
+            status.set_preflight(report);
+            s.await;
+            Ok(())
+        });
+    }
+
     spawn_all(&mut tasks, bound.servers, &app, &inv, &obs, &stale, stopped);
 
     info!("Serving {}: {}", inv.cluster_domain, bound.ready.join(", "));

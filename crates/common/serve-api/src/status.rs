@@ -432,7 +432,6 @@ mod tests {
             }),
             warnings: vec!["w".into()],
             preflight: None,
-            preflight: None,
         }
     }
 

@@ -202,7 +202,6 @@ fn doc() -> StatusDocument {
         bootstrap_removed: None,
         warnings: Vec::new(),
         preflight: None,
-        preflight: None,
     }
 }
 

@@ -121,6 +121,12 @@ pub(super) fn warnings(doc: &StatusDocument, now: OffsetDateTime) -> Vec<String>
             format!("the install's 24-hour certificates expire {} (tls/{file}): boot the remaining nodes before then, or create the Ignition configs again", until(t, now))
         });
     }
+    // The preflight checks serve ran at start that did not pass.
+    for c in doc.preflight.iter().flat_map(|r| &r.checks) {
+        if c.result >= okd_serve_api::preflight::Outcome::Warn {
+            w.push(format!("preflight {}", c.line()));
+        }
+    }
     let csrs = doc.cluster_data.view.iter().flat_map(|v| &v.csrs);
     for c in csrs {
         if c.approved || c.denied || c.kind == CsrKind::Other {

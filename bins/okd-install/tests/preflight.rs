@@ -1,0 +1,380 @@
+//! `okd-install preflight` against real daemons in network namespaces
+//! (issue #27): the user's HAProxy checking `GET /` and sending 22623 to the
+//! API's 6443, dnsmasq without api-int, a node whose nameserver is not
+//! serve's, a missing OS image, a partition as install disk; each named
+//! with its cause and fix. Then the same install served by `okd-install
+//! serve`, whose start runs the checks and shows them in `/status`.
+//!
+//! The bootstrap's API is a second HAProxy in the bootstrap's namespace:
+//! TLS with a certificate of another CA (made by `openssl req`), `GET
+//! /readyz` and `GET /healthz` answered 200 and everything else 403, as a
+//! kube-apiserver answers anonymous clients.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::netns::Lab;
+use common::serve::*;
+use common::*;
+use okd_serve_api::preflight::{Outcome, Report};
+
+/// Runs `okd-install preflight --output json` with `args` in the bastion
+/// namespace; the report and the exit status.
+fn preflight(lab: &Lab, dir: &Path, args: &[&str]) -> (Report, Option<i32>) {
+    let out = lab
+        .cmd(&lab.bastion.ns, env!("CARGO_BIN_EXE_okd-install"))
+        .args(["preflight", "--output", "json", "--dir"])
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    let report: Report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "preflight printed no report ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (report, out.status.code())
+}
+
+fn check<'a>(r: &'a Report, id: &str) -> &'a okd_serve_api::preflight::Check {
+    r.checks
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no check {id}: {r:#?}"))
+}
+
+/// Small files under the example's image names (and a checksum file for
+/// one), so the image checks pass.
+fn images(dir: &Path) {
+    let root = dir.join("images");
+    std::fs::create_dir_all(&root).unwrap();
+    for f in ["kernel", "initramfs.img", "rootfs.img", "coreos.raw.xz"] {
+        std::fs::write(root.join(f), format!("not really {f}\n")).unwrap();
+    }
+}
+
+#[test]
+fn preflight_names_each_broken_piece_with_its_fix() {
+    if !common::netns::available() {
+        return;
+    }
+    let (Some(haproxy), Some(dnsmasq), Some(openssl)) = (
+        tool("haproxy", &["/usr/sbin/haproxy"]),
+        tool("dnsmasq", &["/usr/sbin/dnsmasq"]),
+        tool("openssl", &["/usr/bin/openssl"]),
+    ) else {
+        return;
+    };
+    let d = served_dir();
+    okd_ok(d.path(), &["create", "bastion-configs"]);
+    images(d.path());
+    std::fs::remove_file(d.path().join("images/coreos.raw.xz")).unwrap();
+    // worker1 asks the master's address for names: nothing answers there.
+    let agent = std::fs::read_to_string(d.path().join("agent-config.yaml")).unwrap();
+    let (head, tail) = agent.split_at(agent.find("- hostname: worker1").unwrap());
+    let tail = tail.replacen(
+        "server:\n            - 192.168.120.101",
+        "server:\n            - 192.168.120.103",
+        1,
+    );
+    std::fs::write(d.path().join("agent-config.yaml"), format!("{head}{tail}")).unwrap();
+
+    let scratch = tempfile::tempdir().unwrap();
+    // The user's HAProxy: the generated file, with the API checked by
+    // `GET /` and 22623 sent to the bootstrap's 6443.
+    let cfg = std::fs::read_to_string(d.path().join("bastion/haproxy/haproxy.cfg"))
+        .unwrap()
+        .replace(
+            "/run/haproxy/admin.sock",
+            &scratch.path().join("admin.sock").to_string_lossy(),
+        )
+        .replace("log /dev/log local0", "log stdout format raw local0")
+        .replace("maxconn 20000", "maxconn 4000")
+        .replacen("option httpchk GET /readyz", "option httpchk GET /", 1)
+        .replace(
+            "server bootstrap 192.168.120.102:22623",
+            "server bootstrap 192.168.120.102:6443",
+        );
+    let cfg_path = scratch.path().join("haproxy.cfg");
+    std::fs::write(&cfg_path, &cfg).unwrap();
+    // dnsmasq without api-int.
+    let conf = std::fs::read_to_string(d.path().join("bastion/dnsmasq/dnsmasq.conf"))
+        .unwrap()
+        .replace("api-int.okd.example,", "")
+        .lines()
+        .filter(|l| !l.contains("api-int"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
+    let conf_path = scratch.path().join("dnsmasq.conf");
+    std::fs::write(&conf_path, conf).unwrap();
+    // The bootstrap's "API": another CA's certificate, /readyz and /healthz.
+    let www = scratch.path().join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    let st = std::process::Command::new(&openssl)
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=kube-apiserver-of-another-ca",
+        ])
+        .arg("-keyout")
+        .arg(www.join("key.pem"))
+        .arg("-out")
+        .arg(www.join("cert.pem"))
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+
+    let prefix = format!("pf{}", std::process::id() % 100000);
+    let mut lab = Lab::new(
+        &prefix,
+        BASTION,
+        &[
+            ("bootstrap", "192.168.120.102"),
+            ("master", "192.168.120.103"),
+            ("worker", "192.168.120.104"),
+        ],
+        "okd.example",
+    );
+    let boot_ns = lab.nodes[0].ns.clone();
+    // The bootstrap's "API": a second HAProxy terminating TLS with the
+    // other CA's certificate and answering as a kube-apiserver answers
+    // anonymous clients.
+    let pem = std::fs::read_to_string(www.join("cert.pem")).unwrap()
+        + &std::fs::read_to_string(www.join("key.pem")).unwrap();
+    std::fs::write(www.join("api.pem"), pem).unwrap();
+    let api_cfg = www.join("api.cfg");
+    std::fs::write(
+        &api_cfg,
+        format!(
+            "global\n  log stdout format raw local0\n  maxconn 200\n\
+             defaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n\
+             frontend api\n  bind 192.168.120.102:6443 ssl crt {}\n\
+             \x20 http-request return status 200 content-type text/plain string ok if {{ path /readyz }} || {{ path /healthz }}\n\
+             \x20 http-request return status 403 content-type text/plain string forbidden\n",
+            www.join("api.pem").display()
+        ),
+    )
+    .unwrap();
+    lab.spawn(
+        &boot_ns,
+        &haproxy.to_string_lossy(),
+        &["-db", "-f", &api_cfg.to_string_lossy()],
+        &scratch.path().join("api-haproxy.log"),
+    );
+    let bastion = lab.bastion.ns.clone();
+    lab.spawn(
+        &bastion,
+        &haproxy.to_string_lossy(),
+        &["-db", "-f", &cfg_path.to_string_lossy()],
+        &scratch.path().join("haproxy.log"),
+    );
+    lab.spawn(
+        &bastion,
+        &dnsmasq.to_string_lossy(),
+        &[
+            "-k",
+            "-C",
+            &conf_path.to_string_lossy(),
+            &format!(
+                "--pid-file={}",
+                scratch.path().join("dnsmasq.pid").display()
+            ),
+            "--log-facility=-",
+        ],
+        &scratch.path().join("dnsmasq.log"),
+    );
+    // Until HAProxy's checks have run (the bootstrap UP on 22623 through its
+    // 6443, DOWN on the API): bounded.
+    let start = Instant::now();
+    let (report, code) = loop {
+        let (r, code) = preflight(
+            &lab,
+            d.path(),
+            &["--haproxy-cfg", &cfg_path.to_string_lossy()],
+        );
+        let ca = check(&r, "lb.machine-config.ca");
+        if ca.result == Outcome::Fail || start.elapsed() > Duration::from_secs(30) {
+            break (r, code);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let text: Vec<String> = report.checks.iter().map(|c| c.line()).collect();
+    let text = text.join("\n");
+    assert_eq!(code, Some(1), "a failed check fails the command:\n{text}");
+
+    // The load balancer: the health path, the port, the certificate, /readyz.
+    let c = check(&report, "lb.config.api.health");
+    assert_eq!(c.result, Outcome::Fail, "{text}");
+    assert!(
+        c.cause.contains("checks GET /") && c.cause.contains("403"),
+        "{text}"
+    );
+    assert!(
+        c.fix
+            .as_ref()
+            .unwrap()
+            .contains("option httpchk GET /readyz"),
+        "{text}"
+    );
+    let c = check(&report, "lb.config.machine-config.servers");
+    assert_eq!(c.result, Outcome::Fail, "{text}");
+    assert!(
+        c.cause.contains("server bootstrap 192.168.120.102:6443")
+            && c.cause.contains("uses port 6443 (the API)"),
+        "{text}"
+    );
+    let c = check(&report, "lb.machine-config.ca");
+    assert_eq!(c.result, Outcome::Fail, "{text}");
+    assert!(
+        c.cause.contains("CN=kube-apiserver-of-another-ca")
+            && c.cause.contains("which Ignition refuses"),
+        "{text}"
+    );
+    assert!(
+        c.fix.as_ref().unwrap().contains("not to the API's 6443"),
+        "{text}"
+    );
+    let c = check(&report, "lb.api.readyz");
+    assert_eq!(c.result, Outcome::Fail, "{text}");
+    assert!(
+        c.cause
+            .contains("but is 200 on the bootstrap itself (192.168.120.102:6443)"),
+        "{text}"
+    );
+    // DNS: api-int missing, worker1's nameserver not serve's and silent.
+    let c = check(&report, "dns.192.168.120.101.api-int");
+    assert_eq!(c.result, Outcome::Fail, "{text}");
+    assert!(
+        c.cause.contains("api-int.okd.example A answers NXDOMAIN"),
+        "{text}"
+    );
+    assert_eq!(
+        check(&report, "dns.192.168.120.101.api").result,
+        Outcome::Pass,
+        "{text}"
+    );
+    assert_eq!(
+        check(&report, "dns.192.168.120.101.master.ptr").result,
+        Outcome::Pass,
+        "{text}"
+    );
+    let c = check(&report, "dns.192.168.120.103.serve");
+    assert_eq!(c.result, Outcome::Warn, "{text}");
+    assert!(
+        c.cause
+            .starts_with("worker1 use nameserver 192.168.120.103:53, not serve's DNS"),
+        "{text}"
+    );
+    assert_eq!(
+        check(&report, "dns.192.168.120.103.api").result,
+        Outcome::Fail,
+        "{text}"
+    );
+    // Files: the missing metal image, the certificates.
+    let c = check(&report, "images.coreos.raw.xz");
+    assert_eq!(c.result, Outcome::Fail, "{text}");
+    assert_eq!(
+        check(&report, "images.kernel").result,
+        Outcome::Pass,
+        "{text}"
+    );
+    assert_eq!(
+        check(&report, "certificates").result,
+        Outcome::Pass,
+        "{text}"
+    );
+    // Certificates that expire before the last node boots.
+    let (r, _) = preflight(&lab, d.path(), &["--offline", "--boot-within", "30h"]);
+    let c = check(&r, "certificates");
+    assert_eq!(c.result, Outcome::Warn, "{r:#?}");
+    assert!(
+        c.cause.contains("before the last node is expected to boot"),
+        "{c:?}"
+    );
+    assert!(
+        !r.checks
+            .iter()
+            .any(|c| c.id.starts_with("dns.") || c.id.starts_with("lb.")),
+        "--offline asks nobody"
+    );
+
+    // A partition as install disk: the inventory is refused, by name.
+    let agent = std::fs::read_to_string(d.path().join("agent-config.yaml")).unwrap();
+    std::fs::write(
+        d.path().join("agent-config.yaml"),
+        agent.replacen("deviceName: /dev/sda", "deviceName: /dev/sda2", 1),
+    )
+    .unwrap();
+    let (r, code) = preflight(&lab, d.path(), &["--offline"]);
+    assert_eq!(code, Some(1));
+    let c = check(&r, "inventory");
+    assert_eq!(c.result, Outcome::Fail);
+    assert!(
+        c.cause.contains("hosts[0].rootDeviceHints.deviceName")
+            && c.cause.contains("\"/dev/sda2\" is a partition"),
+        "{c:?}"
+    );
+    std::fs::write(d.path().join("agent-config.yaml"), agent).unwrap();
+}
+
+/// serve runs the checks at start: with its own DNS, balancer and
+/// machine-config server they pass, and `/status` carries them.
+#[test]
+fn serve_runs_the_checks_at_start_and_shows_them() {
+    if !common::netns::available() {
+        return;
+    }
+    let d = served_dir();
+    images(d.path());
+    let (lab, _pid, log) = lab_spawning_serve(d.path(), "ps", &BOOTSTRAP_AND_MASTER, &[]);
+    wait_ready(&log);
+    let start = Instant::now();
+    let status = loop {
+        let doc: okd_serve_api::StatusDocument =
+            serde_json::from_str(&control(d.path(), "status")).unwrap();
+        if doc.preflight.is_some() {
+            break doc;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no preflight in /status: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let r = status.preflight.unwrap();
+    let text: Vec<String> = r.checks.iter().map(|c| c.line()).collect();
+    let text = text.join("\n");
+    for id in [
+        "inventory",
+        "dns.192.168.120.101.api",
+        "dns.192.168.120.101.api-int",
+        "dns.192.168.120.101.apps",
+        "dns.192.168.120.101.worker1.ptr",
+        "lb.machine-config.ca",
+        "images.kernel",
+        "certificates",
+    ] {
+        assert_eq!(check(&r, id).result, Outcome::Pass, "{id}:\n{text}");
+    }
+    // Nothing answers on the bootstrap's 6443 in this lab: skipped, not failed.
+    assert_eq!(check(&r, "lb.api.readyz").result, Outcome::Skip, "{text}");
+    let log_text = std::fs::read_to_string(&log).unwrap();
+    assert!(log_text.contains("Preflight checks: "), "{log_text}");
+    drop(lab);
+}
