@@ -269,12 +269,26 @@ pub(crate) async fn watch(
     let mut errors = WatchErrors::default();
     let via = format!("{} (through {api})", cluster.server());
     let mut last_build = tokio::time::Instant::now();
+    let (mut clock_asked, mut clock): (Option<Instant>, Option<String>) = (None, None);
     loop {
         tokio::select! {
             _ = &mut stop => return,
             ev = events.next() => {
                 match ev {
-                    Some((i, Some(e))) => errors.failed(i, format!("{via}: {e}"), Instant::now()),
+                    Some((i, Some(e))) => {
+                        // A 401 may be the clocks (a node's behind the
+                        // certificates): asked at most every 30 s.
+                        let e = if e.starts_with("401 Unauthorized") {
+                            if clock_asked.is_none_or(|t: Instant| t.elapsed() >= Duration::from_secs(30)) {
+                                clock_asked = Some(Instant::now());
+                                clock = cluster.explain_unauthorized().await.map(|c| c.to_string());
+                            }
+                            clock.clone().unwrap_or(e)
+                        } else {
+                            e
+                        };
+                        errors.failed(i, format!("{via}: {e}"), Instant::now());
+                    }
                     Some((i, None)) => {
                         answered = true;
                         errors.answered(i);

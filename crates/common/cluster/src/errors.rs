@@ -101,6 +101,10 @@ pub enum ApiCause {
     ClientCertRejected(String),
     /// 401: the credentials are not accepted.
     Unauthorized,
+    /// 401 explained by the clocks ([`crate::Cluster::explain_unauthorized`]):
+    /// the API server's `Date` is before the client certificate's
+    /// notBefore, or far from this machine's clock; the text says which.
+    ClockSkew(String),
     /// 403 with the server's message.
     Forbidden(String),
     /// 5xx or 429: the server is up but cannot answer now.
@@ -134,6 +138,7 @@ impl fmt::Display for ApiCause {
                 "401 Unauthorized: the API server does not accept these credentials \
                  (a kubeconfig for another cluster?)",
             ),
+            ApiCause::ClockSkew(m) => write!(f, "401 Unauthorized: {m}"),
             ApiCause::Forbidden(m) => write!(f, "403 Forbidden: {m}"),
             ApiCause::Unavailable(m) => write!(f, "the API server cannot answer now: {m}"),
             ApiCause::Status(c, m) => write!(f, "HTTP {c}: {m}"),

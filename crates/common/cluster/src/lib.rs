@@ -27,6 +27,80 @@ pub struct Cluster {
     client: kube::Client,
     server: String,
     kubeconfig: PathBuf,
+    /// The validity (notBefore, notAfter) of the kubeconfig's client
+    /// certificate, when it has one.
+    client_cert: Option<(time::OffsetDateTime, time::OffsetDateTime)>,
+}
+
+/// A clock difference below this is not worth naming (the API server
+/// accepts certificates issued a moment ago by a clock slightly ahead).
+pub const CLOCK_SKEW_NAMED: Duration = Duration::from_secs(120);
+
+/// Why a 401 happened, from the clocks, or `None` when they do not explain
+/// it: `server` is the API server's `Date`, `local` this machine's time
+/// when it answered, `cert` the client certificate's validity. The API
+/// server answers a client certificate that is not valid *by its clock*
+/// with a plain 401, like any unknown credential.
+pub fn explain_clocks(
+    server: time::OffsetDateTime,
+    local: time::OffsetDateTime,
+    cert: Option<(time::OffsetDateTime, time::OffsetDateTime)>,
+) -> Option<String> {
+    let fmt = |t: time::OffsetDateTime| {
+        t.format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default()
+    };
+    let skew = local - server;
+    let words = |d: time::Duration| {
+        let s = d.whole_seconds().unsigned_abs();
+        match s {
+            0..=119 => format!("{s} s"),
+            120..=7199 => format!("{} min", s / 60),
+            7200..=172_799 => format!("{} h", s / 3600),
+            _ => format!("{} days", s / 86_400),
+        }
+    };
+    let fix =
+        "set the clocks right: NTP on the nodes (chrony, `chronyc tracking`) and on this machine";
+    if let Some((nb, na)) = cert {
+        if server < nb {
+            return Some(format!(
+                "the client certificate is not yet valid by the API server's clock: the server's Date is {}, the certificate is valid from {} (this machine's clock says {}; the server is {} {}): {fix}",
+                fmt(server),
+                fmt(nb),
+                fmt(local),
+                words(skew),
+                if skew.is_positive() {
+                    "behind"
+                } else {
+                    "ahead"
+                }
+            ));
+        }
+        if server > na {
+            return Some(format!(
+                "the client certificate has expired by the API server's clock: the server's Date is {}, the certificate was valid until {} (this machine's clock says {}): {fix}, or create the Ignition configs again if it really expired",
+                fmt(server),
+                fmt(na),
+                fmt(local)
+            ));
+        }
+    }
+    let named = time::Duration::try_from(CLOCK_SKEW_NAMED).unwrap_or(time::Duration::ZERO);
+    if skew.abs() > named {
+        return Some(format!(
+            "the API server's clock ({}) is {} {} this machine's ({}): certificates are judged by its clock; {fix}",
+            fmt(server),
+            words(skew),
+            if skew.is_positive() {
+                "behind"
+            } else {
+                "ahead of"
+            },
+            fmt(local)
+        ));
+    }
+    None
 }
 
 /// The `User-Agent` of every request: `okd-install/<version>`.
@@ -94,6 +168,7 @@ impl Cluster {
             .and_then(|c| c.cluster.as_ref())
             .and_then(|c| c.server.clone())
             .ok_or_else(|| bad(format!("cluster {:?} has no server", ctx.cluster)))?;
+        let mut client_cert = None;
         if let Some(user) = ctx.user.as_deref()
             && let Some(auth) = kc
                 .auth_infos
@@ -102,7 +177,7 @@ impl Cluster {
                 .and_then(|a| a.auth_info.as_ref())
             && let Some(data) = &auth.client_certificate_data
         {
-            check_client_cert(path, user, data)?;
+            client_cert = Some(check_client_cert(path, user, data)?);
         }
         let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
             .await
@@ -124,6 +199,7 @@ impl Cluster {
             client,
             server,
             kubeconfig: path.to_path_buf(),
+            client_cert,
         })
     }
 
@@ -181,11 +257,57 @@ impl Cluster {
     /// # Errors
     /// [`ClusterError::Api`] naming `/version` and the cause.
     pub async fn version(&self) -> Result<String, ClusterError> {
-        self.client
-            .apiserver_version()
+        match self.client.apiserver_version().await {
+            Ok(v) => Ok(v.git_version),
+            Err(e) => {
+                let mut err = self.api_error("/version", e);
+                if let ClusterError::Api { cause, .. } = &mut err
+                    && *cause == ApiCause::Unauthorized
+                    && let Some(c) = self.explain_unauthorized().await
+                {
+                    *cause = c;
+                }
+                Err(err)
+            }
+        }
+    }
+
+    /// The API server's clock: the `Date` header of its answer to `GET
+    /// /version` (any status: a 401 carries it too), with this machine's
+    /// time when the answer came.
+    ///
+    /// # Errors
+    /// The request failed, or the answer has no `Date` in the HTTP form
+    /// (`Fri, 27 Nov 2026 10:00:00 GMT`); the text says which.
+    pub async fn server_date(
+        &self,
+    ) -> Result<(time::OffsetDateTime, time::OffsetDateTime), String> {
+        let req = http::Request::get("/version")
+            .body(Vec::new())
+            .map_err(|e| e.to_string())?;
+        let resp = self
+            .client
+            .send(req.map(kube::client::Body::from))
             .await
-            .map(|v| v.git_version)
-            .map_err(|e| self.api_error("/version", e))
+            .map_err(|e| ApiCause::of(&e).to_string())?;
+        let local = time::OffsetDateTime::now_utc();
+        let date = resp
+            .headers()
+            .get(http::header::DATE)
+            .and_then(|v| v.to_str().ok())
+            .ok_or("the answer has no Date header")?;
+        let server =
+            time::OffsetDateTime::parse(date, &time::format_description::well_known::Rfc2822)
+                .map_err(|e| format!("Date {date:?}: {e}"))?;
+        Ok((server, local))
+    }
+
+    /// Why the API server answered 401, when the clocks say so
+    /// ([`explain_clocks`] of [`Cluster::server_date`] and the client
+    /// certificate): [`ApiCause::ClockSkew`]; `None` otherwise.
+    pub async fn explain_unauthorized(&self) -> Option<ApiCause> {
+        let (server, local) = self.server_date().await.ok()?;
+        explain_clocks(server, local, self.client_cert).map(ApiCause::ClockSkew)
     }
 }
 
@@ -201,7 +323,11 @@ fn host_of(url: &str) -> &str {
 
 /// Parses `client-certificate-data` (base64 of PEM) and refuses an expired
 /// or not-yet-valid certificate.
-fn check_client_cert(path: &Path, user: &str, data: &str) -> Result<(), ClusterError> {
+fn check_client_cert(
+    path: &Path,
+    user: &str,
+    data: &str,
+) -> Result<(time::OffsetDateTime, time::OffsetDateTime), ClusterError> {
     let bad = |detail: String| ClusterError::BadKubeconfig {
         path: path.to_path_buf(),
         detail,
@@ -229,12 +355,55 @@ fn check_client_cert(path: &Path, user: &str, data: &str) -> Result<(), ClusterE
             not_after: fmt(validity.not_after),
         });
     }
-    Ok(())
+    Ok((
+        validity.not_before.to_datetime(),
+        validity.not_after.to_datetime(),
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::host_of;
+
+    /// Issue #27: a node clock two days behind made the API answer 401,
+    /// which read as "a kubeconfig for another cluster?".
+    #[test]
+    fn clocks_explain_a_401() {
+        use time::macros::datetime;
+        let local = datetime!(2026-11-27 10:00 UTC);
+        let cert = Some((
+            datetime!(2026-11-27 09:50 UTC),
+            datetime!(2026-11-28 09:50 UTC),
+        ));
+        let behind = super::explain_clocks(datetime!(2026-11-25 10:00 UTC), local, cert).unwrap();
+        assert!(
+            behind.starts_with("the client certificate is not yet valid by the API server's clock: the server's Date is 2026-11-25T10:00:00Z, the certificate is valid from 2026-11-27T09:50:00Z")
+                && behind.contains("the server is 2 days behind")
+                && behind.contains("NTP on the nodes"),
+            "{behind}"
+        );
+        let expired = super::explain_clocks(datetime!(2026-11-29 10:00 UTC), local, cert).unwrap();
+        assert!(
+            expired.starts_with("the client certificate has expired by the API server's clock"),
+            "{expired}"
+        );
+        // Clocks that agree explain nothing: a plain 401 stays one.
+        assert_eq!(super::explain_clocks(local, local, cert), None);
+        assert_eq!(
+            super::explain_clocks(datetime!(2026-11-27 09:59 UTC), local, cert),
+            None
+        );
+        // Without a client certificate a large skew is still named.
+        let skew = super::explain_clocks(datetime!(2026-11-27 07:00 UTC), local, None).unwrap();
+        assert!(skew.contains("is 3 h behind this machine's"), "{skew}");
+        // The Date header's form parses.
+        let d = time::OffsetDateTime::parse(
+            "Fri, 27 Nov 2026 10:00:00 GMT",
+            &time::format_description::well_known::Rfc2822,
+        )
+        .unwrap();
+        assert_eq!(d, local);
+    }
 
     #[test]
     fn host_of_urls() {

@@ -22,6 +22,34 @@ pub enum Level {
 /// service that failed, each with its stage in plain words and the last
 /// error lines. An empty list: nothing failed.
 pub fn findings(records: &[(String, Vec<u8>)]) -> Vec<(Level, String)> {
+    findings_with_journals(records, &[])
+}
+
+/// The TLS reason of a failed pull in `text` (a record's error message or
+/// a unit's journal): the last line naming a certificate problem (Go's
+/// `x509: …`, rustls' `UnknownIssuer` / `invalid peer certificate`,
+/// `certificate signed by unknown authority`), from the reason on, at
+/// most 300 characters.
+pub fn tls_reason(text: &str) -> Option<String> {
+    const MARKS: [&str; 4] = [
+        "x509:",
+        "invalid peer certificate",
+        "UnknownIssuer",
+        "certificate signed by unknown authority",
+    ];
+    text.lines().rev().find_map(|l| {
+        let at = MARKS.iter().filter_map(|m| l.find(m)).min()?;
+        Some(l[at..].trim().chars().take(300).collect())
+    })
+}
+
+/// [`findings`] with the journals the bundle holds (unit, text): a failed
+/// release pull's TLS reason is quoted from its record or its journal,
+/// with the fix (openshift-install only says the download failed).
+pub fn findings_with_journals(
+    records: &[(String, Vec<u8>)],
+    journals: &[(String, String)],
+) -> Vec<(Level, String)> {
     let mut out = Vec::new();
     if records.is_empty() {
         out.push((
@@ -59,6 +87,19 @@ pub fn findings(records: &[(String, Vec<u8>)]) -> Vec<(Level, String)> {
                 Level::Error,
                 "The bootstrap machine failed to download the release image".to_string(),
             ));
+            let journal = journals
+                .iter()
+                .find(|(u, _)| u == name)
+                .map(|(_, t)| t.as_str());
+            if let Some(reason) = tls_reason(&v.last_error).or_else(|| journal.and_then(tls_reason))
+            {
+                out.push((
+                    Level::Error,
+                    format!(
+                        "The registry's certificate is not trusted by the bootstrap machine: {reason}; add the mirror registry's CA to additionalTrustBundle in install-config.yaml (and name the mirror in imageContentSources or imageDigestSources), then create the Ignition configs again"
+                    ),
+                ));
+            }
             error_lines(&mut out, v);
             break;
         }
@@ -129,6 +170,41 @@ mod tests {
         );
         assert_eq!(f[1], (Level::Info, "exit 1".to_string()));
         assert_eq!(f.len(), 2, "{f:?}");
+    }
+
+    /// Issue #27: the x509 reason of a failed pull, which sits in the
+    /// bundle, is quoted with its fix.
+    #[test]
+    fn a_tls_failure_of_the_release_pull_is_named() {
+        let release = r#"[{"phase":"service start"},{"phase":"stage start","stage":"pull-release-image"},{"phase":"stage end","stage":"pull-release-image","result":"failure","errorMessage":"exit status 125"},{"phase":"service end","result":"failure","errorMessage":"exit status 125"}]"#;
+        let journal = "Nov 27 10:00:01 bootstrap release-image-download.sh[1234]: Pulling quay.io/openshift/okd@sha256:abc...
+            Nov 27 10:00:02 bootstrap release-image-download.sh[1234]: Error: initializing source docker://registry.okd.example:5000/okd@sha256:abc: pinging container registry registry.okd.example:5000: Get \"https://registry.okd.example:5000/v2/\": tls: failed to verify certificate: x509: certificate signed by unknown authority
+            Nov 27 10:00:03 bootstrap systemd[1]: release-image.service: Main process exited, code=exited, status=125/n/a
+";
+        let f = findings_with_journals(
+            &[rec("release-image", release)],
+            &[("release-image".to_string(), journal.to_string())],
+        );
+        assert_eq!(
+            f[0].1,
+            "The bootstrap machine failed to download the release image"
+        );
+        assert_eq!(
+            f[1],
+            (
+                Level::Error,
+                "The registry's certificate is not trusted by the bootstrap machine: x509: certificate signed by unknown authority; add the mirror registry's CA to additionalTrustBundle in install-config.yaml (and name the mirror in imageContentSources or imageDigestSources), then create the Ignition configs again".to_string()
+            )
+        );
+        // okd-install's own pull names rustls' reason in the record itself.
+        let ours = r#"[{"phase":"service start"},{"phase":"service end","result":"failure","errorMessage":"unable to pull the release image q/okd:4: registry.okd.example:5000/okd: error sending request: invalid peer certificate: UnknownIssuer (the mirror's CA belongs in install-config's additionalTrustBundle)"}]"#;
+        let f = findings(&[rec("release-image", ours)]);
+        assert!(
+            f[1].1
+                .contains(": invalid peer certificate: UnknownIssuer (the mirror"),
+            "{f:?}"
+        );
+        assert_eq!(tls_reason("no certificate words here"), None);
     }
 
     #[test]

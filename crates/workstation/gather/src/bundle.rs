@@ -165,6 +165,23 @@ pub const MAX_RECORD_FILE: u64 = 16 * 1024 * 1024;
 /// # Errors
 /// [`GatherError::Bundle`] when the bundle is not a readable gzip tarball.
 pub fn service_records(bundle: &Path) -> Result<Vec<(String, Vec<u8>)>, GatherError> {
+    Ok(analysis_files(bundle)?.0)
+}
+
+/// Units whose journal the analysis reads (`…/bootstrap/journals/<unit>.log`):
+/// the release pull's, for the TLS reason a failed pull gives there.
+pub const ANALYSED_JOURNALS: [&str; 1] = ["release-image"];
+
+/// The service records ([`service_records`]) and the journals of
+/// [`ANALYSED_JOURNALS`] (unit, the last [`MAX_RECORD_FILE`] bytes as
+/// text) of a bundle, in one pass.
+///
+/// # Errors
+/// [`GatherError::Bundle`] when the bundle is not a readable gzip tarball.
+#[allow(clippy::type_complexity)]
+pub fn analysis_files(
+    bundle: &Path,
+) -> Result<(Vec<(String, Vec<u8>)>, Vec<(String, String)>), GatherError> {
     let err = |action: &'static str| {
         let path = bundle.to_path_buf();
         move |source: std::io::Error| GatherError::Bundle {
@@ -176,12 +193,33 @@ pub fn service_records(bundle: &Path) -> Result<Vec<(String, Vec<u8>)>, GatherEr
     let f = std::fs::File::open(bundle).map_err(err("opening"))?;
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(f));
     let mut out = Vec::new();
+    let mut journals = Vec::new();
     for entry in archive.entries().map_err(err("reading"))? {
         let entry = entry.map_err(err("reading"))?;
         if !entry.header().entry_type().is_file() {
             continue;
         }
         let path = entry.path().map_err(err("reading"))?.into_owned();
+        if let Some(unit) = journal_unit(&path) {
+            let mut data = Vec::new();
+            // The end of the journal holds the failure: keep the last part.
+            let mut tail: std::collections::VecDeque<u8> = std::collections::VecDeque::new();
+            let mut buf = [0u8; 64 * 1024];
+            let mut entry = entry;
+            loop {
+                let n = entry.read(&mut buf).map_err(err("reading"))?;
+                if n == 0 {
+                    break;
+                }
+                tail.extend(&buf[..n]);
+                while tail.len() as u64 > MAX_RECORD_FILE {
+                    tail.pop_front();
+                }
+            }
+            data.extend(tail);
+            journals.push((unit, String::from_utf8_lossy(&data).into_owned()));
+            continue;
+        }
         let Some(name) = service_name(&path) else {
             continue;
         };
@@ -192,7 +230,18 @@ pub fn service_records(bundle: &Path) -> Result<Vec<(String, Vec<u8>)>, GatherEr
             .map_err(err("reading"))?;
         out.push((name, data));
     }
-    Ok(out)
+    Ok((out, journals))
+}
+
+/// `<unit>` of a path ending in `bootstrap/journals/<unit>.log` when the
+/// unit is one of [`ANALYSED_JOURNALS`].
+fn journal_unit(p: &Path) -> Option<String> {
+    let unit = p.file_name()?.to_str()?.strip_suffix(".log")?;
+    let parent = p.parent()?;
+    (ANALYSED_JOURNALS.contains(&unit)
+        && parent.file_name()? == "journals"
+        && parent.parent()?.file_name()? == "bootstrap")
+        .then(|| unit.to_string())
 }
 
 /// `<name>` of a path ending in `bootstrap/services/<name>.json`.

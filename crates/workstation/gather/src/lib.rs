@@ -338,8 +338,8 @@ fn repack(dir: &Path, cluster_bundle: &Path, id: &str) -> Result<PathBuf, Gather
 /// # Errors
 /// The bundle's service records not readable.
 fn log_analysis(bundle_path: &Path) -> Result<(), GatherError> {
-    let records = bundle::service_records(bundle_path)?;
-    for (level, line) in analyze::findings(&records) {
+    let (records, journals) = bundle::analysis_files(bundle_path)?;
+    for (level, line) in analyze::findings_with_journals(&records, &journals) {
         match level {
             analyze::Level::Error => error!("{line}"),
             analyze::Level::Info => info!("{line}"),
