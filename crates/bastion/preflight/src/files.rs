@@ -32,6 +32,15 @@ pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     out
 }
 
+/// `1 master`, `3 masters`.
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
 /// The `inventory` check: the cluster's name from the state file or
 /// install-config.yaml, then the hosts with every rule of okd-hosts.
 pub(crate) fn load(dir: &Path, checks: &mut Vec<Check>) -> Option<Inputs> {
@@ -55,13 +64,13 @@ pub(crate) fn load(dir: &Path, checks: &mut Vec<Check>) -> Option<Inputs> {
             checks.push(Check::pass(
                 "inventory",
                 format!(
-                    "{} and {} load: {} hosts of {} ({} masters, {} workers{})",
+                    "{} and {} load: {} hosts of {} ({}, {}{})",
                     AGENT_CONFIG_FILE,
                     BASTION_CONFIG_FILE,
                     inv.nodes.len(),
                     inv.cluster_domain,
-                    inv.role(Role::Master).count(),
-                    inv.role(Role::Worker).count(),
+                    count(inv.role(Role::Master).count(), "master"),
+                    count(inv.role(Role::Worker).count(), "worker"),
                     if inv.role(Role::Bootstrap).count() > 0 {
                         ", a bootstrap"
                     } else {
