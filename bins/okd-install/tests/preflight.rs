@@ -378,3 +378,187 @@ fn serve_runs_the_checks_at_start_and_shows_them() {
     assert!(log_text.contains("Preflight checks: "), "{log_text}");
     drop(lab);
 }
+
+/// A file of bootstrap.ign (`/opt/openshift/tls/<name>`), decoded.
+fn bootstrap_file(dir: &Path, path: &str) -> Vec<u8> {
+    let cfg: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("bootstrap.ign")).unwrap()).unwrap();
+    let f = cfg["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == path)
+        .unwrap_or_else(|| panic!("bootstrap.ign has no {path}"));
+    okd_types::dataurl::decode(f["contents"]["source"].as_str().unwrap()).unwrap()
+}
+
+/// Issue #27 item 2, with the real Ignition: while only the bootstrap's
+/// machine-config server is up, serve's balancer never sends a worker there
+/// (it refuses the worker pool with HTTP 500) and says why, while a master
+/// gets its config from it and counts as "Ignition fetched".
+///
+/// The bootstrap's machine-config server is HAProxy in the bootstrap's
+/// namespace with the install's own machine-config-server certificate
+/// (from bootstrap.ign), answering as the bootstrap MCS does: `/healthz`
+/// 200, `/config/master` a config, `/config/worker` 500 with its message.
+#[test]
+fn workers_wait_for_a_masters_machine_config_server() {
+    if !common::netns::available() || tool("ignition", &[IGNITION]).is_none() {
+        return;
+    }
+    let Some(haproxy) = tool("haproxy", &["/usr/sbin/haproxy"]) else {
+        return;
+    };
+    let d = served_dir();
+    let scratch = tempfile::tempdir().unwrap();
+    let mcs = scratch.path().join("mcs");
+    std::fs::create_dir_all(&mcs).unwrap();
+    let mut pem = bootstrap_file(d.path(), "/opt/openshift/tls/machine-config-server.crt");
+    pem.extend(bootstrap_file(
+        d.path(),
+        "/opt/openshift/tls/machine-config-server.key",
+    ));
+    std::fs::write(mcs.join("mcs.pem"), pem).unwrap();
+    // A master config of 48 KiB: one file with a data URL.
+    let body = "x".repeat(48 * 1024);
+    let master = serde_json::json!({
+        "ignition": {"version": "3.2.0"},
+        "storage": {"files": [{
+            "path": "/etc/okd-test-from-the-bootstrap-mcs",
+            "mode": 420,
+            "contents": {"source": format!("data:,{body}")}
+        }]}
+    });
+    std::fs::write(mcs.join("master.json"), master.to_string()).unwrap();
+    let cfg = format!(
+        "global\n  log stdout format raw local0\n  maxconn 200\n  tune.bufsize 131072\n\
+         defaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n\
+         frontend mcs\n  bind 192.168.120.102:22623 ssl crt {pem}\n\
+         \x20 http-request return status 200 content-type text/plain string ok if {{ path /healthz }}\n\
+         \x20 http-request return status 200 content-type application/json file {master} if {{ path /config/master }}\n\
+         \x20 http-request return status 500 content-type text/plain string \"refusing to serve bootstrap configuration to pool \\\"worker\\\"\" if {{ path /config/worker }}\n\
+         \x20 http-request return status 404 content-type text/plain string \"not found\"\n",
+        pem = mcs.join("mcs.pem").display(),
+        master = mcs.join("master.json").display(),
+    );
+    std::fs::write(mcs.join("mcs.cfg"), cfg).unwrap();
+    let nodes = [
+        ("bootstrap", "192.168.120.102"),
+        ("master", "192.168.120.103"),
+        ("worker", "192.168.120.104"),
+    ];
+    // serve without its own machine-config server: only the bootstrap's is up.
+    let (mut lab, _pid, log) = lab_spawning_serve(
+        d.path(),
+        "pw",
+        &nodes,
+        &["--services", "dns,lb,http,status"],
+    );
+    wait_ready(&log);
+    let boot_ns = lab.nodes[0].ns.clone();
+    lab.spawn(
+        &boot_ns,
+        &haproxy.to_string_lossy(),
+        &["-db", "-f", &mcs.join("mcs.cfg").to_string_lossy()],
+        &scratch.path().join("mcs.log"),
+    );
+    // Until the balancer's check of the bootstrap's 22623 passed.
+    let start = Instant::now();
+    loop {
+        let doc: okd_serve_api::StatusDocument =
+            serde_json::from_str(&control(d.path(), "status")).unwrap();
+        let up = doc.load_balancer.as_ref().is_some_and(|lb| {
+            lb.frontends
+                .iter()
+                .filter(|f| f.name == "machine-config")
+                .flat_map(|f| &f.backends)
+                .any(|b| b.name == "bootstrap" && b.up)
+        });
+        if up {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the bootstrap MCS never came UP: {doc:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // The worker: held, never answered 500; Ignition keeps trying.
+    let (ok, wlog, _) = ignite(
+        &lab,
+        &lab.nodes[2].ns.clone(),
+        &d.path().join("worker.ign"),
+        &scratch.path().join("worker"),
+        12,
+    );
+    assert!(
+        !ok,
+        "the worker got a config while only the bootstrap's MCS is up:\n{wlog}"
+    );
+    assert!(
+        wlog.contains("GET https://api-int.okd.example:22623/config/worker"),
+        "{wlog}"
+    );
+    assert!(
+        !wlog.contains("500"),
+        "the worker reached the bootstrap's MCS:\n{wlog}"
+    );
+    // The master: its config from the bootstrap's MCS through the balancer.
+    let (ok, mlog, root) = ignite(
+        &lab,
+        &lab.nodes[1].ns.clone(),
+        &d.path().join("master.ign"),
+        &scratch.path().join("master"),
+        60,
+    );
+    assert!(ok, "the master's Ignition failed:\n{mlog}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("etc/okd-test-from-the-bootstrap-mcs"))
+            .unwrap()
+            .len(),
+        48 * 1024
+    );
+    let serve_log = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        serve_log.matches("holding 192.168.120.104").count(),
+        1,
+        "logged once per worker:\n{serve_log}"
+    );
+    let start = Instant::now();
+    let doc = loop {
+        let doc: okd_serve_api::StatusDocument =
+            serde_json::from_str(&control(d.path(), "status")).unwrap();
+        let master = doc.hosts.iter().find(|h| h.hostname == "master").unwrap();
+        if master.stages.get(1).is_some_and(|s| s.done) {
+            break doc;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{:#?}",
+            master.stages
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let master = doc.hosts.iter().find(|h| h.hostname == "master").unwrap();
+    assert!(
+        master.stages[1]
+            .detail
+            .starts_with("pool master from bootstrap's machine-config server ("),
+        "{:?}",
+        master.stages[1]
+    );
+    let worker = doc.hosts.iter().find(|h| h.hostname == "worker1").unwrap();
+    assert!(!worker.stages[1].done, "{:?}", worker.stages);
+    assert!(
+        worker.ignition.iter().any(|e| e.held),
+        "{:?}",
+        worker.ignition
+    );
+    assert!(
+        doc.warnings.iter().any(|w| w.starts_with("worker1 asks for the worker config, but the only machine-config server up is bootstrap's")),
+        "{:#?}",
+        doc.warnings
+    );
+    drop(lab);
+}
