@@ -131,6 +131,10 @@ fn nodes_ignite_through_our_dns_lb_and_mcs() {
         log.contains("x509: certificate signed by unknown authority"),
         "{log}"
     );
+    // serve names the refusal once, with the host and what it means (#27).
+    let serve_text = std::fs::read_to_string(&serve_log).unwrap();
+    let line = "TLS handshake of master (192.168.120.103) with the machine-config server failed: received fatal alert: BadCertificate: the node does not trust this machine-config server's certificate";
+    assert_eq!(serve_text.matches(line).count(), 1, "{serve_text}");
 
     // Removing the bootstrap takes it out of every pool and says so.
     let out = control(d.path(), "remove-bootstrap --force");

@@ -258,8 +258,12 @@ fn spawn_all<F, Fut>(
                 .context("machine-config server")?;
             let l = okd_listen::Listener::from_std(l, okd_listen::Limits::default())
                 .context("machine-config server")?;
-            let router = okd_mcs::router(st, Some(o)).layer(router);
-            okd_listen::serve_router(l, router, Some(Arc::new(tls)), s).await;
+            let router = okd_mcs::router(st, Some(o.clone())).layer(router);
+            // A node that refuses the certificate (or sends no handshake)
+            // is named once per cause.
+            let hook: okd_listen::TlsFailureHook =
+                Arc::new(move |peer, cause| o.0.tls_failed(peer, cause));
+            okd_listen::serve_router_with(l, router, Some(Arc::new(tls)), s, Some(hook)).await;
             Ok(())
         });
     }

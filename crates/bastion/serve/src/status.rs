@@ -267,6 +267,9 @@ pub(crate) struct Status {
     bootstrap_removed: Mutex<Option<BootstrapRemoved>>,
     /// The preflight checks run at start, once they ended.
     preflight: Mutex<Option<okd_serve_api::preflight::Report>>,
+    /// (client, cause) of the TLS handshake failures logged, so each is
+    /// logged once (bounded: at most [`UNKNOWN_CLIENTS`] entries).
+    tls_logged: Mutex<std::collections::HashSet<(IpAddr, String)>>,
 }
 
 fn cap(n: usize) -> NonZeroUsize {
@@ -297,7 +300,49 @@ impl Status {
             certs: None,
             bootstrap_removed: Mutex::new(None),
             preflight: Mutex::new(None),
+            tls_logged: Mutex::new(std::collections::HashSet::new()),
         }
+    }
+
+    /// A TLS handshake with the machine-config server failed: logged once
+    /// per client and cause, naming the host and what the cause means.
+    pub(crate) fn tls_failed(&self, peer: SocketAddr, cause: &str) {
+        let client = self.client_of(peer).ip().to_canonical();
+        let Ok(mut seen) = self.tls_logged.lock() else {
+            return;
+        };
+        if seen.len() >= UNKNOWN_CLIENTS || !seen.insert((client, cause.to_string())) {
+            return;
+        }
+        drop(seen);
+        let who = self
+            .inv
+            .nodes
+            .iter()
+            .find(|n| n.address == client)
+            .map_or_else(
+                || client.to_string(),
+                |n| format!("{} ({client})", n.hostname),
+            );
+        let hint = if [
+            "UnknownCA",
+            "BadCertificate",
+            "CertificateUnknown",
+            "unknown ca",
+            "bad certificate",
+        ]
+        .iter()
+        .any(|m| cause.contains(m))
+        {
+            ": the node does not trust this machine-config server's certificate; its pointer Ignition config carries the root CA of another `create ignition-configs` run: boot it with the current one"
+        } else if cause.starts_with("no TLS handshake") {
+            ": something connected to the machine-config server without speaking TLS (plain HTTP to 22623?)"
+        } else {
+            ""
+        };
+        tracing::warn!(
+            "TLS handshake of {who} with the machine-config server failed: {cause}{hint} (logged once per host and cause)"
+        );
     }
 
     /// Records the preflight checks' report (shown on the dashboard).

@@ -40,6 +40,23 @@ pub async fn serve_router(
     tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: impl Future<Output = ()> + Send,
 ) {
+    serve_router_with(listener, router, tls, shutdown, None).await;
+}
+
+/// Told of each failed TLS handshake: the client's address and the cause
+/// (rustls' error text, e.g. `received fatal alert: BadCertificate`, or
+/// `no TLS handshake within 10 s`).
+pub type TlsFailureHook = Arc<dyn Fn(SocketAddr, &str) + Send + Sync>;
+
+/// [`serve_router`] with `on_tls_failure` told of every TLS handshake that
+/// failed or timed out (still logged at debug here).
+pub async fn serve_router_with(
+    listener: Listener,
+    router: Router,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    shutdown: impl Future<Output = ()> + Send,
+    on_tls_failure: Option<TlsFailureHook>,
+) {
     let limits = *listener.limits();
     let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     let mut http = http1::Builder::new();
@@ -58,11 +75,21 @@ pub async fn serve_router(
                         conns.spawn(serve_conn(conn, peer, http, router, watcher));
                     }
                     Some(acceptor) => {
+                        let hook = on_tls_failure.clone();
                         conns.spawn(async move {
-                            match tokio::time::timeout(limits.header_read, acceptor.accept(conn)).await {
-                                Ok(Ok(s)) => serve_conn(s, peer, http, router, watcher).await,
-                                Ok(Err(e)) => tracing::debug!(client = %peer, error = %e, "TLS handshake failed"),
-                                Err(_) => tracing::debug!(client = %peer, "TLS handshake timed out"),
+                            let cause = match tokio::time::timeout(limits.header_read, acceptor.accept(conn)).await {
+                                Ok(Ok(s)) => return serve_conn(s, peer, http, router, watcher).await,
+                                Ok(Err(e)) => {
+                                    tracing::debug!(client = %peer, error = %e, "TLS handshake failed");
+                                    e.to_string()
+                                }
+                                Err(_) => {
+                                    tracing::debug!(client = %peer, "TLS handshake timed out");
+                                    format!("no TLS handshake within {} s", limits.header_read.as_secs())
+                                }
+                            };
+                            if let Some(h) = hook {
+                                h(peer, &cause);
                             }
                         });
                     }

@@ -45,7 +45,7 @@ use tokio::time::{Instant, Sleep};
 
 mod http;
 
-pub use http::serve_router;
+pub use http::{TlsFailureHook, serve_router, serve_router_with};
 
 /// Default [`Limits::max_connections`]: 1024 connections open at once per
 /// listener.
