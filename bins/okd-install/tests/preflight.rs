@@ -183,6 +183,50 @@ fn preflight_names_each_broken_piece_with_its_fix() {
         &["-db", "-f", &cfg_path.to_string_lossy()],
         &scratch.path().join("haproxy.log"),
     );
+    // The mirror registry of install-config (registry.okd.example:5000),
+    // with a certificate from a CA that is not in additionalTrustBundle.
+    let st = std::process::Command::new(&openssl)
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args([
+            "-subj",
+            "/CN=registry.okd.example",
+            "-addext",
+            "subjectAltName=DNS:registry.okd.example",
+        ])
+        .arg("-keyout")
+        .arg(www.join("reg.key"))
+        .arg("-out")
+        .arg(www.join("reg.crt"))
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let pem = std::fs::read_to_string(www.join("reg.crt")).unwrap()
+        + &std::fs::read_to_string(www.join("reg.key")).unwrap();
+    std::fs::write(www.join("reg.pem"), pem).unwrap();
+    let reg_cfg = www.join("registry.cfg");
+    std::fs::write(
+        &reg_cfg,
+        format!(
+            "global\n  log stdout format raw local0\n  maxconn 200\n\
+             defaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n\
+             frontend registry\n  bind 192.168.120.101:5000 ssl crt {}\n\
+             \x20 http-request return status 200 content-type application/json string {{}}\n",
+            www.join("reg.pem").display()
+        ),
+    )
+    .unwrap();
+    lab.spawn(
+        &bastion,
+        &haproxy.to_string_lossy(),
+        &["-db", "-f", &reg_cfg.to_string_lossy()],
+        &scratch.path().join("registry.log"),
+    );
     lab.spawn(
         &bastion,
         &dnsmasq.to_string_lossy(),
@@ -238,6 +282,10 @@ fn preflight_names_each_broken_piece_with_its_fix() {
             && c.cause.contains("uses port 6443 (the API)"),
         "{text}"
     );
+    assert!(
+        !c.cause.contains("machine-config-server"),
+        "serve's own MCS is a good backend: {text}"
+    );
     let c = check(&report, "lb.machine-config.ca");
     assert_eq!(c.result, Outcome::Fail, "{text}");
     assert!(
@@ -283,6 +331,40 @@ fn preflight_names_each_broken_piece_with_its_fix() {
     assert_eq!(
         check(&report, "dns.192.168.120.103.api").result,
         Outcome::Fail,
+        "{text}"
+    );
+    // The mirror: the example mirrors quay.io/openshift/okd (a 4.5 guide),
+    // not the default release's repository; a login; named by tag; a CA
+    // the nodes lack.
+    let c = check(&report, "mirror.release.covered");
+    assert_eq!(c.result, Outcome::Fail, "{text}");
+    assert!(
+        c.cause
+            .contains("is no source of imageContentSources or imageDigestSources"),
+        "{text}"
+    );
+    assert_eq!(
+        check(&report, "mirror.registry.okd.example:5000.login").result,
+        Outcome::Pass,
+        "{text}"
+    );
+    let c = check(&report, "mirror.release.digest");
+    assert_eq!(c.result, Outcome::Warn, "{text}");
+    assert!(
+        c.cause
+            .contains("is named by tag: mirrors apply to digests only"),
+        "{text}"
+    );
+    let c = check(&report, "mirror.registry.okd.example:5000.tls");
+    assert_eq!(c.result, Outcome::Fail, "{text}");
+    assert!(
+        c.cause
+            .contains("registry.okd.example:5000 (192.168.120.101:5000) is not trusted with")
+            && c.cause.contains("1 of additionalTrustBundle"),
+        "{text}"
+    );
+    assert!(
+        c.fix.as_ref().unwrap().contains("additionalTrustBundle"),
         "{text}"
     );
     // Files: the missing metal image, the certificates.

@@ -15,6 +15,10 @@ use crate::Check;
 pub(crate) struct Inputs {
     /// `agent-config.yaml` + `bastion-config.yaml`, resolved.
     pub(crate) inv: Inventory,
+    /// install-config (the recorded copy, or the file up-converted).
+    pub(crate) config: okd_installconfig::InstallConfig,
+    /// The release image the assets were made for, once recorded.
+    pub(crate) release: Option<String>,
 }
 
 /// `e` and its sources joined by `": "`.
@@ -44,8 +48,13 @@ fn count(n: usize, what: &str) -> String {
 /// The `inventory` check: the cluster's name from the state file or
 /// install-config.yaml, then the hosts with every rule of okd-hosts.
 pub(crate) fn load(dir: &Path, checks: &mut Vec<Check>) -> Option<Inputs> {
-    let config = match okd_assets::InstallFacts::read(dir).and_then(|f| f.require_install_config())
-    {
+    let facts = okd_assets::InstallFacts::read(dir);
+    let release = facts
+        .as_ref()
+        .ok()
+        .and_then(|f| f.release().ok().flatten())
+        .map(|r| r.pull_spec);
+    let config = match facts.and_then(|f| f.require_install_config()) {
         Ok(c) => c,
         Err(e) => {
             checks.push(Check::fail(
@@ -78,7 +87,11 @@ pub(crate) fn load(dir: &Path, checks: &mut Vec<Check>) -> Option<Inputs> {
                     }
                 ),
             ));
-            Some(Inputs { inv })
+            Some(Inputs {
+                inv,
+                config,
+                release,
+            })
         }
         Err(e) => {
             checks.push(Check::fail(

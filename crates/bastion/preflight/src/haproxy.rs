@@ -200,7 +200,12 @@ pub(crate) fn compare(path: &Path, inv: &Inventory) -> Vec<Check> {
         let want_port = svc.backend_port();
         let members = svc.members(inv);
         let mut problems = Vec::new();
+        // serve's own machine-config server is a backend of 22623 too.
+        let local_mcs = SocketAddr::new(inv.listen, inv.ports.machine_config_server);
         for (sname, addr, line) in &be.servers {
+            if svc.includes_local_mcs() && *addr == local_mcs {
+                continue;
+            }
             if addr.port() != want_port {
                 let what = match addr.port() {
                     6443 => " (the API)".to_string(),

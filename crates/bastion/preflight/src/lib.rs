@@ -20,11 +20,13 @@
 //! | load balancer | `lb.config.<frontend>.<aspect>` | the user's haproxy.cfg against the generated one: frontends, servers and ports, health paths |
 //! | load balancer | `lb.machine-config.ca` | 22623 presents a certificate of master.ign's root CA for api-int |
 //! | load balancer | `lb.api.readyz` | through the API address `/readyz` answers as the bootstrap's own, once that is up |
+//! | mirror | `mirror.release.*`, `mirror.<registry>.login`, `mirror.<registry>.tls` | the release image by digest and covered by a mirror source; a pull-secret login for each mirror registry; TLS to it verified with the system roots plus `additionalTrustBundle` |
 
 mod clock;
 mod dns;
 mod files;
 mod haproxy;
+mod mirror;
 mod probe;
 
 use std::path::PathBuf;
@@ -95,6 +97,16 @@ pub async fn run(opts: &Options) -> Report {
         if let Some(cfg) = &opts.haproxy_cfg {
             checks.extend(haproxy::compare(cfg, &inputs.inv));
         }
+        checks.extend(
+            mirror::check(
+                &inputs.config,
+                inputs.release.as_deref(),
+                &inputs.inv,
+                opts.network,
+                opts.timeout,
+            )
+            .await,
+        );
         if opts.network {
             checks.extend(dns::check(&inputs.inv, opts.timeout).await);
             checks.push(probe::machine_config_ca(&opts.dir, &inputs.inv, opts.timeout).await);
