@@ -812,3 +812,53 @@ fn configs_through_the_balancer_and_held_workers() {
         "a held connection is no HTTP answer: {w:?}"
     );
 }
+
+/// Issue #27: a host whose pointer config went out and which never asked
+/// the machine-config server is named with what stops coreos-installer
+/// (an install disk that does not exist), not with the boot order.
+#[test]
+fn a_pointer_config_without_a_machine_config_request_names_the_install() {
+    let now = datetime!(2026-11-24 10:30 UTC);
+    let mut d = doc();
+    let worker = &mut d.hosts[2];
+    worker.ignition.clear();
+    worker
+        .dns
+        .push(dns("2026-11-24T10:02:30Z", "api-int.okd.example"));
+    worker.http.push(http(
+        "2026-11-24T10:03:00Z",
+        "/ignition/worker.ign",
+        200,
+        1800,
+        Some(1800),
+    ));
+    annotate(&mut d, now);
+    let w: Vec<&str> = d.warnings.iter().map(String::as_str).collect();
+    assert!(
+        w.contains(&"worker1 fetched worker.ign 27 min ago but never asked the machine-config server: coreos-installer stopped before the reboot, most often on the install disk (coreos.inst.install_dev: a disk that does not exist, or the wrong one), or the image download; look at worker1's console"),
+        "{w:?}"
+    );
+    assert!(
+        !w.iter()
+            .any(|l| l.starts_with("worker1") && l.contains("boot order")),
+        "{w:?}"
+    );
+    // Ten minutes after the fetch it is not said yet.
+    let mut d = doc();
+    d.hosts[2].ignition.clear();
+    d.hosts[2].http.push(http(
+        "2026-11-24T10:25:00Z",
+        "/ignition/worker.ign",
+        200,
+        1800,
+        Some(1800),
+    ));
+    annotate(&mut d, now);
+    assert!(
+        !d.warnings
+            .iter()
+            .any(|l| l.contains("never asked the machine-config server")),
+        "{:?}",
+        d.warnings
+    );
+}

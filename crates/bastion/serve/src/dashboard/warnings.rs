@@ -10,6 +10,11 @@ use super::*;
 /// After this long without Ignition, a host that resolved names gets a warning.
 const NO_IGNITION_AFTER_SECS: i64 = 5 * 60;
 
+/// After this long with its pointer config fetched and no machine-config
+/// request, a host gets a warning: writing the image and rebooting take a
+/// few minutes.
+const NO_CONFIG_AFTER_POINTER_SECS: i64 = 15 * 60;
+
 /// Below this, the certificate expiry is a warning.
 const CERT_WARN_SECS: i64 = 2 * 3600;
 
@@ -71,11 +76,35 @@ pub(super) fn warnings(doc: &StatusDocument, now: OffsetDateTime) -> Vec<String>
         let st: &[Stage] = &h.stages;
         let dns_done = st.first().is_some_and(|s| s.done);
         let ign_done = st.get(1).is_some_and(|s| s.done);
+        // The pointer config over HTTP (coreos-installer's
+        // coreos.inst.ignition_url), and never the machine-config server
+        // after: the install to disk stopped before the reboot.
+        let pointer = (h.role != Role::Bootstrap)
+            .then(|| {
+                h.http
+                    .iter()
+                    .filter(|e| e.status == 200 && e.complete && e.path.ends_with(".ign"))
+                    .next_back()
+            })
+            .flatten();
+        if !ign_done
+            && h.ignition.is_empty()
+            && let Some(e) = pointer
+            && let Some(t) = parse_time(Some(&e.time))
+            && (now - t).whole_seconds() >= NO_CONFIG_AFTER_POINTER_SECS
+        {
+            let file = e.path.rsplit('/').next().unwrap_or(&e.path);
+            w.push(format!(
+                "{name} fetched {file} {} but never asked the machine-config server: coreos-installer stopped before the reboot, most often on the install disk (coreos.inst.install_dev: a disk that does not exist, or the wrong one), or the image download; look at {name}'s console",
+                ago(t, now)
+            ));
+        }
         // A host that asked the machine-config server has booted: its
         // kernel arguments and boot order are not the question.
         if dns_done
             && !ign_done
             && h.ignition.is_empty()
+            && pointer.is_none()
             && let Some(t) = parse_time(st[0].time.as_deref())
             && (now - t).whole_seconds() >= NO_IGNITION_AFTER_SECS
         {
