@@ -83,8 +83,7 @@ pub(super) fn warnings(doc: &StatusDocument, now: OffsetDateTime) -> Vec<String>
             .then(|| {
                 h.http
                     .iter()
-                    .filter(|e| e.status == 200 && e.complete && e.path.ends_with(".ign"))
-                    .next_back()
+                    .rfind(|e| e.status == 200 && e.complete && e.path.ends_with(".ign"))
             })
             .flatten();
         if !ign_done
