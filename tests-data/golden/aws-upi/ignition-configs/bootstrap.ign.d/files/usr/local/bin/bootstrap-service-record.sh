@@ -101,9 +101,29 @@ record_post_command_end() {
     record_service_event "post-command end" "success" "" "" "" "" "${1:-}"
 }
 
+# The signal that stopped the script, if one did (set by the traps below).
+SERVICE_RECORD_SIGNAL=""
+
 # On exit: close an open stage as failed and record the end of the service.
 service_record_on_exit() {
     local status=$?
+    if [[ -n "${SERVICE_RECORD_SIGNAL}" ]]; then
+        # A signal (systemctl stop, a reboot, the unit's timeout) is a
+        # failure: bash runs the EXIT trap with $? = 0 after an untrapped
+        # SIGTERM, which used to be recorded as success.
+        local why journal
+        why="killed by SIG${SERVICE_RECORD_SIGNAL}"
+        journal="$(last_journal_lines)"
+        if [[ -n "${journal}" ]]; then
+            why+=$'\n'"${journal}"
+        fi
+        if [[ -n "${CURRENT_STAGE_NAME}" ]]; then
+            record_service_event "stage end" "failure" "${CURRENT_STAGE_NAME}" "" "${why}"
+            CURRENT_STAGE_NAME=""
+        fi
+        record_service_event "service end" "failure" "" "" "${why}"
+        return "${status}"
+    fi
     if [[ -n "${CURRENT_STAGE_NAME}" && "${status}" -ne 0 ]]; then
         record_service_stage_failure "${BASH_LINENO[0]:-}"
     fi
@@ -111,5 +131,16 @@ service_record_on_exit() {
     return "${status}"
 }
 
+# service_record_on_signal NAME NUMBER: remember the signal and exit as the
+# shell would have (128 + NUMBER), through the EXIT trap.
+service_record_on_signal() {
+    SERVICE_RECORD_SIGNAL="${1}"
+    trap - "${1}"
+    exit $((128 + ${2}))
+}
+
 record_service_start
 trap service_record_on_exit EXIT
+trap 'service_record_on_signal TERM 15' TERM
+trap 'service_record_on_signal INT 2' INT
+trap 'service_record_on_signal HUP 1' HUP
