@@ -225,9 +225,16 @@ fn a_killed_run_resumes_at_its_stage_and_repeats_none() {
         let mut c = child(stage);
         let want = format!("\"stage\":\"{stage}\",\"phase\":\"{STAGE_START}\"");
         let deadline = Instant::now() + Duration::from_secs(60);
+        let ran_file = d.work.join("ran.txt");
         loop {
+            // The record's `stage start` comes before the stage itself
+            // runs: wait for the stage's own line too (killed between the
+            // two, the stage would not have started at all).
             let text = std::fs::read_to_string(&record).unwrap_or_default();
-            if text.lines().last().is_some_and(|l| l.contains(&want)) {
+            let started = lines(&ran_file)
+                .last()
+                .is_some_and(|l| *l == format!("start {stage}"));
+            if text.lines().last().is_some_and(|l| l.contains(&want)) && started {
                 break;
             }
             if let Some(st) = c.try_wait().unwrap() {
