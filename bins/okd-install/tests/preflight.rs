@@ -242,8 +242,8 @@ fn preflight_names_each_broken_piece_with_its_fix() {
         ],
         &scratch.path().join("dnsmasq.log"),
     );
-    // Until HAProxy's checks have run (the bootstrap UP on 22623 through its
-    // 6443, DOWN on the API): bounded.
+    // Until every daemon answers and HAProxy's checks have run (it starts
+    // its servers UP; the API's go DOWN after failed `GET /` checks): bounded.
     let start = Instant::now();
     let (report, code) = loop {
         let (r, code) = preflight(
@@ -251,8 +251,11 @@ fn preflight_names_each_broken_piece_with_its_fix() {
             d.path(),
             &["--haproxy-cfg", &cfg_path.to_string_lossy()],
         );
-        let ca = check(&r, "lb.machine-config.ca");
-        if ca.result == Outcome::Fail || start.elapsed() > Duration::from_secs(30) {
+        let failed = |id: &str| check(&r, id).result == Outcome::Fail;
+        let settled = failed("lb.machine-config.ca")
+            && failed("lb.api.readyz")
+            && failed("mirror.registry.okd.example:5000.tls");
+        if settled || start.elapsed() > Duration::from_secs(30) {
             break (r, code);
         }
         std::thread::sleep(Duration::from_millis(500));
