@@ -195,7 +195,7 @@ pub(crate) async fn check(inv: &Inventory, timeout: Duration) -> Vec<Check> {
                     ));
                     unreachable = Some(e);
                 }
-                Ok((rc, answers)) if answers.iter().any(|a| a.eq_ignore_ascii_case(&w.value)) => {
+                Ok((_, answers)) if answers.iter().any(|a| a.eq_ignore_ascii_case(&w.value)) => {
                     let extra = if answers.len() > 1 {
                         format!(
                             " (also {})",
@@ -209,7 +209,6 @@ pub(crate) async fn check(inv: &Inventory, timeout: Duration) -> Vec<Check> {
                     } else {
                         String::new()
                     };
-                    let _ = rc;
                     out.push(Check::pass(
                         id,
                         format!("{} {} is {}{extra}", w.name, w.qtype, w.value),
