@@ -620,3 +620,134 @@ fn install_complete_messages_exit_codes_and_router_ca() {
 }
 
 use std::os::unix::fs::PermissionsExt as _;
+
+/// bastion-configs' haproxy.cfg for a run in a test namespace (stats
+/// socket in `scratch`, logs to stdout), with `edit` applied.
+fn user_haproxy_cfg(
+    dir: &std::path::Path,
+    scratch: &std::path::Path,
+    edit: fn(String) -> String,
+) -> std::path::PathBuf {
+    let cfg = std::fs::read_to_string(dir.join("bastion/haproxy/haproxy.cfg"))
+        .unwrap()
+        .replace(
+            "/run/haproxy/admin.sock",
+            &scratch.join("admin.sock").to_string_lossy(),
+        )
+        .replace("log /dev/log local0", "log stdout format raw local0")
+        .replace("maxconn 20000", "maxconn 2000");
+    let path = scratch.join("haproxy.cfg");
+    std::fs::write(&path, edit(cfg)).unwrap();
+    path
+}
+
+/// The user's HAProxy (bastion-configs' file with the API checked by
+/// `GET /`, which a kube-apiserver refuses with 403) in front of the real
+/// kube-apiserver on the bootstrap's address: every server stays DOWN and
+/// the balancer hangs up on each client. wait-for names the balancer and
+/// the health check with the fix (openshift-install says only "EOF"); with
+/// the generated file unchanged the API comes up through the same
+/// balancer and nothing of the kind is said.
+#[test]
+fn a_balancer_checking_get_slash_is_named_while_the_bootstrap_is_ready() {
+    let Some(haproxy) = common::tool("haproxy", &["/usr/sbin/haproxy"]) else {
+        return;
+    };
+    let dir = common::kube::cluster_dir();
+    common::okd_ok(dir.path(), &["create", "bastion-configs"]);
+    let scratch = tempfile::tempdir().unwrap();
+    let Some(mut cp) = ControlPlane::start_on(dir.path(), scratch.path(), With::ApiServer, 102)
+    else {
+        return;
+    };
+    let (lb_ns, lb_ip) = cp.add_node("lb", 101);
+    // In the balancer's namespace api.<domain> is the balancer.
+    std::fs::write(
+        std::path::PathBuf::from("/etc/netns")
+            .join(&lb_ns)
+            .join("hosts"),
+        format!(
+            "127.0.0.1 localhost\n{lb_ip} api.{d} api-int.{d}\n",
+            d = cp.domain
+        ),
+    )
+    .unwrap();
+    let slash = user_haproxy_cfg(dir.path(), scratch.path(), |c| {
+        c.replacen("option httpchk GET /readyz", "option httpchk GET /", 1)
+    });
+    cp.spawn_in(
+        &lb_ns,
+        "haproxy-slash",
+        &haproxy,
+        &[
+            "-db".into(),
+            "-f".into(),
+            slash.to_string_lossy().into_owned(),
+        ],
+    );
+    // HAProxy's own check gets the API's 403 for `/`.
+    let down = Instant::now();
+    while !cp.log("haproxy-slash").contains("api/bootstrap is DOWN") {
+        assert!(
+            down.elapsed() < Duration::from_secs(30),
+            "HAProxy never took the bootstrap DOWN:\n{}",
+            tail(&cp.log("haproxy-slash"), 20)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        cp.log("haproxy-slash").contains("403"),
+        "{}",
+        cp.log("haproxy-slash")
+    );
+    let (code, log) = wait_for(&cp, &lb_ns, "bootstrap-complete", "api=45s");
+    assert_eq!(code, 5, "{log}");
+    let named = format!(
+        "The bootstrap's own API at {}:6443 answers /readyz with 200, but the load balancer at {lb_ip}:6443 passes nothing on",
+        cp.addr
+    );
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains(&named)).collect();
+    assert!(
+        lines.iter().any(|l| l.contains("level=warning")),
+        "not warned while waiting:\n{log}\nhaproxy:\n{}",
+        tail(&cp.log("haproxy-slash"), 20)
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("level=error")),
+        "not named when the wait failed:\n{log}"
+    );
+    for fix in [
+        "`option httpchk GET /readyz`",
+        "not `GET /`, which the API refuses with 403",
+    ] {
+        assert!(lines[0].contains(fix), "no {fix:?} in {:?}", lines[0]);
+    }
+    assert!(
+        log.contains("the peer closed the connection during the TLS handshake"),
+        "{log}"
+    );
+
+    // The generated file unchanged: the API answers through the balancer.
+    cp.kill("haproxy-slash");
+    let readyz = user_haproxy_cfg(dir.path(), scratch.path(), |c| c);
+    cp.spawn_in(
+        &lb_ns,
+        "haproxy-readyz",
+        &haproxy,
+        &[
+            "-db".into(),
+            "-f".into(),
+            readyz.to_string_lossy().into_owned(),
+        ],
+    );
+    let (code, log) = wait_for(&cp, &lb_ns, "bootstrap-complete", "api=60s,bootstrap=2s");
+    assert_eq!(code, 5, "{log}");
+    assert!(log.contains("level=info msg=API v"), "{log}");
+    // A balancer that has just started may still try the master it has
+    // not checked yet: at most a debug line, no warning.
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("passes nothing on") && !l.contains("level=debug")),
+        "{log}"
+    );
+}

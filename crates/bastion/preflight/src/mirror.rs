@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use okd_hosts::Inventory;
 use okd_installconfig::InstallConfig;
+use okd_probe::Verify;
 use okd_secret::ExposeSecret as _;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::CertificateDer;
 
 use crate::Check;
 
@@ -219,34 +220,14 @@ async fn tls(reg: &str, config: &InstallConfig, inv: &Inventory, timeout: Durati
         }
     };
     let (store, system, bundle) = roots(config);
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let cfg = match rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-    {
-        Ok(b) => b.with_root_certificates(store).with_no_client_auth(),
-        Err(e) => return Check::skip(id, e.to_string()),
-    };
-    let Ok(name) = ServerName::try_from(host.clone()) else {
-        return Check::skip(id, format!("{host:?} is not a server name"));
-    };
     let addr = SocketAddr::new(ip, port);
-    let connector = tokio_rustls::TlsConnector::from(Arc::new(cfg));
-    let r = tokio::time::timeout(timeout, async {
-        let tcp = tokio::net::TcpStream::connect(addr)
-            .await
-            .map_err(|e| (false, format!("connect {addr}: {e}")))?;
-        connector
-            .connect(name, tcp)
-            .await
-            .map_err(|e| (true, e.to_string()))
-    })
-    .await
-    .unwrap_or_else(|_| {
-        Err((
-            false,
-            format!("{addr}: no answer within {} s", timeout.as_secs_f32()),
-        ))
-    });
+    let r = okd_probe::handshake(addr, &host, Verify::Roots(Arc::new(store)), timeout)
+        .await
+        .result
+        .map_err(|e| match e {
+            okd_probe::ProbeError::Tls { reason, .. } => (true, reason),
+            other => (false, other.to_string()),
+        });
     let roots = format!("{system} system roots and {bundle} of additionalTrustBundle");
     match r {
         Ok(_) => Check::pass(id, format!("{reg} ({addr}) verified with {roots}")),

@@ -217,6 +217,26 @@ fn round(d: Duration) -> Duration {
     Duration::from_secs(d.as_secs() + u64::from(d.subsec_millis() >= 500))
 }
 
+/// The bootstrap's own API and the balancer's API address from the
+/// inventory (agent-config.yaml + bastion-config.yaml); `None` without an
+/// inventory or a bootstrap host in it.
+fn api_paths(install: &Install) -> Option<waits::ApiPaths> {
+    let inv = match install.inventory() {
+        Ok(Some(inv)) => inv,
+        Ok(None) => return None,
+        Err(e) => {
+            debug!("No load balancer comparison: {e}");
+            return None;
+        }
+    };
+    let boot = inv.role(okd_hosts::Role::Bootstrap).next()?;
+    Some(waits::ApiPaths {
+        own: std::net::SocketAddr::new(boot.address, 6443),
+        via: std::net::SocketAddr::new(inv.api, inv.ports.api),
+        host: format!("api.{}", inv.cluster_domain),
+    })
+}
+
 /// `wait-for bootstrap-complete`.
 ///
 /// # Errors
@@ -232,7 +252,12 @@ pub async fn bootstrap_complete(opts: &Options) -> Result<(), WaitError> {
     );
     let mut timer = Timer::new();
     let result = async {
-        waits::api(&ctx.cluster, ctx.timeouts.api).await?;
+        waits::api(
+            &ctx.cluster,
+            ctx.timeouts.api,
+            api_paths(&ctx.install).as_ref(),
+        )
+        .await?;
         timer.stage("API");
         waits::bootstrap_configmap(&ctx.cluster, ctx.timeouts.bootstrap).await?;
         timer.stage("Bootstrap Complete");

@@ -29,12 +29,39 @@ const API_EXPLAIN: &str = "Failed waiting for Kubernetes API. This error usually
 const BOOTSTRAP_EXPLAIN: &str = "Failed to wait for bootstrapping to complete. This error usually happens when there is a problem with control plane hosts that prevents the control plane operators from creating the control plane.";
 const TIMED_OUT: &str = "timed out waiting for the condition";
 
+/// Where the API is asked through the load balancer and where the
+/// bootstrap's own API server listens, to tell a balancer with no server
+/// UP from an API that is not up (the inventory's API address and port,
+/// the bootstrap host's address on 6443).
+#[derive(Debug, Clone)]
+pub struct ApiPaths {
+    /// The bootstrap's own API server (`<address>:6443`).
+    pub own: std::net::SocketAddr,
+    /// The API address and port of the load balancer.
+    pub via: std::net::SocketAddr,
+    /// `api.<domain>`.
+    pub host: String,
+}
+
+/// How often the API's path is compared while the API does not answer.
+const COMPARE_EVERY: Duration = Duration::from_secs(20);
+
 /// Polls `/version` every 2 s until it answers or `limit` passes.
 /// `Still waiting for the Kubernetes API: <err>` is logged (debug) when the
 /// text after the error's last `:` changes, or every 15 identical errors; a
 /// cause that will not fix itself (wrong CA, refused certificate) is also
-/// logged once as a warning at once.
-pub async fn api(cluster: &Cluster, limit: Duration) -> Result<String, Failure> {
+/// logged once as a warning at once. With `paths`, while the API does not
+/// answer, `/readyz` through the balancer is compared with the bootstrap's
+/// own every 20 s: a bootstrap that is ready behind a balancer that does
+/// not pass it on, twice in a row (a balancer that has just started may
+/// still try a server it has not checked yet), is named as that, with the
+/// fix, as a warning when first seen and again as an error when the wait
+/// fails.
+pub async fn api(
+    cluster: &Cluster,
+    limit: Duration,
+    paths: Option<&ApiPaths>,
+) -> Result<String, Failure> {
     info!(
         "Waiting up to {} for the Kubernetes API at {}...",
         up_to(limit),
@@ -44,6 +71,9 @@ pub async fn api(cluster: &Cluster, limit: Duration) -> Result<String, Failure> 
     let mut last_tail = String::new();
     let mut same = 0u32;
     let mut warned = String::new();
+    let mut compared: Option<Instant> = None;
+    let mut diagnosis: Option<String> = None;
+    let mut seen_before = false;
     loop {
         match cluster.version().await {
             Ok(v) => {
@@ -63,9 +93,27 @@ pub async fn api(cluster: &Cluster, limit: Duration) -> Result<String, Failure> 
                     warn!("{text}");
                     warned = text;
                 }
+                if let Some(p) =
+                    paths.filter(|_| compared.is_none_or(|t| t.elapsed() >= COMPARE_EVERY))
+                {
+                    compared = Some(Instant::now());
+                    let now = lb_diagnosis(p).await;
+                    if now.is_none() {
+                        diagnosis = None;
+                    } else if !seen_before {
+                        debug!("Load balancer: {}", now.as_deref().unwrap_or_default());
+                    } else if diagnosis.is_none() {
+                        warn!("{}", now.as_deref().unwrap_or_default());
+                        diagnosis = now.clone();
+                    }
+                    seen_before = now.is_some();
+                }
             }
         }
         if Instant::now() + Duration::from_secs(2) > deadline {
+            if let Some(d) = &diagnosis {
+                error!("{d}");
+            }
             error!("{API_EXPLAIN}");
             return Err(Failure {
                 cause: TIMED_OUT.into(),
@@ -73,6 +121,30 @@ pub async fn api(cluster: &Cluster, limit: Duration) -> Result<String, Failure> 
             });
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+}
+
+/// The balancer named as the cause when the bootstrap's own API is ready
+/// and the API address does not pass that on; `None` otherwise (the
+/// bootstrap is not ready yet, or both answer 200).
+async fn lb_diagnosis(p: &ApiPaths) -> Option<String> {
+    use okd_probe::ApiPath;
+    let limit = Duration::from_secs(5);
+    let (own, via) = (p.own, p.via);
+    match okd_probe::compare_api(own, via, &p.host, limit).await {
+        ApiPath::BootstrapNotReady(why) => {
+            debug!("The bootstrap's own API at {own} is not ready: {why}");
+            None
+        }
+        ApiPath::Same => None,
+        ApiPath::Differs(r) => Some(format!(
+            "The bootstrap's own API at {own} answers /readyz with 200, but through the load balancer at {via} it answers {} ({}): point the API frontend at port 6443 of the bootstrap and masters",
+            r.status, r.body
+        )),
+        ApiPath::Fails(e) => Some(format!(
+            "The bootstrap's own API at {own} answers /readyz with 200, but the load balancer at {via} passes nothing on ({e}): it has no API server UP; {}",
+            okd_probe::API_BACKEND_FIX
+        )),
     }
 }
 
