@@ -113,7 +113,86 @@ pub fn findings_with_journals(
         out.push((Level::Error, failed_line(name, v)));
         error_lines(&mut out, v);
     }
+    for (key, text) in journals {
+        let host = match key.strip_suffix("/kubelet") {
+            Some(h) => h,
+            None if key == "kubelet" => "the bootstrap machine",
+            None => continue,
+        };
+        if let Some(f) = lookup_failure(text) {
+            out.push((Level::Error, f.finding(host)));
+        }
+    }
     out
+}
+
+/// A name lookup that failed, as Go's resolver words it in a client's
+/// error (`dial tcp: lookup api-int.<domain> on 192.168.1.1:53: no such
+/// host`, `… : i/o timeout`, `… : server misbehaving`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LookupFailure {
+    /// The name asked for.
+    pub name: String,
+    /// The nameserver asked (`address:port`).
+    pub nameserver: String,
+    /// The resolver's reason (`no such host`, `i/o timeout`, …).
+    pub reason: String,
+}
+
+impl LookupFailure {
+    /// The finding for `host`'s kubelet: the name, the nameserver, its
+    /// answer and the fix.
+    pub fn finding(&self, host: &str) -> String {
+        let LookupFailure {
+            name,
+            nameserver,
+            reason,
+        } = self;
+        let fix = if reason.contains("no such host") {
+            format!(
+                "give {name} an A record with the API address in that nameserver (okd-install serve's DNS has one; bastion-config.yaml for a DNS of your own), or point the host at serve's DNS"
+            )
+        } else {
+            format!(
+                "make the nameserver {nameserver} answer the host, or point the host at one that resolves {name} (okd-install serve's DNS)"
+            )
+        };
+        format!(
+            "The kubelet on {host} cannot resolve {name}: its nameserver {nameserver} answers \"{reason}\", so it cannot reach the API to join the cluster; {fix}. `okd-install preflight` asks every node's nameserver before the nodes boot"
+        )
+    }
+}
+
+/// The last failed lookup of an API name (`api.` or `api-int.`) in a
+/// kubelet journal ([`LookupFailure`]); `None` when there is none.
+pub fn lookup_failure(text: &str) -> Option<LookupFailure> {
+    text.lines().rev().find_map(|line| {
+        let mut rest = line;
+        while let Some(at) = rest.find("lookup ") {
+            rest = &rest[at + "lookup ".len()..];
+            let Some((name, after)) = rest.split_once(" on ") else {
+                continue;
+            };
+            if name.contains(char::is_whitespace)
+                || !(name.starts_with("api.") || name.starts_with("api-int."))
+            {
+                continue;
+            }
+            let Some((nameserver, reason)) = after.split_once(": ") else {
+                continue;
+            };
+            let reason: String = reason
+                .chars()
+                .take_while(|c| !matches!(c, '"' | '\\'))
+                .collect();
+            return Some(LookupFailure {
+                name: name.to_string(),
+                nameserver: nameserver.to_string(),
+                reason: reason.trim().to_string(),
+            });
+        }
+        None
+    })
 }
 
 fn failed_line(name: &str, v: &ServiceVerdict) -> String {
@@ -140,6 +219,36 @@ fn error_lines(out: &mut Vec<(Level, String)>, v: &ServiceVerdict) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failed_api_lookups_are_found_in_a_kubelet_journal() {
+        let journal = r#"Nov 27 13:00:01 master0 kubelet[812]: I1127 13:00:01.1 812 server.go:520] "Kubelet version" kubeletVersion="v1.32.4"
+Nov 27 13:00:02 master0 kubelet[812]: E1127 13:00:02.2 812 certificate_manager.go:562] "Unhandled Error" err="kubernetes.io/kube-apiserver-client-kubelet: Failed while requesting a signed certificate from the control plane: cannot create certificate signing request: Post \"https://api-int.okd.example:6443/apis/certificates.k8s.io/v1/certificatesigningrequests\": dial tcp: lookup api-int.okd.example on 192.168.120.1:53: no such host" logger="UnhandledError"
+"#;
+        let f = lookup_failure(journal).unwrap();
+        assert_eq!(f.name, "api-int.okd.example");
+        assert_eq!(f.nameserver, "192.168.120.1:53");
+        assert_eq!(f.reason, "no such host");
+        let line = f.finding("192.168.120.103");
+        assert!(line.starts_with("The kubelet on 192.168.120.103 cannot resolve api-int.okd.example: its nameserver 192.168.120.1:53 answers \"no such host\""), "{line}");
+        assert!(line.contains("A record"), "{line}");
+        let timeout = "dial tcp: lookup api.okd.example on 10.0.0.9:53: read udp 10.0.0.5:40000->10.0.0.9:53: i/o timeout";
+        let f = lookup_failure(timeout).unwrap();
+        assert_eq!(
+            f.reason,
+            "read udp 10.0.0.5:40000->10.0.0.9:53: i/o timeout"
+        );
+        assert!(
+            f.finding("h")
+                .contains("make the nameserver 10.0.0.9:53 answer")
+        );
+        // Other names (a registry, an NTP server) are not the API's.
+        assert_eq!(
+            lookup_failure("dial tcp: lookup quay.io on 10.0.0.9:53: no such host"),
+            None
+        );
+        assert_eq!(lookup_failure("all is well"), None);
+    }
 
     fn rec(name: &str, text: &str) -> (String, Vec<u8>) {
         (name.to_string(), text.as_bytes().to_vec())

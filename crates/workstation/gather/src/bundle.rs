@@ -168,13 +168,17 @@ pub fn service_records(bundle: &Path) -> Result<Vec<(String, Vec<u8>)>, GatherEr
     Ok(analysis_files(bundle)?.0)
 }
 
-/// Units whose journal the analysis reads (`…/bootstrap/journals/<unit>.log`):
-/// the release pull's, for the TLS reason a failed pull gives there.
-pub const ANALYSED_JOURNALS: [&str; 1] = ["release-image"];
+/// Units whose journal the analysis reads (`…/bootstrap/journals/<unit>.log`,
+/// and for the kubelet also `…/control-plane/<host>/journals/kubelet.log`
+/// of installer-masters-gather.sh): the release pull's, for the TLS reason
+/// a failed pull gives there; the kubelet's, for a name its host cannot
+/// resolve.
+pub const ANALYSED_JOURNALS: [&str; 2] = ["release-image", "kubelet"];
 
 /// The service records ([`service_records`]) and the journals of
-/// [`ANALYSED_JOURNALS`] (unit, the last [`MAX_RECORD_FILE`] bytes as
-/// text) of a bundle, in one pass.
+/// [`ANALYSED_JOURNALS`] (key, the last [`MAX_RECORD_FILE`] bytes as
+/// text) of a bundle, in one pass. The key is `<unit>` for the bootstrap
+/// host's journal and `<host>/kubelet` for a control-plane host's.
 ///
 /// # Errors
 /// [`GatherError::Bundle`] when the bundle is not a readable gzip tarball.
@@ -233,15 +237,22 @@ pub fn analysis_files(
     Ok((out, journals))
 }
 
-/// `<unit>` of a path ending in `bootstrap/journals/<unit>.log` when the
-/// unit is one of [`ANALYSED_JOURNALS`].
+/// The key of a path ending in `bootstrap/journals/<unit>.log` (`<unit>`)
+/// when the unit is one of [`ANALYSED_JOURNALS`], or in
+/// `control-plane/<host>/journals/kubelet.log` (`<host>/kubelet`).
 fn journal_unit(p: &Path) -> Option<String> {
     let unit = p.file_name()?.to_str()?.strip_suffix(".log")?;
     let parent = p.parent()?;
-    (ANALYSED_JOURNALS.contains(&unit)
-        && parent.file_name()? == "journals"
-        && parent.parent()?.file_name()? == "bootstrap")
-        .then(|| unit.to_string())
+    if !ANALYSED_JOURNALS.contains(&unit) || parent.file_name()? != "journals" {
+        return None;
+    }
+    let above = parent.parent()?;
+    if above.file_name()? == "bootstrap" {
+        return Some(unit.to_string());
+    }
+    let host = above.file_name()?.to_str()?;
+    (unit == "kubelet" && above.parent()?.file_name()? == "control-plane" && !host.contains('/'))
+        .then(|| format!("{host}/{unit}"))
 }
 
 /// `<name>` of a path ending in `bootstrap/services/<name>.json`.
@@ -281,6 +292,29 @@ mod tests {
         ] {
             assert!(!is_secret_path(Path::new(p)), "{p}");
         }
+    }
+
+    #[test]
+    fn analysed_journals_are_keyed_by_host() {
+        let k = |p: &str| journal_unit(Path::new(p));
+        assert_eq!(
+            k("log-bundle-1/bootstrap/journals/release-image.log").as_deref(),
+            Some("release-image")
+        );
+        assert_eq!(
+            k("log-bundle-1/bootstrap/journals/kubelet.log").as_deref(),
+            Some("kubelet")
+        );
+        assert_eq!(
+            k("log-bundle-1/control-plane/192.168.120.103/journals/kubelet.log").as_deref(),
+            Some("192.168.120.103/kubelet")
+        );
+        assert_eq!(
+            k("log-bundle-1/control-plane/192.168.120.103/journals/crio.log"),
+            None
+        );
+        assert_eq!(k("log-bundle-1/bootstrap/journals/bootkube.log"), None);
+        assert_eq!(k("log-bundle-1/elsewhere/h/journals/kubelet.log"), None);
     }
 
     #[test]
