@@ -47,6 +47,43 @@ fn check<'a>(r: &'a Report, id: &str) -> &'a okd_serve_api::preflight::Check {
         .unwrap_or_else(|| panic!("no check {id}: {r:#?}"))
 }
 
+/// The report as its text lines, for messages.
+fn lines(r: &Report) -> String {
+    r.checks
+        .iter()
+        .map(|c| c.line())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Asserts that check `id` of `r` came out as `outcome`, that its cause
+/// holds each of `cause` and its fix each of `fix`; the check, for more.
+fn expect<'a>(
+    r: &'a Report,
+    id: &str,
+    outcome: Outcome,
+    cause: &[&str],
+    fix: &[&str],
+) -> &'a okd_serve_api::preflight::Check {
+    let c = check(r, id);
+    assert_eq!(c.result, outcome, "{id}:\n{}", lines(r));
+    for part in cause {
+        assert!(
+            c.cause.contains(part),
+            "{id}: no {part:?} in the cause {:?}",
+            c.cause
+        );
+    }
+    let given = c.fix.as_deref().unwrap_or_default();
+    for part in fix {
+        assert!(
+            given.contains(part),
+            "{id}: no {part:?} in the fix {given:?}"
+        );
+    }
+    c
+}
+
 /// Small files under the example's image names (and a checksum file for
 /// one), so the image checks pass.
 fn images(dir: &Path) {
@@ -260,129 +297,105 @@ fn preflight_names_each_broken_piece_with_its_fix() {
         }
         std::thread::sleep(Duration::from_millis(500));
     };
-    let text: Vec<String> = report.checks.iter().map(|c| c.line()).collect();
-    let text = text.join("\n");
-    assert_eq!(code, Some(1), "a failed check fails the command:\n{text}");
+    assert_eq!(
+        code,
+        Some(1),
+        "a failed check fails the command:\n{}",
+        lines(&report)
+    );
 
+    use Outcome::{Fail, Pass, Warn};
     // The load balancer: the health path, the port, the certificate, /readyz.
-    let c = check(&report, "lb.config.api.health");
-    assert_eq!(c.result, Outcome::Fail, "{text}");
-    assert!(
-        c.cause.contains("checks GET /") && c.cause.contains("403"),
-        "{text}"
+    expect(
+        &report,
+        "lb.config.api.health",
+        Fail,
+        &["checks GET /", "403"],
+        &["option httpchk GET /readyz"],
     );
-    assert!(
-        c.fix
-            .as_ref()
-            .unwrap()
-            .contains("option httpchk GET /readyz"),
-        "{text}"
-    );
-    let c = check(&report, "lb.config.machine-config.servers");
-    assert_eq!(c.result, Outcome::Fail, "{text}");
-    assert!(
-        c.cause.contains("server bootstrap 192.168.120.102:6443")
-            && c.cause.contains("uses port 6443 (the API)"),
-        "{text}"
+    let c = expect(
+        &report,
+        "lb.config.machine-config.servers",
+        Fail,
+        &[
+            "server bootstrap 192.168.120.102:6443",
+            "uses port 6443 (the API)",
+        ],
+        &[],
     );
     assert!(
         !c.cause.contains("machine-config-server"),
-        "serve's own MCS is a good backend: {text}"
+        "serve's own MCS is a good backend: {c:?}"
     );
-    let c = check(&report, "lb.machine-config.ca");
-    assert_eq!(c.result, Outcome::Fail, "{text}");
-    assert!(
-        c.cause.contains("CN=kube-apiserver-of-another-ca")
-            && c.cause.contains("which Ignition refuses"),
-        "{text}"
+    expect(
+        &report,
+        "lb.machine-config.ca",
+        Fail,
+        &["CN=kube-apiserver-of-another-ca", "which Ignition refuses"],
+        &["not to the API's 6443"],
     );
-    assert!(
-        c.fix.as_ref().unwrap().contains("not to the API's 6443"),
-        "{text}"
-    );
-    let c = check(&report, "lb.api.readyz");
-    assert_eq!(c.result, Outcome::Fail, "{text}");
-    assert!(
-        c.cause
-            .contains("but is 200 on the bootstrap itself (192.168.120.102:6443)"),
-        "{text}"
+    expect(
+        &report,
+        "lb.api.readyz",
+        Fail,
+        &["but is 200 on the bootstrap itself (192.168.120.102:6443)"],
+        &["option httpchk GET /readyz"],
     );
     // DNS: api-int missing, worker1's nameserver not serve's and silent.
-    let c = check(&report, "dns.192.168.120.101.api-int");
-    assert_eq!(c.result, Outcome::Fail, "{text}");
-    assert!(
-        c.cause.contains("api-int.okd.example A answers NXDOMAIN"),
-        "{text}"
+    expect(
+        &report,
+        "dns.192.168.120.101.api-int",
+        Fail,
+        &["api-int.okd.example A answers NXDOMAIN"],
+        &[],
     );
-    assert_eq!(
-        check(&report, "dns.192.168.120.101.api").result,
-        Outcome::Pass,
-        "{text}"
-    );
-    assert_eq!(
-        check(&report, "dns.192.168.120.101.master.ptr").result,
-        Outcome::Pass,
-        "{text}"
-    );
-    let c = check(&report, "dns.192.168.120.103.serve");
-    assert_eq!(c.result, Outcome::Warn, "{text}");
+    expect(&report, "dns.192.168.120.101.api", Pass, &[], &[]);
+    expect(&report, "dns.192.168.120.101.master.ptr", Pass, &[], &[]);
+    let c = expect(&report, "dns.192.168.120.103.serve", Warn, &[], &[]);
     assert!(
         c.cause
             .starts_with("worker1 use nameserver 192.168.120.103:53, not serve's DNS"),
-        "{text}"
+        "{c:?}"
     );
-    assert_eq!(
-        check(&report, "dns.192.168.120.103.api").result,
-        Outcome::Fail,
-        "{text}"
-    );
+    expect(&report, "dns.192.168.120.103.api", Fail, &[], &[]);
     // The mirror: the example mirrors quay.io/openshift/okd (a 4.5 guide),
     // not the default release's repository; a login; named by tag; a CA
     // the nodes lack.
-    let c = check(&report, "mirror.release.covered");
-    assert_eq!(c.result, Outcome::Fail, "{text}");
-    assert!(
-        c.cause
-            .contains("is no source of imageContentSources or imageDigestSources"),
-        "{text}"
+    expect(
+        &report,
+        "mirror.release.covered",
+        Fail,
+        &["is no source of imageContentSources or imageDigestSources"],
+        &[],
     );
-    assert_eq!(
-        check(&report, "mirror.registry.okd.example:5000.login").result,
-        Outcome::Pass,
-        "{text}"
+    expect(
+        &report,
+        "mirror.registry.okd.example:5000.login",
+        Pass,
+        &[],
+        &[],
     );
-    let c = check(&report, "mirror.release.digest");
-    assert_eq!(c.result, Outcome::Warn, "{text}");
-    assert!(
-        c.cause
-            .contains("is named by tag: mirrors apply to digests only"),
-        "{text}"
+    expect(
+        &report,
+        "mirror.release.digest",
+        Warn,
+        &["is named by tag: mirrors apply to digests only"],
+        &[],
     );
-    let c = check(&report, "mirror.registry.okd.example:5000.tls");
-    assert_eq!(c.result, Outcome::Fail, "{text}");
-    assert!(
-        c.cause
-            .contains("registry.okd.example:5000 (192.168.120.101:5000) is not trusted with")
-            && c.cause.contains("1 of additionalTrustBundle"),
-        "{text}"
-    );
-    assert!(
-        c.fix.as_ref().unwrap().contains("additionalTrustBundle"),
-        "{text}"
+    expect(
+        &report,
+        "mirror.registry.okd.example:5000.tls",
+        Fail,
+        &[
+            "registry.okd.example:5000 (192.168.120.101:5000) is not trusted with",
+            "1 of additionalTrustBundle",
+        ],
+        &["additionalTrustBundle"],
     );
     // Files: the missing metal image, the certificates.
-    let c = check(&report, "images.coreos.raw.xz");
-    assert_eq!(c.result, Outcome::Fail, "{text}");
-    assert_eq!(
-        check(&report, "images.kernel").result,
-        Outcome::Pass,
-        "{text}"
-    );
-    assert_eq!(
-        check(&report, "certificates").result,
-        Outcome::Pass,
-        "{text}"
-    );
+    expect(&report, "images.coreos.raw.xz", Fail, &[], &[]);
+    expect(&report, "images.kernel", Pass, &[], &[]);
+    expect(&report, "certificates", Pass, &[], &[]);
     // Certificates that expire before the last node boots.
     let (r, _) = preflight(&lab, d.path(), &["--offline", "--boot-within", "30h"]);
     let c = check(&r, "certificates");
@@ -443,8 +456,6 @@ fn serve_runs_the_checks_at_start_and_shows_them() {
         std::thread::sleep(Duration::from_millis(200));
     };
     let r = status.preflight.unwrap();
-    let text: Vec<String> = r.checks.iter().map(|c| c.line()).collect();
-    let text = text.join("\n");
     for id in [
         "inventory",
         "dns.192.168.120.101.api",
@@ -455,10 +466,10 @@ fn serve_runs_the_checks_at_start_and_shows_them() {
         "images.kernel",
         "certificates",
     ] {
-        assert_eq!(check(&r, id).result, Outcome::Pass, "{id}:\n{text}");
+        expect(&r, id, Outcome::Pass, &[], &[]);
     }
     // Nothing answers on the bootstrap's 6443 in this lab: skipped, not failed.
-    assert_eq!(check(&r, "lb.api.readyz").result, Outcome::Skip, "{text}");
+    expect(&r, "lb.api.readyz", Outcome::Skip, &["not ready yet"], &[]);
     let log_text = std::fs::read_to_string(&log).unwrap();
     assert!(log_text.contains("Preflight checks: "), "{log_text}");
     drop(lab);

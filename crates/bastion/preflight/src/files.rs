@@ -45,6 +45,36 @@ fn count(n: usize, what: &str) -> String {
     }
 }
 
+/// The `inventory` failure when the cluster cannot be named: a directory
+/// that does not exist, or one without install-config.yaml or the state
+/// file (`why`, whose own advice becomes the fix).
+fn no_install(dir: &Path, why: &str) -> Check {
+    if !dir.exists() {
+        return Check::fail(
+            "inventory",
+            format!("the asset directory {} does not exist", dir.display()),
+            "give --dir the directory that holds install-config.yaml (or the one `okd-install create` wrote)",
+        );
+    }
+    let (cause, advice) = match why.split_once(": run `") {
+        Some((cause, rest)) => (cause.to_string(), format!("run `{rest}")),
+        None => (why.to_string(), String::new()),
+    };
+    let fix = if advice.is_empty() {
+        format!(
+            "put install-config.yaml, agent-config.yaml and bastion-config.yaml in {}, or give --dir the directory that has them",
+            dir.display()
+        )
+    } else {
+        format!("{advice}, or give --dir the directory that has install-config.yaml")
+    };
+    Check::fail(
+        "inventory",
+        format!("cannot name the cluster: {cause}"),
+        fix,
+    )
+}
+
 /// The `inventory` check: the cluster's name from the state file or
 /// install-config.yaml, then the hosts with every rule of okd-hosts.
 pub(crate) fn load(dir: &Path, checks: &mut Vec<Check>) -> Option<Inputs> {
@@ -57,14 +87,7 @@ pub(crate) fn load(dir: &Path, checks: &mut Vec<Check>) -> Option<Inputs> {
     let config = match facts.and_then(|f| f.require_install_config()) {
         Ok(c) => c,
         Err(e) => {
-            checks.push(Check::fail(
-                "inventory",
-                format!("cannot name the cluster: {}", chain(&e)),
-                format!(
-                    "run preflight on an asset directory with install-config.yaml (or after `okd-install create manifests`): {}",
-                    dir.display()
-                ),
-            ));
+            checks.push(no_install(dir, &chain(&e)));
             return None;
         }
     };
@@ -422,5 +445,28 @@ mod tests {
         assert_eq!(human(512), "512 B");
         assert_eq!(human(12 * 1024), "12 KiB");
         assert_eq!(human(87 * 1024 * 1024), "87.0 MiB");
+    }
+
+    #[test]
+    fn a_directory_that_is_missing_or_empty_is_named_once() {
+        let gone = Path::new("/nonexistent/okd-preflight-test");
+        let c = no_install(gone, "whatever the loader said");
+        assert_eq!(
+            c.cause,
+            "the asset directory /nonexistent/okd-preflight-test does not exist"
+        );
+        let empty = tempfile::tempdir().unwrap();
+        let mut checks = Vec::new();
+        assert!(load(empty.path(), &mut checks).is_none());
+        let c = &checks[0];
+        assert_eq!(c.id, "inventory");
+        assert!(c.cause.starts_with("cannot name the cluster: "), "{c:?}");
+        assert!(!c.cause.contains("run `okd-install"), "{c:?}");
+        let fix = c.fix.as_deref().unwrap();
+        assert!(fix.starts_with("run `okd-install create"), "{fix}");
+        assert!(
+            fix.ends_with("or give --dir the directory that has install-config.yaml"),
+            "{fix}"
+        );
     }
 }
