@@ -12,6 +12,7 @@ pub mod manifests;
 pub mod netns;
 pub mod node;
 pub mod payload;
+pub mod preflight;
 pub mod serve;
 pub mod stage_times;
 
