@@ -196,11 +196,9 @@ fn the_mirror_registry_with_its_ca_and_with_another() {
     assert!(pulled.contains("x509: "), "{pulled}");
 
     // gather: a release-image service that failed that way.
-    let record = format!(
-        r#"[{{"timestamp":"2026-11-27T10:00:00Z","phase":"service start"}},{{"timestamp":"2026-11-27T10:00:09Z","phase":"service end","result":"failure","errorLine":"release-image-download.sh:30","errorMessage":"Pull failed. Retrying quay.io/openshift/okd..."}}]"#
-    );
+    let record = r#"[{"timestamp":"2026-11-27T10:00:00Z","phase":"service start"},{"timestamp":"2026-11-27T10:00:09Z","phase":"service end","result":"failure","errorLine":"release-image-download.sh:30","errorMessage":"Pull failed. Retrying quay.io/openshift/okd..."}]"#;
     let findings = okd_gather::analyze::findings_with_journals(
-        &[("release-image".into(), record.into_bytes())],
+        &[("release-image".into(), record.as_bytes().to_vec())],
         &[("release-image".into(), pulled.clone())],
     );
     let lines: Vec<&str> = findings.iter().map(|(_, l)| l.as_str()).collect();
