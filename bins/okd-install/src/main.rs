@@ -56,6 +56,11 @@ enum Cmd {
         /// scripts); it is always served only to the bootstrap host's address.
         #[arg(long)]
         bootstrap_token: bool,
+        /// How often the preflight checks run again after the one at start
+        /// (e.g. `30s`, `5m`; `0`: only at start). The dashboard shows the
+        /// latest; a check that appears or clears is logged.
+        #[arg(long, value_parser = crate::node::parse_duration, default_value = "60s")]
+        preflight_every: std::time::Duration,
         /// Ask the running server instead of starting one.
         #[command(subcommand)]
         action: Option<serve::ServeCmd>,
@@ -148,7 +153,16 @@ fn run(cli: &Cli) -> Result<(), Failure> {
             action,
             services,
             bootstrap_token,
-        } => serve::run(dir, action.as_ref(), services, *bootstrap_token),
+            preflight_every,
+        } => serve::run(
+            dir,
+            action.as_ref(),
+            &okd_serve::ServeOptions {
+                services: services.iter().map(|s| s.service()).collect(),
+                bootstrap_token: *bootstrap_token,
+                preflight_every: *preflight_every,
+            },
+        ),
         Cmd::Preflight(p) => serve::preflight(dir, p),
         Cmd::ApproveCsr {
             watch,

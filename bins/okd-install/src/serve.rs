@@ -32,7 +32,7 @@ impl ServiceArg {
         ServiceArg::Status,
     ];
 
-    fn service(self) -> okd_serve::Service {
+    pub(crate) fn service(self) -> okd_serve::Service {
         match self {
             ServiceArg::Dns => okd_serve::Service::Dns,
             ServiceArg::Lb => okd_serve::Service::Lb,
@@ -63,24 +63,17 @@ pub(crate) enum ServeCmd {
     RestoreBootstrap,
 }
 
-/// `okd-install serve`: runs `services` for `dir` until stopped, or with an
+/// `okd-install serve`: runs `opts.services` for `dir` until stopped, or with an
 /// `action` asks the running server (or records the bootstrap's removal).
 pub(crate) fn run(
     dir: &Path,
     action: Option<&ServeCmd>,
-    services: &[ServiceArg],
-    bootstrap_token: bool,
+    opts: &okd_serve::ServeOptions,
 ) -> Result<(), Failure> {
     match action {
         None => crate::runtime()
             .map_err(fail)?
-            .block_on(okd_serve::serve(
-                dir,
-                &okd_serve::ServeOptions {
-                    services: services.iter().map(|s| s.service()).collect(),
-                    bootstrap_token,
-                },
-            ))
+            .block_on(okd_serve::serve(dir, opts))
             .map_err(fail),
         Some(ServeCmd::Status) => okd_serve::control_request(dir, "status").map_err(fail),
         Some(ServeCmd::RemoveBootstrap { force }) => match crate::gather::etcd_gate(dir, *force)

@@ -16,10 +16,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::netns::Lab;
-use common::preflight::{check, expect, lines, preflight};
+use common::preflight::{bootstrap_api, check, expect, lines, preflight};
 use common::serve::*;
 use common::*;
-use okd_serve_api::preflight::Outcome;
+use okd_serve_api::preflight::{Outcome, Report};
 
 /// Small files under the example's image names (and a checksum file for
 /// one), so the image checks pass.
@@ -86,33 +86,8 @@ fn preflight_names_each_broken_piece_with_its_fix() {
         + "\n";
     let conf_path = scratch.path().join("dnsmasq.conf");
     std::fs::write(&conf_path, conf).unwrap();
-    // The bootstrap's "API": another CA's certificate, /readyz and /healthz.
     let www = scratch.path().join("www");
     std::fs::create_dir_all(&www).unwrap();
-    let st = std::process::Command::new(&openssl)
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=kube-apiserver-of-another-ca",
-        ])
-        .arg("-keyout")
-        .arg(www.join("key.pem"))
-        .arg("-out")
-        .arg(www.join("cert.pem"))
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-
     let prefix = format!("pf{}", std::process::id() % 100000);
     let mut lab = Lab::new(
         &prefix,
@@ -125,31 +100,7 @@ fn preflight_names_each_broken_piece_with_its_fix() {
         "okd.example",
     );
     let boot_ns = lab.nodes[0].ns.clone();
-    // The bootstrap's "API": a second HAProxy terminating TLS with the
-    // other CA's certificate and answering as a kube-apiserver answers
-    // anonymous clients.
-    let pem = std::fs::read_to_string(www.join("cert.pem")).unwrap()
-        + &std::fs::read_to_string(www.join("key.pem")).unwrap();
-    std::fs::write(www.join("api.pem"), pem).unwrap();
-    let api_cfg = www.join("api.cfg");
-    std::fs::write(
-        &api_cfg,
-        format!(
-            "global\n  log stdout format raw local0\n  maxconn 200\n\
-             defaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n\
-             frontend api\n  bind 192.168.120.102:6443 ssl crt {}\n\
-             \x20 http-request return status 200 content-type text/plain string ok if {{ path /readyz }} || {{ path /healthz }}\n\
-             \x20 http-request return status 403 content-type text/plain string forbidden\n",
-            www.join("api.pem").display()
-        ),
-    )
-    .unwrap();
-    lab.spawn(
-        &boot_ns,
-        &haproxy.to_string_lossy(),
-        &["-db", "-f", &api_cfg.to_string_lossy()],
-        &scratch.path().join("api-haproxy.log"),
-    );
+    bootstrap_api(&mut lab, &boot_ns, &haproxy, &openssl, &www);
     let bastion = lab.bastion.ns.clone();
     lab.spawn(
         &bastion,
@@ -367,32 +318,56 @@ fn preflight_names_each_broken_piece_with_its_fix() {
     std::fs::write(d.path().join("agent-config.yaml"), agent).unwrap();
 }
 
-/// serve runs the checks at start: with its own DNS, balancer and
-/// machine-config server they pass, and `/status` carries them.
-#[test]
-fn serve_runs_the_checks_at_start_and_shows_them() {
-    if !common::netns::available() {
-        return;
-    }
-    let d = served_dir();
-    images(d.path());
-    let (lab, _pid, log) = lab_spawning_serve(d.path(), "ps", &BOOTSTRAP_AND_MASTER, &[]);
-    wait_ready(&log);
+/// The report in serve's `/status` once `ready` holds for it, within 30 s.
+fn served_report(d: &Path, log: &Path, what: &str, ready: impl Fn(&Report) -> bool) -> Report {
     let start = Instant::now();
-    let status = loop {
+    loop {
         let doc: okd_serve_api::StatusDocument =
-            serde_json::from_str(&control(d.path(), "status")).unwrap();
-        if doc.preflight.is_some() {
-            break doc;
+            serde_json::from_str(&control(d, "status")).unwrap();
+        if let Some(r) = doc.preflight.filter(|r| ready(r)) {
+            return r;
         }
         assert!(
             start.elapsed() < Duration::from_secs(30),
-            "no preflight in /status: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
+            "{what}: not in /status after 30 s:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
         );
         std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The result of check `id` in `r`, if it ran.
+fn result_of(r: &Report, id: &str) -> Option<Outcome> {
+    r.checks.iter().find(|c| c.id == id).map(|c| c.result)
+}
+
+/// serve runs the checks at start: with its own DNS, balancer and
+/// machine-config server they pass, and `/status` carries them. It runs
+/// them again (`--preflight-every`): the bootstrap's API, started later,
+/// turns `lb.api.readyz` from skipped to passed; an OS image that goes
+/// missing is logged when seen and again when it is back, and leaves the
+/// report.
+#[test]
+fn serve_runs_the_checks_at_start_and_again() {
+    if !common::netns::available() {
+        return;
+    }
+    let (Some(haproxy), Some(openssl)) = (
+        tool("haproxy", &["/usr/sbin/haproxy"]),
+        tool("openssl", &["/usr/bin/openssl"]),
+    ) else {
+        return;
     };
-    let r = status.preflight.unwrap();
+    let d = served_dir();
+    images(d.path());
+    let (mut lab, _pid, log) = lab_spawning_serve(
+        d.path(),
+        "ps",
+        &BOOTSTRAP_AND_MASTER,
+        &["--preflight-every", "2s"],
+    );
+    wait_ready(&log);
+    let r = served_report(d.path(), &log, "the first report", |_| true);
     for id in [
         "inventory",
         "dns.192.168.120.101.api",
@@ -405,10 +380,62 @@ fn serve_runs_the_checks_at_start_and_shows_them() {
     ] {
         expect(&r, id, Outcome::Pass, &[], &[]);
     }
-    // Nothing answers on the bootstrap's 6443 in this lab: skipped, not failed.
+    // Nothing answers on the bootstrap's 6443 yet: skipped, not failed.
     expect(&r, "lb.api.readyz", Outcome::Skip, &["not ready yet"], &[]);
-    let log_text = std::fs::read_to_string(&log).unwrap();
-    assert!(log_text.contains("Preflight checks: "), "{log_text}");
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("Preflight checks: "),
+        "the summary is logged"
+    );
+
+    // The bootstrap's API comes up behind serve's balancer.
+    let www = d.path().join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    let boot_ns = lab.nodes[0].ns.clone();
+    bootstrap_api(&mut lab, &boot_ns, &haproxy, &openssl, &www);
+    let r = served_report(d.path(), &log, "lb.api.readyz passing", |r| {
+        result_of(r, "lb.api.readyz") == Some(Outcome::Pass)
+    });
+    expect(
+        &r,
+        "lb.api.readyz",
+        Outcome::Pass,
+        &[
+            "/readyz is 200 through 192.168.120.101:6443, as on the bootstrap (192.168.120.102:6443)",
+        ],
+        &[],
+    );
+
+    // An image goes missing, then comes back.
+    let kernel = d.path().join("images/kernel");
+    let saved = std::fs::read(&kernel).unwrap();
+    std::fs::remove_file(&kernel).unwrap();
+    served_report(d.path(), &log, "images.kernel failing", |r| {
+        result_of(r, "images.kernel") == Some(Outcome::Fail)
+    });
+    std::fs::write(&kernel, saved).unwrap();
+    served_report(d.path(), &log, "images.kernel passing again", |r| {
+        result_of(r, "images.kernel") == Some(Outcome::Pass)
+    });
+    let text = std::fs::read_to_string(&log).unwrap();
+    let kernel_lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("preflight: ") && l.contains("images.kernel"))
+        .collect();
+    assert_eq!(
+        kernel_lines.len(),
+        2,
+        "once failing, once passing again:\n{text}"
+    );
+    assert!(kernel_lines[0].contains("FAIL"), "{}", kernel_lines[0]);
+    assert!(kernel_lines[1].contains("PASS"), "{}", kernel_lines[1]);
+    // Unchanged checks are not logged again on every run.
+    let summaries = text.matches("Preflight checks: ").count();
+    assert!(
+        (3..=4).contains(&summaries),
+        "a summary at start and on each change (readyz, the kernel twice), not every 2 s: {summaries}\n{text}"
+    );
     drop(lab);
 }
 

@@ -71,3 +71,49 @@ pub fn expect<'a>(
     }
     c
 }
+
+/// The bootstrap's "API" on 192.168.120.102:6443 in namespace `ns`: an
+/// HAProxy terminating TLS with a certificate of another CA (`openssl
+/// req`, files in `www`), answering `GET /readyz` and `GET /healthz` with
+/// 200 and everything else with 403, as a kube-apiserver answers anonymous
+/// clients. Killed with the lab.
+pub fn bootstrap_api(lab: &mut Lab, ns: &str, haproxy: &Path, openssl: &Path, www: &Path) {
+    let st = std::process::Command::new(openssl)
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args(["-subj", "/CN=kube-apiserver-of-another-ca"])
+        .arg("-keyout")
+        .arg(www.join("key.pem"))
+        .arg("-out")
+        .arg(www.join("cert.pem"))
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let pem = std::fs::read_to_string(www.join("cert.pem")).unwrap()
+        + &std::fs::read_to_string(www.join("key.pem")).unwrap();
+    std::fs::write(www.join("api.pem"), pem).unwrap();
+    let api_cfg = www.join("api.cfg");
+    std::fs::write(
+        &api_cfg,
+        format!(
+            "global\n  log stdout format raw local0\n  maxconn 200\n\
+             defaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n\
+             frontend api\n  bind 192.168.120.102:6443 ssl crt {}\n\
+             \x20 http-request return status 200 content-type text/plain string ok if {{ path /readyz }} || {{ path /healthz }}\n\
+             \x20 http-request return status 403 content-type text/plain string forbidden\n",
+            www.join("api.pem").display()
+        ),
+    )
+    .unwrap();
+    lab.spawn(
+        ns,
+        &haproxy.to_string_lossy(),
+        &["-db", "-f", &api_cfg.to_string_lossy()],
+        &www.join("api-haproxy.log"),
+    );
+}

@@ -295,8 +295,29 @@ fn human(n: u64) -> String {
     }
 }
 
-/// The SHA-256 of a file, lowercase hex.
+/// The SHA-256 of `path` (lowercase hex), remembered per path, size and
+/// modification time: serve runs the checks again every minute, and the
+/// OS images are gigabytes.
 fn sha256_file(path: &Path) -> std::io::Result<String> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    type Key = (std::path::PathBuf, u64, std::time::SystemTime);
+    static SUMS: OnceLock<Mutex<HashMap<Key, String>>> = OnceLock::new();
+    let meta = std::fs::metadata(path)?;
+    let key: Key = (path.to_path_buf(), meta.len(), meta.modified()?);
+    let sums = SUMS.get_or_init(Mutex::default);
+    if let Some(sum) = sums.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return Ok(sum);
+    }
+    let sum = sha256_uncached(path)?;
+    if let Ok(mut m) = sums.lock() {
+        m.insert(key, sum.clone());
+    }
+    Ok(sum)
+}
+
+/// The SHA-256 of `path`, read in 1 MiB pieces.
+fn sha256_uncached(path: &Path) -> std::io::Result<String> {
     let mut f = std::fs::File::open(path)?;
     let mut h = sha2::Sha256::new();
     let mut buf = vec![0u8; 1 << 20];

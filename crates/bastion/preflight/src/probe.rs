@@ -116,7 +116,7 @@ pub(crate) async fn api_readyz(inv: &Inventory, timeout: Duration) -> Check {
     };
     let own = SocketAddr::new(boot.address, 6443);
     let via = SocketAddr::new(inv.api, inv.ports.api);
-    match compare_api(own, via, &host, timeout).await {
+    match compare_api(own, via, &host, timeout, okd_probe::BALANCER_RISE).await {
         ApiPath::BootstrapNotReady(why) => Check::skip(
             id,
             format!("the bootstrap's own API ({own}) is not ready yet: {why}"),

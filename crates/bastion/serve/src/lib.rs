@@ -203,13 +203,22 @@ pub struct ServeOptions {
     /// (`--bootstrap-token`): written to `auth/bootstrap-ignition-url` (0600)
     /// and put into the bootstrap host's PXE scripts.
     pub bootstrap_token: bool,
+    /// How often the preflight checks run again after the one at start
+    /// (`--preflight-every`, default 60 s; zero: only at start). A check
+    /// that waits for something (the bootstrap's API for `lb.api.readyz`)
+    /// gets its answer, and a fixed cause leaves the dashboard.
+    pub preflight_every: std::time::Duration,
 }
+
+/// The default of [`ServeOptions::preflight_every`].
+pub const PREFLIGHT_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Default for ServeOptions {
     fn default() -> Self {
         ServeOptions {
             services: Service::ALL.to_vec(),
             bootstrap_token: false,
+            preflight_every: PREFLIGHT_EVERY,
         }
     }
 }

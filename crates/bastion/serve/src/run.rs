@@ -432,24 +432,28 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> Result<(), 
     }
     {
         // The same checks as `okd-install preflight`, once serve's DNS,
-        // balancer and servers answer (they are bound; spawn_all serves them); their failures go to the log and the dashboard.
+        // balancer and servers answer (they are bound; spawn_all serves
+        // them), then again every `preflight_every`: failures go to the log
+        // when they appear, and the dashboard shows the latest report.
         let (dir, status, s) = (dir.clone(), app.status.clone(), stopped());
+        let every = opts.preflight_every;
         tasks.spawn(async move {
-            let report = okd_preflight::run(&okd_preflight::Options::new(&dir)).await;
-            for c in report
-                .checks
-                .iter()
-                .filter(|c| c.result >= okd_preflight::Outcome::Warn)
-            {
-                tracing::warn!("preflight: {}", c.line());
+            let mut s = std::pin::pin!(s);
+            let mut last: Option<okd_preflight::Report> = None;
+            loop {
+                let report = okd_preflight::run(&okd_preflight::Options::new(&dir)).await;
+                log_preflight(last.as_ref(), &report, &dir);
+                status.set_preflight(report.clone());
+                last = Some(report);
+                if every.is_zero() {
+                    s.as_mut().await;
+                    break;
+                }
+                tokio::select! {
+                    () = s.as_mut() => break,
+                    () = tokio::time::sleep(every) => {}
+                }
             }
-            info!(
-                "Preflight checks: {} (the dashboard lists them; `okd-install preflight --dir {}` runs them again)",
-                report.summary(),
-                okd_fs::shell_path(&dir)
-            );
-            status.set_preflight(report);
-            s.await;
             Ok(())
         });
     }
@@ -487,4 +491,42 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> Result<(), 
     }
     let _ = std::fs::remove_file(control::socket_path(&dir));
     result
+}
+
+/// Logs a preflight report against the one before (`None`: the first):
+/// each check that does not pass when it first does so (a warning), each
+/// that passes again after not passing, and the summary when anything
+/// changed. Results are compared by id, not by cause (the DNS check asks a
+/// random `*.apps` name each time).
+fn log_preflight(
+    last: Option<&okd_preflight::Report>,
+    now: &okd_preflight::Report,
+    dir: &std::path::Path,
+) {
+    use okd_preflight::Outcome;
+    let before = |id: &str| {
+        last.and_then(|r| r.checks.iter().find(|c| c.id == id))
+            .map(|c| c.result)
+    };
+    let mut changed = last.is_none();
+    for c in &now.checks {
+        let was = before(&c.id);
+        if last.is_some() && was == Some(c.result) {
+            continue;
+        }
+        if c.result >= Outcome::Warn {
+            tracing::warn!("preflight: {}", c.line());
+            changed = true;
+        } else if was.is_some_and(|w| w >= Outcome::Warn) {
+            info!("preflight: {}", c.line());
+            changed = true;
+        }
+    }
+    if changed {
+        info!(
+            "Preflight checks: {} (the dashboard lists them; `okd-install preflight --dir {}` runs them now)",
+            now.summary(),
+            okd_fs::shell_path(dir)
+        );
+    }
 }

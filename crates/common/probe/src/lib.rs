@@ -357,24 +357,40 @@ pub enum ApiPath {
     Fails(ProbeError),
 }
 
+/// How long a load balancer may take to put a server that just became
+/// ready into service: HAProxy's default `rise 2` at the generated
+/// configuration's `inter 2s`, with slack (serve's balancer is quicker).
+pub const BALANCER_RISE: Duration = Duration::from_secs(6);
+
 /// Asks `/readyz` of the bootstrap's own API at `own` (its address, port
 /// 6443) and, once that says 200, through the load balancer at `via`
-/// (the API address and port), both with `host` (`api.<domain>`).
+/// (the API address and port), both with `host` (`api.<domain>`). An
+/// answer through the balancer other than 200 is asked again every 2 s
+/// for up to `settle` (a balancer has not checked a server that just came
+/// up yet; [`BALANCER_RISE`] for a verdict, zero for a look).
 pub async fn compare_api(
     own: SocketAddr,
     via: SocketAddr,
     host: &str,
     timeout: Duration,
+    settle: Duration,
 ) -> ApiPath {
     match readyz(own, host, timeout).await {
         Ok(r) if r.status == 200 => {}
         Ok(r) => return ApiPath::BootstrapNotReady(format!("/readyz answers {}", r.status)),
         Err(e) => return ApiPath::BootstrapNotReady(e.to_string()),
     }
-    match readyz(via, host, timeout).await {
-        Ok(r) if r.status == 200 => ApiPath::Same,
-        Ok(r) => ApiPath::Differs(r),
-        Err(e) => ApiPath::Fails(e),
+    let until = tokio::time::Instant::now() + settle;
+    loop {
+        let verdict = match readyz(via, host, timeout).await {
+            Ok(r) if r.status == 200 => return ApiPath::Same,
+            Ok(r) => ApiPath::Differs(r),
+            Err(e) => ApiPath::Fails(e),
+        };
+        if tokio::time::Instant::now() + Duration::from_secs(2) > until {
+            return verdict;
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
     }
 }
 

@@ -131,7 +131,7 @@ async fn lb_diagnosis(p: &ApiPaths) -> Option<String> {
     use okd_probe::ApiPath;
     let limit = Duration::from_secs(5);
     let (own, via) = (p.own, p.via);
-    match okd_probe::compare_api(own, via, &p.host, limit).await {
+    match okd_probe::compare_api(own, via, &p.host, limit, Duration::ZERO).await {
         ApiPath::BootstrapNotReady(why) => {
             debug!("The bootstrap's own API at {own} is not ready: {why}");
             None
