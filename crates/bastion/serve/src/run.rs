@@ -440,8 +440,13 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> Result<(), 
         tasks.spawn(async move {
             let mut s = std::pin::pin!(s);
             let mut last: Option<okd_preflight::Report> = None;
+            let checks = okd_preflight::Options::new(&dir);
             loop {
-                let report = okd_preflight::run(&okd_preflight::Options::new(&dir)).await;
+                // A stop does not wait for a run (its probes take seconds).
+                let report = tokio::select! {
+                    () = s.as_mut() => break,
+                    r = okd_preflight::run(&checks) => r,
+                };
                 log_preflight(last.as_ref(), &report, &dir);
                 status.set_preflight(report.clone());
                 last = Some(report);
