@@ -24,8 +24,11 @@ fn run(
     let lib = records.join("recorder.sh");
     std::fs::write(&lib, SCRIPT).unwrap();
     let script = format!(". {}\n{body}\n", lib.display());
-    let mut child = Command::new("bash")
-        .args(["-c", &script])
+    // systemd starts a unit with every signal at its default; a test run
+    // from a background job or nohup inherits SIGINT or SIGHUP ignored,
+    // and bash cannot trap a signal ignored at its start.
+    let mut child = Command::new("env")
+        .args(["--default-signal=INT,HUP,TERM", "bash", "-c", &script])
         .env("SERVICE_RECORDS_DIR", records)
         .env("SERVICE_NAME", service)
         .stdin(Stdio::null())
