@@ -376,13 +376,25 @@ async fn scenario(url: &str, dir: Option<&std::path::Path>) {
         .json()
         .await
         .unwrap();
-    send(
-        &c,
-        M::POST,
-        &format!("{base}/infra-envs/{}/hosts", ie.id),
-        Some(json!({"host_id": ids[0]})),
-    )
-    .await;
+    // The monitor may move the host between the service's read and its
+    // write: that registration is refused with 409 "retry", as an agent
+    // retries it.
+    let mut registered = 0;
+    for _ in 0..5 {
+        let (code, body) = send(
+            &c,
+            M::POST,
+            &format!("{base}/infra-envs/{}/hosts", ie.id),
+            Some(json!({"host_id": ids[0]})),
+        )
+        .await;
+        registered = code;
+        if code != 409 {
+            break;
+        }
+        assert!(body.to_string().contains("retry"), "{body}");
+    }
+    assert_eq!(registered, 201, "registered again");
     let (code, body) = send(&c, M::POST, &format!("{base}/infra-envs/{}/hosts/{}/instructions", ie.id, ids[0]), Some(json!({
         "step_type": "inventory", "step_id": steps.instructions[0].step_id, "exit_code": 0, "output": serde_json::to_string(&invs[0]).unwrap()
     }))).await;
