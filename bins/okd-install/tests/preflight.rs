@@ -16,7 +16,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::netns::Lab;
-use common::preflight::{bootstrap_api, check, expect, lines, preflight};
+use common::preflight::{bootstrap_api, check, expect, lines, preflight, self_signed};
 use common::serve::*;
 use common::*;
 use okd_serve_api::preflight::{Outcome, Report};
@@ -110,30 +110,13 @@ fn preflight_names_each_broken_piece_with_its_fix() {
     );
     // The mirror registry of install-config (registry.okd.example:5000),
     // with a certificate from a CA that is not in additionalTrustBundle.
-    let st = std::process::Command::new(&openssl)
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-        ])
-        .args([
-            "-subj",
-            "/CN=registry.okd.example",
-            "-addext",
-            "subjectAltName=DNS:registry.okd.example",
-        ])
-        .arg("-keyout")
-        .arg(www.join("reg.key"))
-        .arg("-out")
-        .arg(www.join("reg.crt"))
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
+    self_signed(
+        &openssl,
+        &www,
+        "reg",
+        "registry.okd.example",
+        Some("DNS:registry.okd.example"),
     );
-    let pem = std::fs::read_to_string(www.join("reg.crt")).unwrap()
-        + &std::fs::read_to_string(www.join("reg.key")).unwrap();
-    std::fs::write(www.join("reg.pem"), pem).unwrap();
     let reg_cfg = www.join("registry.cfg");
     std::fs::write(
         &reg_cfg,

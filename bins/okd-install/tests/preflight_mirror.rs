@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::bootlab::KillOnDrop;
 use common::netns::Lab;
-use common::preflight::{expect, preflight};
+use common::preflight::{expect, preflight, self_signed};
 use common::*;
 use okd_serve_api::preflight::Outcome;
 
@@ -141,22 +141,7 @@ fn the_mirror_registry_with_its_ca_and_with_another() {
     // Another CA in additionalTrustBundle (the registry's left out).
     let other = scratch.path().join("other-ca");
     std::fs::create_dir_all(&other).unwrap();
-    let st = std::process::Command::new(&openssl)
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-        ])
-        .args(["-subj", "/CN=some-other-ca"])
-        .arg("-keyout")
-        .arg(other.join("ca.key"))
-        .arg("-out")
-        .arg(other.join("ca.crt"))
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    self_signed(&openssl, &other, "ca", "some-other-ca", None);
     let other_pem = std::fs::read_to_string(other.join("ca.crt")).unwrap();
     let path = d.path().join("install-config.yaml");
     let mut config: serde_yaml_ng::Value =
@@ -176,6 +161,7 @@ fn the_mirror_registry_with_its_ca_and_with_another() {
     // A real client on the bootstrap's address, trusting what the nodes
     // would (the system roots plus that bundle), is refused as well.
     std::fs::remove_file(other.join("ca.key")).unwrap();
+    std::fs::remove_file(other.join("ca.pem")).unwrap();
     let boot = lab.nodes[0].ns.clone();
     let out = lab
         .cmd(&boot, &skopeo.to_string_lossy())

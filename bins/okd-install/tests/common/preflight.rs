@@ -78,25 +78,7 @@ pub fn expect<'a>(
 /// 200 and everything else with 403, as a kube-apiserver answers anonymous
 /// clients. Killed with the lab.
 pub fn bootstrap_api(lab: &mut Lab, ns: &str, haproxy: &Path, openssl: &Path, www: &Path) {
-    let st = std::process::Command::new(openssl)
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-        ])
-        .args(["-subj", "/CN=kube-apiserver-of-another-ca"])
-        .arg("-keyout")
-        .arg(www.join("key.pem"))
-        .arg("-out")
-        .arg(www.join("cert.pem"))
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-    let pem = std::fs::read_to_string(www.join("cert.pem")).unwrap()
-        + &std::fs::read_to_string(www.join("key.pem")).unwrap();
-    std::fs::write(www.join("api.pem"), pem).unwrap();
+    self_signed(openssl, www, "api", "kube-apiserver-of-another-ca", None);
     let api_cfg = www.join("api.cfg");
     std::fs::write(
         &api_cfg,
@@ -116,4 +98,35 @@ pub fn bootstrap_api(lab: &mut Lab, ns: &str, haproxy: &Path, openssl: &Path, ww
         &["-db", "-f", &api_cfg.to_string_lossy()],
         &www.join("api-haproxy.log"),
     );
+}
+
+/// A self-signed certificate for `cn` (2 days, RSA 2048) by `openssl req`,
+/// with `san` as subjectAltName when given: `<name>.crt`, `<name>.key`
+/// and `<name>.pem` (certificate then key, as HAProxy's `crt` reads it)
+/// in `dir`.
+pub fn self_signed(openssl: &Path, dir: &Path, name: &str, cn: &str, san: Option<&str>) {
+    let mut cmd = std::process::Command::new(openssl);
+    cmd.args([
+        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+    ])
+    .arg("-subj")
+    .arg(format!("/CN={cn}"));
+    if let Some(san) = san {
+        cmd.arg("-addext").arg(format!("subjectAltName={san}"));
+    }
+    let st = cmd
+        .arg("-keyout")
+        .arg(dir.join(format!("{name}.key")))
+        .arg("-out")
+        .arg(dir.join(format!("{name}.crt")))
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let pem = std::fs::read_to_string(dir.join(format!("{name}.crt"))).unwrap()
+        + &std::fs::read_to_string(dir.join(format!("{name}.key"))).unwrap();
+    std::fs::write(dir.join(format!("{name}.pem")), pem).unwrap();
 }
