@@ -165,6 +165,25 @@ pub struct ServeArgs {
     /// Between monitor passes (e.g. 8s, 1m).
     #[arg(long = "monitor-interval", default_value = "8s", value_parser = crate::node::parse_duration)]
     monitor_interval: std::time::Duration,
+    /// Hosts one infra-env holds at most; the next host's registration is
+    /// refused (409).
+    #[arg(long = "max-hosts-per-infra-env", default_value_t = okd_assisted_service::limits::DEFAULT_MAX_HOSTS_PER_INFRA_ENV, value_parser = clap::value_parser!(u64).range(1..))]
+    max_hosts_per_infra_env: u64,
+    /// Bytes of logs stored per host at most, 64 MiB by default; also
+    /// bounds a logs upload. Over it an upload is refused (413).
+    #[arg(long = "max-host-logs-bytes", default_value_t = okd_assisted_service::limits::DEFAULT_MAX_HOST_LOGS_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
+    max_host_logs_bytes: u64,
+    /// Bytes of logs stored for all hosts at most, 2 GiB by default; over
+    /// it an upload is refused (413).
+    #[arg(long = "max-logs-bytes", default_value_t = okd_assisted_service::limits::DEFAULT_MAX_LOGS_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
+    max_logs_bytes: u64,
+    /// Bytes of a JSON request body at most, 1 MiB by default (step replies
+    /// and logs uploads have their own limits).
+    #[arg(long = "max-body-bytes", default_value_t = okd_assisted_service::limits::DEFAULT_MAX_BODY_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
+    max_body_bytes: u64,
+    /// Bytes of a step reply (a host's inventory) at most, 4 MiB by default.
+    #[arg(long = "max-step-reply-bytes", default_value_t = okd_assisted_service::limits::DEFAULT_MAX_STEP_REPLY_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
+    max_step_reply_bytes: u64,
 }
 
 /// Runs an `assisted` command.
@@ -270,6 +289,13 @@ fn serve(dir: &Path, a: &ServeArgs) -> Result<(), Failure> {
     if let Some(image) = &a.release_image {
         opts.release_image = image.clone();
     }
+    opts.limits = okd_assisted_service::limits::Limits {
+        max_hosts_per_infra_env: a.max_hosts_per_infra_env,
+        max_host_logs_bytes: a.max_host_logs_bytes,
+        max_logs_bytes: a.max_logs_bytes,
+        max_body_bytes: a.max_body_bytes,
+        max_step_reply_bytes: a.max_step_reply_bytes,
+    };
     runtime()
         .map_err(fail)?
         .block_on(okd_assisted_service::run(opts))

@@ -21,6 +21,7 @@ pub mod free_addresses;
 pub mod install;
 pub mod install_monitor;
 pub mod latency;
+pub mod limits;
 pub mod model;
 pub mod monitor;
 pub mod network;
@@ -57,6 +58,9 @@ pub struct Options {
     /// The user token (`None`: no authentication); agent tokens are
     /// derived from it per infra-env ([`auth`]).
     pub auth_token: Option<String>,
+    /// Hosts per infra-env, stored logs and request body sizes
+    /// ([`limits`]; [`limits::Limits::default`] from [`Options::new`]).
+    pub limits: limits::Limits,
 }
 
 impl Options {
@@ -71,6 +75,7 @@ impl Options {
             max_connections: 16,
             release_image: okd_types::release::DEFAULT_RELEASE_IMAGE.to_string(),
             auth_token: None,
+            limits: limits::Limits::default(),
         }
     }
 }

@@ -61,9 +61,12 @@ const HOST_EDITABLE: &[&str] = &[
 /// itself answers 409 unless `ready`, with the reason).
 const INSTALLABLE: &[&str] = &["insufficient", "ready", "pending-for-input"];
 
-/// The UI's routes: `/`, `/clusters` (to `/`) and `/clusters/{id}`.
+/// The UI's routes: `/`, `/clusters` (to `/`) and `/clusters/{id}`, and
+/// `/login`; request bodies at most the JSON limit
+/// ([`crate::limits::Limits::max_body_bytes`]).
 pub fn routes(state: Shared) -> Router {
-    Router::new()
+    let limit = state.opts.limits.json_body();
+    let pages = Router::new()
         .route("/", get(clusters_page))
         .route("/clusters", get(|| async { Redirect::to("/") }))
         .route("/clusters/{cluster_id}", get(cluster_page))
@@ -71,8 +74,8 @@ pub fn routes(state: Shared) -> Router {
             state.clone(),
             crate::auth::page,
         ))
-        .route("/login", axum::routing::post(crate::auth::login))
-        .with_state(state)
+        .route("/login", axum::routing::post(crate::auth::login));
+    crate::limits::with_body_limit(pages, limit).with_state(state)
 }
 
 // ---- handlers

@@ -14,6 +14,7 @@ use super::clusters::cluster_or_404;
 use super::infra_envs::infra_env_or_404;
 use super::{Failure, Res, body, json};
 use crate::db::{HostRow, now_ms};
+use crate::limits::{self, HostAdmission};
 use crate::model;
 use crate::{Shared, events, validate};
 
@@ -98,7 +99,13 @@ pub(super) async fn register_host(
         infra_env_id: &ie,
         host_id: &p.host_id,
     };
-    if s.db.insert_host(&row).await? {
+    let admission =
+        s.db.insert_host(&row, s.opts.limits.max_hosts_per_infra_env)
+            .await?;
+    if let HostAdmission::Full { hosts } = admission {
+        return Err(limits::infra_env_full(&s, scope, &env.name, hosts).await);
+    }
+    if admission == HostAdmission::New {
         events::emit(
             &s.db,
             scope,

@@ -9,11 +9,8 @@ use axum::response::{IntoResponse, Response};
 
 use super::clusters::cluster_or_404;
 use super::{Failure, Res};
+use crate::limits::LogsAdmission;
 use crate::{Shared, events};
-
-/// The largest logs upload, bytes (64 MiB; the agent packs at most
-/// 32 MiB of journal, compressed).
-pub const MAX_LOGS_BYTES: usize = 64 << 20;
 
 /// The logs types the service takes: `host` (the discovery agent's).
 /// `controller` (the installer's controller) belongs to the per-host
@@ -38,10 +35,13 @@ fn logs_type(q: &HashMap<String, String>) -> Res<&str> {
 }
 
 /// `POST /v2/clusters/{cluster_id}/logs?logs_type=host&infra_env_id=…&host_id=…`
-/// with a multipart form whose field `upfile` is the archive (at most
-/// [`MAX_LOGS_BYTES`]). 204 once stored; 400 without the field or with
-/// another logs type, 404 when the host is not in the cluster, 413 when
-/// too large.
+/// with a multipart form whose field `upfile` is the archive. 204 once
+/// stored; 400 without the field or with another logs type, 404 when the
+/// host is not in the cluster, 413 naming the limit when the body is over
+/// the per-host logs limit (and the form's framing) or storing the
+/// archive would pass the per-host or the total logs limit
+/// ([`crate::limits`]; nothing is stored then and the older archive
+/// stays).
 pub(super) async fn upload_logs(
     State(s): State<Shared>,
     Path(cluster_id): Path<String>,
@@ -50,30 +50,55 @@ pub(super) async fn upload_logs(
 ) -> Res<Response> {
     let t = logs_type(&q)?;
     let (ie, host_id) = (query(&q, "infra_env_id")?, query(&q, "host_id")?);
+    let limits = &s.opts.limits;
+    // A body that runs over its limit (a chunked one; a declared length
+    // over it was refused before) is refused naming the limit.
+    let form_failure = |e: axum::extract::multipart::MultipartError| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            return limits.logs_upload_body().refusal(None);
+        }
+        Failure::new(e.status(), format!("the logs upload: {}", e.body_text()))
+    };
     let mut archive = None;
-    while let Some(field) = form
-        .next_field()
-        .await
-        .map_err(|e| Failure::new(e.status(), format!("the logs upload: {}", e.body_text())))?
-    {
+    while let Some(field) = form.next_field().await.map_err(form_failure)? {
         if field.name() == Some("upfile") {
-            let bytes = field.bytes().await.map_err(|e| {
-                Failure::new(e.status(), format!("the logs upload: {}", e.body_text()))
-            })?;
-            archive = Some(bytes);
+            archive = Some(field.bytes().await.map_err(form_failure)?);
         }
     }
     let archive = archive.ok_or_else(|| {
         Failure::bad("the logs upload: no multipart field named upfile (the archive)")
     })?;
-    if !s
+    let refused = |bytes: u64, limit: crate::limits::Limit, whose: &str, advice: &str| {
+        Failure::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the logs of host {host_id} ({} bytes): {whose} stored logs would be {bytes} bytes, over {limit}; nothing was stored{advice}",
+                archive.len()
+            ),
+        )
+    };
+    match s
         .db
-        .put_host_logs(&cluster_id, (ie, host_id), t, &archive)
+        .put_host_logs(&cluster_id, (ie, host_id), t, &archive, limits)
         .await?
     {
-        return Err(Failure::not_found(format!(
-            "host {host_id} of infra-env {ie} is not in cluster {cluster_id}"
-        )));
+        LogsAdmission::Stored => {}
+        LogsAdmission::NotInCluster => {
+            return Err(Failure::not_found(format!(
+                "host {host_id} of infra-env {ie} is not in cluster {cluster_id}"
+            )));
+        }
+        LogsAdmission::OverHost { bytes } => {
+            return Err(refused(bytes, limits.host_logs(), "the host's", ""));
+        }
+        LogsAdmission::OverAll { bytes } => {
+            return Err(refused(
+                bytes,
+                limits.all_logs(),
+                "all hosts'",
+                " (deleting a cluster deletes its hosts' logs)",
+            ));
+        }
     }
     events::emit(
         &s.db,

@@ -22,7 +22,6 @@ mod steps;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -30,6 +29,7 @@ use okd_assisted_api::rest::{self, ApiError};
 use serde::de::DeserializeOwned;
 
 use crate::db::DbError;
+use crate::limits::with_body_limit;
 use crate::{Shared, validate};
 
 pub use clusters::{UPDATABLE, cluster_document, networks_of};
@@ -49,10 +49,6 @@ use infra_envs::{
 use installation::{cancel_cluster, host_progress, install_cluster, reset_cluster};
 use steps::{next_steps, step_reply};
 
-/// The largest request body accepted, bytes (an inventory of a host with
-/// hundreds of disks fits).
-pub const MAX_BODY: usize = 2 * 1024 * 1024;
-
 /// A failed request: the status and the reason in words.
 #[derive(Debug)]
 pub struct Failure {
@@ -61,7 +57,9 @@ pub struct Failure {
 }
 
 impl Failure {
-    fn new(status: StatusCode, reason: impl Into<String>) -> Failure {
+    /// A failure with `status`, answered with the swagger `error` body
+    /// whose `reason` is `reason`.
+    pub(crate) fn new(status: StatusCode, reason: impl Into<String>) -> Failure {
         Failure {
             status,
             reason: reason.into(),
@@ -126,8 +124,12 @@ fn json<T: serde::Serialize>(status: StatusCode, v: &T) -> Response {
     (status, axum::Json(v)).into_response()
 }
 
-/// The routes under [`rest::BASE_PATH`].
+/// The routes under [`rest::BASE_PATH`], each with its request body
+/// limit ([`crate::limits`]): JSON calls `max_body_bytes`, step replies
+/// `max_step_reply_bytes`, logs uploads the per-host logs limit (and
+/// their form's framing).
 pub fn routes(state: Shared) -> Router {
+    let limits = &state.opts.limits;
     let user = Router::new()
         .route("/clusters", get(list_clusters).post(register_cluster))
         .route(
@@ -177,17 +179,12 @@ pub fn routes(state: Shared) -> Router {
             "/infra-envs/{infra_env_id}/hosts/{host_id}",
             get(get_host).patch(update_host).delete(delete_host),
         )
-        .route("/events", get(list_events))
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            crate::auth::user,
-        ));
-    let agent = Router::new()
+        .route("/events", get(list_events));
+    let user = with_body_limit(user, limits.json_body()).route_layer(
+        axum::middleware::from_fn_with_state(state.clone(), crate::auth::user),
+    );
+    let agent_json = Router::new()
         .route("/infra-envs/{infra_env_id}/hosts", post(register_host))
-        .route(
-            "/infra-envs/{infra_env_id}/hosts/{host_id}/instructions",
-            get(next_steps).post(step_reply),
-        )
         .route(
             "/infra-envs/{infra_env_id}/hosts/{host_id}/progress",
             axum::routing::put(host_progress),
@@ -195,12 +192,16 @@ pub fn routes(state: Shared) -> Router {
         .route(
             "/infra-env/{infra_env_id}/hosts/{host_id}/downloads/ignition",
             get(host_ignition),
-        )
-        // The agent names its infra-env in the query here.
-        .route(
-            "/clusters/{cluster_id}/logs",
-            post(logs::upload_logs).layer(DefaultBodyLimit::max(logs::MAX_LOGS_BYTES)),
-        )
+        );
+    let agent_steps = Router::new().route(
+        "/infra-envs/{infra_env_id}/hosts/{host_id}/instructions",
+        get(next_steps).post(step_reply),
+    );
+    // The agent names its infra-env in the query here.
+    let agent_logs = Router::new().route("/clusters/{cluster_id}/logs", post(logs::upload_logs));
+    let agent = with_body_limit(agent_json, limits.json_body())
+        .merge(with_body_limit(agent_steps, limits.step_reply_body()))
+        .merge(with_body_limit(agent_logs, limits.logs_upload_body()))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             crate::auth::agent,
@@ -209,11 +210,8 @@ pub fn routes(state: Shared) -> Router {
         "/openapi.json",
         get(|| async { axum::Json(crate::openapi::document()) }),
     );
-    let v2 = user
-        .merge(agent)
-        .merge(public)
-        .layer(DefaultBodyLimit::max(MAX_BODY))
-        .with_state(state);
+    let public = with_body_limit(public, limits.json_body());
+    let v2 = user.merge(agent).merge(public).with_state(state);
     Router::new().nest(rest::BASE_PATH, v2)
 }
 

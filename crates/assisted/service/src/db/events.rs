@@ -23,6 +23,29 @@ impl Db {
         Ok(())
     }
 
+    /// When the latest event `name` of infra-env `infra_env_id` whose
+    /// message contains `needle` was stored, Unix ms (`None`: never).
+    /// Rate limits use it: one event for a run of equal refusals.
+    pub async fn last_event_at(
+        &self,
+        infra_env_id: &str,
+        name: &str,
+        needle: &str,
+    ) -> Result<Option<i64>, DbError> {
+        let what = "read an infra-env's events";
+        let r = sqlx::query(
+            "SELECT MAX(event_time) AS t FROM events \
+             WHERE infra_env_id = $1 AND name = $2 AND message LIKE $3 ESCAPE '\\'",
+        )
+        .bind(infra_env_id)
+        .bind(name)
+        .bind(format!("%{}%", like_literal(needle)))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(sql(what))?;
+        r.try_get::<Option<i64>, _>("t").map_err(sql(what))
+    }
+
     /// Events matching `f`, oldest first.
     pub async fn events(&self, f: &EventFilter) -> Result<Vec<EventRow>, DbError> {
         let mut conds = Vec::new();
@@ -70,4 +93,11 @@ impl Db {
             .collect::<Result<_, _>>()
             .map_err(sql("list events"))
     }
+}
+
+/// `s` as a literal inside a `LIKE … ESCAPE '\'` pattern.
+fn like_literal(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_")
 }

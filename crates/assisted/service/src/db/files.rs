@@ -1,19 +1,29 @@
 //! The hosts' logs uploads and an install's generated files.
 
 use super::*;
+use crate::limits::{Limits, LogsAdmission};
+
+/// The key of the PostgreSQL advisory lock taken while logs are counted
+/// and stored (any constant: only this service takes it).
+const LOGS_LOCK: i64 = 0x6f6b_645f_6c6f_6773; // "okd_logs"
 
 impl Db {
     /// Stores a host's uploaded logs archive (replacing an older one of
     /// the same type) and sets its `logs_collected_at`, in one
-    /// transaction; `false` when the host is not (any more) in
-    /// `cluster_id`.
+    /// transaction, unless the host's stored logs would then exceed
+    /// `limits.max_host_logs_bytes` or all stored logs
+    /// `limits.max_logs_bytes` ([`crate::limits`]; the archive it replaces
+    /// does not count). The sums are taken under the writer's lock
+    /// (SQLite) or a transaction-scoped advisory lock (PostgreSQL), so
+    /// concurrent uploads cannot pass a limit together.
     pub async fn put_host_logs(
         &self,
         cluster_id: &str,
         (infra_env_id, host_id): (&str, &str),
         logs_type: &str,
         content: &[u8],
-    ) -> Result<bool, DbError> {
+        limits: &Limits,
+    ) -> Result<LogsAdmission, DbError> {
         let what = "store a host's logs";
         let mut tx = self.pool.begin().await.map_err(sql(what))?;
         let now = now_ms();
@@ -29,7 +39,43 @@ impl Db {
         .await
         .map_err(sql(what))?;
         if r.rows_affected() != 1 {
-            return Ok(false);
+            return Ok(LogsAdmission::NotInCluster);
+        }
+        if self.backend == Backend::Postgres {
+            sqlx::query("SELECT CAST(pg_advisory_xact_lock($1) AS TEXT) AS locked")
+                .bind(LOGS_LOCK)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(sql(what))?;
+        }
+        // The stored logs but the archive this one replaces: the host's,
+        // and everyone's.
+        let r = sqlx::query(
+            "SELECT \
+             COALESCE(SUM(CASE WHEN infra_env_id = $1 AND host_id = $2 THEN LENGTH(content) ELSE 0 END), 0) AS host, \
+             COALESCE(SUM(LENGTH(content)), 0) AS total \
+             FROM host_logs WHERE NOT (cluster_id = $3 AND infra_env_id = $1 AND host_id = $2 \
+             AND logs_type = $4)",
+        )
+        .bind(infra_env_id)
+        .bind(host_id)
+        .bind(cluster_id)
+        .bind(logs_type)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(sql(what))?;
+        let (host, total): (i64, i64) = (
+            r.try_get("host").map_err(sql(what))?,
+            r.try_get("total").map_err(sql(what))?,
+        );
+        let len = u64::try_from(content.len()).unwrap_or(u64::MAX);
+        let host = u64::try_from(host).unwrap_or(0).saturating_add(len);
+        if host > limits.max_host_logs_bytes {
+            return Ok(LogsAdmission::OverHost { bytes: host });
+        }
+        let total = u64::try_from(total).unwrap_or(0).saturating_add(len);
+        if total > limits.max_logs_bytes {
+            return Ok(LogsAdmission::OverAll { bytes: total });
         }
         sqlx::query(
             "DELETE FROM host_logs WHERE cluster_id = $1 AND infra_env_id = $2 \
@@ -56,7 +102,7 @@ impl Db {
         .await
         .map_err(sql(what))?;
         tx.commit().await.map_err(sql(what))?;
-        Ok(true)
+        Ok(LogsAdmission::Stored)
     }
 
     /// The logs archives of a cluster's hosts of `logs_type`: (infra-env

@@ -1,11 +1,43 @@
 //! The hosts table: registration, polls and replies, the monitor's reads and status changes, progress.
 
 use super::*;
+use crate::limits::HostAdmission;
 
 impl Db {
-    /// Stores a new host unless one with its id exists in its infra-env;
-    /// returns whether it was new.
-    pub async fn insert_host(&self, h: &HostRow) -> Result<bool, DbError> {
+    /// Stores a new host unless one with its id exists in its infra-env
+    /// or the infra-env holds `max_hosts` hosts already
+    /// ([`crate::limits`]). The count and the insert are one transaction
+    /// that first locks the infra-env's row (on SQLite: the one writer's
+    /// lock), so concurrent registrations, of two replicas too, never take
+    /// more places than there are.
+    pub async fn insert_host(&self, h: &HostRow, max_hosts: u64) -> Result<HostAdmission, DbError> {
+        let what = "register a host";
+        let mut tx = self.pool.begin().await.map_err(sql(what))?;
+        sqlx::query("UPDATE infra_envs SET updated_at = updated_at WHERE id = $1")
+            .bind(&h.infra_env_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(sql(what))?;
+        let r = sqlx::query(
+            "SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN id = $1 THEN 1 ELSE 0 END), 0) AS here \
+             FROM hosts WHERE infra_env_id = $2",
+        )
+        .bind(&h.id)
+        .bind(&h.infra_env_id)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(sql(what))?;
+        let (n, here): (i64, i64) = (
+            r.try_get("n").map_err(sql(what))?,
+            r.try_get("here").map_err(sql(what))?,
+        );
+        if here > 0 {
+            return Ok(HostAdmission::Exists);
+        }
+        let hosts = u64::try_from(n).unwrap_or(0);
+        if hosts >= max_hosts {
+            return Ok(HostAdmission::Full { hosts });
+        }
         let r = sqlx::query(
             "INSERT INTO hosts (id, infra_env_id, cluster_id, status, status_info, \
              status_updated_at, role, bootstrap, agent_version, registered_at, created_at, \
@@ -24,10 +56,15 @@ impl Db {
         .bind(h.registered_at)
         .bind(h.created_at)
         .bind(h.updated_at)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
-        .map_err(sql("register a host"))?;
-        Ok(r.rows_affected() == 1)
+        .map_err(sql(what))?;
+        tx.commit().await.map_err(sql(what))?;
+        Ok(if r.rows_affected() == 1 {
+            HostAdmission::New
+        } else {
+            HostAdmission::Exists
+        })
     }
 
     /// A registration of a host that exists: from status `from` to `to`,
