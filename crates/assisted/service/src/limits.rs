@@ -27,10 +27,11 @@
 //!   transaction-scoped advisory lock, on SQLite under its one writer).
 //!   Logs go when their cluster is deleted.
 //! - Request bodies: every route has a limit ([`BodyLimit`]), enforced by
-//!   axum's `DefaultBodyLimit` and by [`enforce`], which refuses a
-//!   `Content-Length` over it before reading the body and gives axum's
-//!   own 413 (a chunked body that runs over) the swagger `error` body
-//!   naming the limit. JSON calls: [`Limits::max_body_bytes`]; step
+//!   [`enforce`] (a `Content-Length` over it refused before the handler
+//!   runs, a chunked body counted as it is read; the refused body read to
+//!   its end and dropped, up to [`DRAIN_MAX_BYTES`], so the client reads
+//!   the refusal rather than a broken pipe) and by axum's
+//!   `DefaultBodyLimit` in the extractors. JSON calls: [`Limits::max_body_bytes`]; step
 //!   replies (an inventory of a host with hundreds of disks):
 //!   [`Limits::max_step_reply_bytes`]; logs uploads: the per-host logs
 //!   limit plus [`MULTIPART_FRAMING_BYTES`] of form framing; the web
@@ -40,10 +41,15 @@
 //! it is what HTTP (RFC 9110 §15.5.14) names for a body too large, and
 //! the body is still the swagger's `error`.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::body::{Body, BodyDataStream};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 
 use crate::api::Failure;
 
@@ -279,27 +285,78 @@ impl BodyLimit {
     }
 }
 
+/// A refused body of at most this many bytes is read to its end (and
+/// dropped) before the refusal is sent, so the connection stays usable:
+/// most clients send their whole body before they read an answer, and a
+/// connection closed under them shows as a broken pipe instead of the
+/// 413. A larger body is answered at once and its connection closed.
+/// Bytes (8 MiB).
+pub const DRAIN_MAX_BYTES: u64 = 8 << 20;
+
+/// How long reading a refused body to its end may take (10 s).
+pub const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Reads and drops the rest of a refused body: until its end,
+/// [`DRAIN_MAX_BYTES`] in all (`read` so far) or [`DRAIN_TIME`].
+async fn drain(body: &mut BodyDataStream, mut read: u64) {
+    let rest = async {
+        while read <= DRAIN_MAX_BYTES {
+            match body.next().await {
+                Some(Ok(chunk)) => read = read.saturating_add(chunk.len() as u64),
+                _ => return,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_TIME, rest).await;
+}
+
 /// The middleware of a route with limit `limit` (beside axum's
-/// `DefaultBodyLimit::max(limit.bytes_usize())`, which bounds what
-/// extractors read): a `Content-Length` over the limit is refused at
-/// once, without reading the body; a 413 of axum's own (plain text, from
-/// an extractor that read past the limit) is replaced by
-/// [`BodyLimit::refusal`].
+/// `DefaultBodyLimit::max(limit.bytes_usize())` for the extractors): a
+/// `Content-Length` over the limit is refused before the handler runs; a
+/// body without one is counted as the handler reads it, and the
+/// handler's answer to the first byte over the limit is replaced by the
+/// refusal. Either way the refusal is [`BodyLimit::refusal`], sent once
+/// the rest of the body is read and dropped ([`DRAIN_MAX_BYTES`]). A 413
+/// of axum's own (plain text) is replaced by the refusal too.
 pub async fn enforce(State(limit): State<BodyLimit>, req: Request, next: Next) -> Response {
     let len = req
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
+    let (parts, body) = req.into_parts();
+    let mut body = body.into_data_stream();
     if let Some(n) = len
         && n > limit.bytes
     {
+        if n <= DRAIN_MAX_BYTES {
+            drain(&mut body, 0).await;
+        }
         return limit.refusal(Some(n)).into_response();
     }
+    let over = Arc::new(AtomicBool::new(false));
+    let counted =
+        futures_util::stream::unfold(Some((body, 0u64, over.clone())), move |state| async move {
+            let (mut body, read, over) = state?;
+            let chunk = match body.next().await? {
+                Ok(chunk) => chunk,
+                Err(e) => return Some((Err(e), None)),
+            };
+            let read = read.saturating_add(chunk.len() as u64);
+            if read > limit.bytes {
+                over.store(true, Ordering::Relaxed);
+                drain(&mut body, read).await;
+                let e = std::io::Error::other(format!("over {}", limit.named));
+                return Some((Err(axum::Error::new(e)), None));
+            }
+            Some((Ok(chunk), Some((body, read, over))))
+        });
+    let req = Request::from_parts(parts, Body::from_stream(counted));
     let resp = next.run(req).await;
     let json = HeaderValue::from_static("application/json");
-    if resp.status() == StatusCode::PAYLOAD_TOO_LARGE
-        && resp.headers().get(header::CONTENT_TYPE) != Some(&json)
+    if over.load(Ordering::Relaxed)
+        || (resp.status() == StatusCode::PAYLOAD_TOO_LARGE
+            && resp.headers().get(header::CONTENT_TYPE) != Some(&json))
     {
         return limit.refusal(len).into_response();
     }
