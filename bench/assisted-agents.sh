@@ -1,13 +1,14 @@
 #!/bin/sh
 # Benchmark of the assisted service (issue #24): 5,000 simulated agents
 # polling their next steps every 10 s against one service on this machine,
-# on SQLite and on PostgreSQL: poll and reply latency (p50, p99, max),
+# on SQLite and on PostgreSQL, with TLS and authentication on as a user
+# gets them (issue #41): poll and reply latency (p50, p99, max),
 # the service's CPU and memory, the load generator's CPU (release build;
 # not a test; about 5 minutes on 2 cores, plus about 5 for a cold build).
 #
 # The peer, run side by side in the same run: there is no assisted-service
 # (Go) here, so the peer is the "HTTP floor": a bare axum server on the
-# same HTTP stack answering the same two routes with a fixed steps
+# same HTTP stack, over the same TLS, answering the same two routes with a fixed steps
 # document and 204, no database, no logic. Each row's p99 is also printed
 # as a multiple of the floor's p99. Goals (issue): p99 under 50 ms, service
 # memory under 100 MiB.

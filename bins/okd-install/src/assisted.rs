@@ -118,14 +118,32 @@ pub struct ServiceArgs {
     /// listens on).
     #[arg(long, default_value = okd_assisted_client::client::DEFAULT_URL)]
     url: String,
-    /// Sent as Authorization: Bearer <token>.
+    /// The service's admin token, sent as Authorization: Bearer <token>
+    /// [default: <dir>/assisted-service/admin-token, which the service
+    /// generates on first start].
     #[arg(long, env = "OKD_ASSISTED_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// A PEM file of CA certificates the service's certificate is checked
+    /// with, besides the system's [default:
+    /// <dir>/assisted-service/ca.crt, the service's own CA].
+    #[arg(long)]
+    cacert: Option<PathBuf>,
 }
 
 impl ServiceArgs {
-    fn client(&self) -> Result<okd_assisted_client::Client, Failure> {
-        okd_assisted_client::Client::new(&self.url, self.token.clone()).map_err(fail)
+    fn client(&self, dir: &Path) -> Result<okd_assisted_client::Client, Failure> {
+        let token = match &self.token {
+            Some(t) => Some(t.clone()),
+            None => okd_assisted_client::client::stored_token(dir).map_err(fail)?,
+        };
+        let ca = match &self.cacert {
+            Some(p) => Some(
+                std::fs::read(p)
+                    .map_err(|e| fail(anyhow::anyhow!("--cacert {}: {e}", p.display())))?,
+            ),
+            None => okd_assisted_client::client::stored_ca(dir).map_err(fail)?,
+        };
+        okd_assisted_client::Client::with_ca(&self.url, token, ca.as_deref()).map_err(fail)
     }
 }
 
@@ -136,16 +154,43 @@ pub struct ServeArgs {
     /// instead of the SQLite file <dir>/assisted.db.
     #[arg(long = "db-url")]
     db_url: Option<String>,
-    /// Require this token from users (Authorization: Bearer) and give
-    /// agents per-infra-env tokens derived from it; read from the
-    /// environment variable OKD_ASSISTED_AUTH_TOKEN when not given, so it
-    /// stays out of process lists.
+    /// The admin token users send (Authorization: Bearer), at least 128
+    /// bits (e.g. openssl rand -hex 16); read from the environment
+    /// variable OKD_ASSISTED_AUTH_TOKEN when not given, so it stays out of
+    /// process lists. Default: one generated on first start into
+    /// <dir>/assisted-service/admin-token (0600). Agent tokens are signed
+    /// with a separate key (<dir>/assisted-service/agent-signing-key.pem).
     #[arg(
         long = "auth-token",
         env = "OKD_ASSISTED_AUTH_TOKEN",
-        hide_env_values = true
+        hide_env_values = true,
+        conflicts_with = "insecure_no_auth"
     )]
     auth_token: Option<String>,
+    /// Serve without any authentication: every call passes. Only on a
+    /// loopback address (for a try-out on one machine).
+    #[arg(long = "insecure-no-auth")]
+    insecure_no_auth: bool,
+    /// Serve plain HTTP instead of TLS. Only on a loopback address.
+    #[arg(long = "insecure-http", conflicts_with_all = ["tls_cert", "tls_key"])]
+    insecure_http: bool,
+    /// Serve this certificate chain (PEM, leaf first) instead of one of
+    /// the service's own CA.
+    #[arg(long = "tls-cert", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM, not readable by others).
+    #[arg(long = "tls-key", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// The CA certificate(s) of --tls-cert that agents and clients are
+    /// told to trust (the discovery Ignition carries them); without it,
+    /// they check --tls-cert against their system's roots.
+    #[arg(long = "tls-ca", requires = "tls_cert")]
+    tls_ca: Option<PathBuf>,
+    /// A DNS name hosts and users reach this service by (repeatable).
+    /// Requests naming another host name are refused (IP addresses and
+    /// localhost always pass), against DNS rebinding.
+    #[arg(long = "service-name", value_parser = parse_service_name)]
+    service_names: Vec<String>,
     /// The address to listen on (assisted-service's port is 8090).
     #[arg(long, default_value = "0.0.0.0:8090")]
     listen: SocketAddr,
@@ -186,6 +231,26 @@ pub struct ServeArgs {
     max_step_reply_bytes: u64,
 }
 
+/// A `--service-name`: a DNS name (letters, digits, '-', dots).
+fn parse_service_name(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        });
+    if ok {
+        Ok(s.to_ascii_lowercase())
+    } else {
+        Err(format!(
+            "{s:?} is not a DNS name (labels of letters, digits and '-', separated by dots)"
+        ))
+    }
+}
+
 /// Runs an `assisted` command.
 pub fn run(dir: &Path, cmd: &AssistedCmd) -> Result<(), Failure> {
     use okd_assisted_client::commands as cmds;
@@ -201,7 +266,7 @@ pub fn run(dir: &Path, cmd: &AssistedCmd) -> Result<(), Failure> {
             config,
             openshift_version,
         } => {
-            let c = service.client()?;
+            let c = service.client(dir)?;
             let (cl, ie) = rt()?
                 .block_on(cmds::create_cluster_from_file(
                     &c,
@@ -213,11 +278,11 @@ pub fn run(dir: &Path, cmd: &AssistedCmd) -> Result<(), Failure> {
             Ok(())
         }
         AssistedCmd::Clusters { service } => {
-            let c = service.client()?;
+            let c = service.client(dir)?;
             print(rt()?.block_on(cmds::list_clusters(&c)))
         }
         AssistedCmd::Hosts { service, cluster } => {
-            let c = service.client()?;
+            let c = service.client(dir)?;
             print(rt()?.block_on(cmds::list_hosts(&c, cluster)))
         }
         AssistedCmd::Validations {
@@ -225,7 +290,7 @@ pub fn run(dir: &Path, cmd: &AssistedCmd) -> Result<(), Failure> {
             cluster,
             failing,
         } => {
-            let c = service.client()?;
+            let c = service.client(dir)?;
             print(rt()?.block_on(cmds::validations(&c, cluster, *failing)))
         }
         AssistedCmd::Install {
@@ -233,14 +298,14 @@ pub fn run(dir: &Path, cmd: &AssistedCmd) -> Result<(), Failure> {
             cluster,
             wait,
         } => {
-            let c = service.client()?;
+            let c = service.client(dir)?;
             rt()?
                 .block_on(cmds::install(&c, cluster, *wait, &mut std::io::stdout()))
                 .map_err(fail)?;
             Ok(())
         }
         AssistedCmd::Credentials { service, cluster } => {
-            let c = service.client()?;
+            let c = service.client(dir)?;
             let paths = rt()?
                 .block_on(cmds::download_credentials(&c, cluster, dir))
                 .map_err(fail)?;
@@ -255,11 +320,11 @@ pub fn run(dir: &Path, cmd: &AssistedCmd) -> Result<(), Failure> {
             network,
             limit,
         } => {
-            let c = service.client()?;
+            let c = service.client(dir)?;
             print(rt()?.block_on(cmds::free_addresses(&c, cluster, network, *limit)))
         }
         AssistedCmd::Logs { service, cluster } => {
-            let c = service.client()?;
+            let c = service.client(dir)?;
             let path = rt()?
                 .block_on(cmds::download_logs(&c, cluster, dir))
                 .map_err(fail)?;
@@ -267,7 +332,7 @@ pub fn run(dir: &Path, cmd: &AssistedCmd) -> Result<(), Failure> {
             Ok(())
         }
         AssistedCmd::Events { service, cluster } => {
-            let c = service.client()?;
+            let c = service.client(dir)?;
             print(rt()?.block_on(cmds::list_events(&c, cluster)))
         }
     }
@@ -285,7 +350,26 @@ fn serve(dir: &Path, a: &ServeArgs) -> Result<(), Failure> {
     opts.next_instruction_seconds = a.next_instruction_seconds.max(1);
     opts.check_interval_seconds = a.check_interval_seconds.max(1);
     opts.monitor_interval = a.monitor_interval;
-    opts.auth_token = a.auth_token.clone().filter(|t| !t.is_empty());
+    opts.service_names = a.service_names.clone();
+    if !a.insecure_http {
+        let tls = match (&a.tls_cert, &a.tls_key) {
+            (Some(cert), Some(key)) => {
+                okd_assisted_service::tls::Tls::from_files(cert, key, a.tls_ca.as_deref())
+            }
+            _ => okd_assisted_service::tls::Tls::load_or_create(
+                dir,
+                &a.service_names,
+                &okd_assisted_service::tls::listen_addresses(a.listen),
+            ),
+        }
+        .map_err(fail)?;
+        opts.tls = Some(std::sync::Arc::new(tls));
+    }
+    if !a.insecure_no_auth {
+        let token = a.auth_token.as_deref().filter(|t| !t.is_empty());
+        let keys = okd_assisted_service::auth::Keys::load_or_create(dir, token).map_err(fail)?;
+        opts.auth = Some(std::sync::Arc::new(keys));
+    }
     if let Some(image) = &a.release_image {
         opts.release_image = image.clone();
     }
@@ -326,6 +410,9 @@ pub struct AgentArgs {
     /// A PEM file of CA certificates for an https service.
     #[arg(long)]
     cacert: Option<PathBuf>,
+    /// Accept an http:// service URL (tokens and steps in clear).
+    #[arg(long = "insecure-http")]
+    insecure_http: bool,
     /// Where the install step keeps this host's Ignition.
     #[arg(long = "state-dir", default_value = "/var/lib/okd-assisted-agent")]
     state_dir: PathBuf,
@@ -340,6 +427,7 @@ pub fn agent(a: &AgentArgs) -> Result<(), Failure> {
     cfg.root = okd_assisted_agent::Root(a.root.clone());
     cfg.interval = a.interval;
     cfg.ca_cert = a.cacert.clone();
+    cfg.allow_http = a.insecure_http;
     cfg.state_dir = a.state_dir.clone();
     cfg.token = std::env::var("PULL_SECRET_TOKEN")
         .ok()

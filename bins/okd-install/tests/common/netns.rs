@@ -143,10 +143,23 @@ impl Lab {
 
     /// Starts a long-running process in `ns`; it is killed (by PID) on drop.
     pub fn spawn(&mut self, ns: &str, program: &str, args: &[&str], log: &std::path::Path) -> u32 {
+        self.spawn_env(ns, program, args, &[], log)
+    }
+
+    /// [`Lab::spawn`] with environment variables `env` added.
+    pub fn spawn_env(
+        &mut self,
+        ns: &str,
+        program: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        log: &std::path::Path,
+    ) -> u32 {
         let f = std::fs::File::create(log).unwrap();
         let child = self
             .cmd(ns, program)
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(f.try_clone().unwrap())
             .stderr(f)

@@ -38,6 +38,7 @@ struct Svc {
 /// binding is retried for a while (the port of a service just stopped).
 async fn start(dir: &Path, addr: SocketAddr) -> Svc {
     let mut opts = Options::new(okd_assisted_service::sqlite_url(dir), addr);
+    opts.auth = Some(keys());
     opts.monitor_interval = Duration::from_millis(200);
     opts.next_instruction_seconds = 1;
     opts.check_interval_seconds = 1;
@@ -60,6 +61,28 @@ async fn start(dir: &Path, addr: SocketAddr) -> Svc {
         let _ = rx.await;
     }));
     Svc { addr, stop, task }
+}
+
+/// The keys of every service of this test process (authentication on, as
+/// a user gets it; a restarted service keeps its keys).
+fn keys() -> Arc<okd_assisted_service::auth::Keys> {
+    static KEYS: std::sync::OnceLock<Arc<okd_assisted_service::auth::Keys>> =
+        std::sync::OnceLock::new();
+    KEYS.get_or_init(|| Arc::new(okd_assisted_service::auth::Keys::generate(None).unwrap()))
+        .clone()
+}
+
+/// A client with the admin token.
+fn user_client() -> reqwest::Client {
+    let mut h = reqwest::header::HeaderMap::new();
+    h.insert(
+        reqwest::header::AUTHORIZATION,
+        format!("Bearer {}", keys().admin_token()).parse().unwrap(),
+    );
+    reqwest::Client::builder()
+        .default_headers(h)
+        .build()
+        .unwrap()
 }
 
 impl Svc {
@@ -213,6 +236,11 @@ struct Agent {
 
 fn agent(svc: &Svc, ie: &str, root: Root) -> Agent {
     let mut cfg = AgentConfig::new(format!("http://{}", svc.addr), ie);
+    cfg.token = Some(keys().agent_token(ie, 0));
+    // The agent's own workings over plain HTTP on loopback; TLS: below
+    // and in the end-to-end tests.
+    cfg.allow_http = true;
+    cfg.state_dir = root.0.join("var/lib/okd-assisted-agent");
     cfg.root = root;
     cfg.agent_version = "test-agent".into();
     cfg.interval = Duration::from_millis(500);
@@ -297,7 +325,7 @@ async fn a_made_up_machine_registers_and_its_inventory_is_stored() {
     let dir = tempfile::tempdir().unwrap();
     let m = tempfile::tempdir().unwrap();
     let svc = start(dir.path(), "127.0.0.1:0".parse().unwrap()).await;
-    let c = reqwest::Client::new();
+    let c = user_client();
     let base = svc.base();
     let ie = infra_env(&c, &base).await;
     let a = agent(&svc, &ie.id, machine(m.path(), Some("made-up-1")));
@@ -334,8 +362,12 @@ async fn a_made_up_machine_registers_and_its_inventory_is_stored() {
 
     a.stop().await;
     svc.stop().await;
-    let reg = logs.lines(&["INFO", "registered", HOST_ID]);
+    let reg = logs.lines(&["INFO", "register: registered ", HOST_ID]);
     assert_eq!(reg.len(), 2, "{reg:#?}");
+    // The deleted host's token was revoked with it: the agent registered
+    // again with the discovery token.
+    let fallback = logs.lines(&["INFO", "host token was refused", "revoked"]);
+    assert_eq!(fallback.len(), 1, "{fallback:#?}");
     assert!(reg[0].contains("status=discovering-unbound"), "{}", reg[0]);
     assert_eq!(
         logs.lines(&["WARN", "does not know this host"]).len(),
@@ -379,7 +411,7 @@ async fn the_service_restarted_on_the_same_database_and_port() {
     let m = tempfile::tempdir().unwrap();
     let svc = start(dir.path(), "127.0.0.1:0".parse().unwrap()).await;
     let addr = svc.addr;
-    let c = reqwest::Client::new();
+    let c = user_client();
     let base = svc.base();
     let ie = infra_env(&c, &base).await;
     let a = agent(&svc, &ie.id, machine(m.path(), Some("made-up-2")));
@@ -479,7 +511,7 @@ async fn a_reply_that_found_the_service_away_is_kept_and_lands() {
 
     let svc = start(dir.path(), "127.0.0.1:0".parse().unwrap()).await;
     let addr = svc.addr;
-    let c = reqwest::Client::new();
+    let c = user_client();
     let base = svc.base();
     let ie = infra_env(&c, &base).await;
     let a = agent(&svc, &ie.id, root);
@@ -548,51 +580,32 @@ async fn a_reply_that_found_the_service_away_is_kept_and_lands() {
     svc.stop().await;
 }
 
-/// A CA and a server configuration with a certificate for 127.0.0.1 it
-/// signed: the CA's PEM and the configuration.
-fn tls() -> (String, Arc<rustls::ServerConfig>) {
-    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(rcgen::DnType::CommonName, "agent test CA");
-    ca.key_usages = vec![
-        rcgen::KeyUsagePurpose::KeyCertSign,
-        rcgen::KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca = rcgen::CertifiedIssuer::self_signed(ca, rcgen::KeyPair::generate().unwrap()).unwrap();
-    let key = rcgen::KeyPair::generate().unwrap();
-    let mut leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
-    leaf.distinguished_name
-        .push(rcgen::DnType::CommonName, "assisted service");
-    let cert = leaf.signed_by(&key, &ca).unwrap();
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![cert.der().clone(), ca.der().clone()],
-            rustls_pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
-        )
-        .unwrap();
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
-    (ca.pem(), Arc::new(cfg))
-}
-
+/// The service as a user starts it, in-process: its own CA and serving
+/// certificate (`okd_assisted_service::tls`), authentication on; the
+/// agent verifies it with the CA the discovery Ignition carries, and
+/// refuses it without that CA, with another service's CA, and over plain
+/// HTTP unless told.
 #[tokio::test]
-async fn over_https_with_the_ca_given() {
+async fn over_https_with_the_service_ca() {
     let (logs, _guard) = Logs::capture();
     let dir = tempfile::tempdir().unwrap();
+    let other = tempfile::tempdir().unwrap();
     let m = tempfile::tempdir().unwrap();
-    let (ca_pem, cfg) = tls();
-    let ca_file = dir.path().join("ca.pem");
-    std::fs::write(&ca_file, &ca_pem).unwrap();
+    let loopback = [std::net::IpAddr::from([127, 0, 0, 1])];
+    let tls = okd_assisted_service::tls::Tls::load_or_create(dir.path(), &[], &loopback).unwrap();
+    let ca_file = tls.ca_file.clone().unwrap();
+    let other_ca = okd_assisted_service::tls::Tls::load_or_create(other.path(), &[], &loopback)
+        .unwrap()
+        .ca_file
+        .unwrap();
     let mut opts = Options::new(
         okd_assisted_service::sqlite_url(dir.path()),
         "127.0.0.1:0".parse().unwrap(),
     );
     opts.next_instruction_seconds = 1;
     opts.check_interval_seconds = 1;
+    opts.auth = Some(keys());
+    opts.tls = Some(Arc::new(tls));
     let state = okd_assisted_service::open(opts).await.unwrap();
     let listener = okd_listen::Listener::bind(
         "127.0.0.1:0".parse().unwrap(),
@@ -602,54 +615,100 @@ async fn over_https_with_the_ca_given() {
     .unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(okd_listen::serve_router(
-        listener,
-        okd_assisted_service::api::routes(state),
-        Some(cfg),
-        async {
-            let _ = rx.await;
-        },
-    ));
+    let server = tokio::spawn(okd_assisted_service::serve(state, listener, async {
+        let _ = rx.await;
+    }));
+    let mut h = reqwest::header::HeaderMap::new();
+    h.insert(
+        reqwest::header::AUTHORIZATION,
+        format!("Bearer {}", keys().admin_token()).parse().unwrap(),
+    );
     let c = reqwest::Client::builder()
-        .tls_certs_only(reqwest::Certificate::from_pem_bundle(ca_pem.as_bytes()).unwrap())
+        .default_headers(h)
+        .tls_certs_only(
+            reqwest::Certificate::from_pem_bundle(&std::fs::read(&ca_file).unwrap()).unwrap(),
+        )
         .build()
         .unwrap();
     let base = format!("https://{addr}/api/assisted-install/v2");
     let ie = infra_env(&c, &base).await;
+    // The discovery Ignition: an https URL, the CA as a file, --cacert.
+    let ign: serde_json::Value = c
+        .get(format!(
+            "{base}/infra-envs/{}/downloads/files?file_name=discovery.ign",
+            ie.id
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let unit = ign["systemd"]["units"][0]["contents"].as_str().unwrap();
+    assert!(
+        unit.contains(&format!("--url https://{addr} ")) && unit.contains("--cacert /etc/"),
+        "{unit}"
+    );
+    let file = &ign["storage"]["files"][0];
+    assert_eq!(file["path"], okd_assisted_service::api::DISCOVERY_CA_PATH);
+    let carried = okd_types::dataurl::decode(file["contents"]["source"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        carried,
+        std::fs::read(&ca_file).unwrap(),
+        "the service's CA"
+    );
+    let token = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("Environment=PULL_SECRET_TOKEN="))
+        .unwrap()
+        .to_string();
+
     let root = machine(m.path(), Some("made-up-tls"));
-    let start_agent = |ca: Option<&Path>| {
-        let mut cfg = AgentConfig::new(format!("https://{addr}"), &ie.id);
+    let start_agent = |url: String, ca: Option<&Path>| {
+        let mut cfg = AgentConfig::new(url, &ie.id);
         cfg.root = root.clone();
         cfg.interval = Duration::from_millis(500);
         cfg.ca_cert = ca.map(Path::to_path_buf);
-        cfg.token = Some("agent-token".into());
+        cfg.token = Some(token.clone());
+        cfg.state_dir = root.0.join("var/lib/okd-assisted-agent");
         let (stop, rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(runner::run(cfg, async {
             let _ = rx.await;
         }));
         Agent { stop, task }
     };
-
-    // Without the CA, the service's certificate is not trusted.
-    let a = start_agent(None);
-    timeout(BOUND, async {
-        while logs.lines(&["WARN", "registration failed"]).is_empty() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .expect("the failure is logged");
-    a.stop().await;
-    let failed = logs.lines(&["WARN", "registration failed"]);
+    // Plain HTTP is refused before anything is sent.
+    let a = start_agent(format!("http://{addr}"), None);
+    let ended = timeout(BOUND, a.task).await.unwrap().unwrap();
     assert!(
-        failed[0].to_lowercase().contains("certificate"),
-        "{}",
-        failed[0]
+        matches!(&ended, Err(AgentError::Url { reason, .. }) if reason.contains("--insecure-http")),
+        "{ended:?}"
     );
+    drop(a.stop);
+
+    // Without the CA (the system roots), and with another service's CA,
+    // the service's certificate is not trusted.
+    for (n, ca) in [(1, None), (2, Some(other_ca.as_path()))] {
+        let a = start_agent(format!("https://{addr}"), ca);
+        timeout(BOUND, async {
+            while logs.lines(&["WARN", "registration failed"]).len() < n {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await
+        .expect("the failure is logged");
+        a.stop().await;
+        let failed = logs.lines(&["WARN", "registration failed"]);
+        assert!(
+            failed[n - 1].to_lowercase().contains("certificate"),
+            "{}",
+            failed[n - 1]
+        );
+    }
     assert!(host(&c, &base, &ie.id).await.is_none());
 
     // With it, the host registers and reports.
-    let a = start_agent(Some(&ca_file));
+    let a = start_agent(format!("https://{addr}"), Some(&ca_file));
     let h = wait_host(&c, &base, &ie.id, "the inventory over https", |h| {
         stored_inventory(h).is_some()
     })

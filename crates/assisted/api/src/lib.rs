@@ -9,6 +9,21 @@
 //! `host.inventory`, a JSON string).
 
 pub mod rest;
+
+/// Where `okd-install assisted serve` keeps its secrets (and TLS files),
+/// under its `--dir`: made 0700.
+pub const SERVICE_SECRETS_DIR: &str = "assisted-service";
+
+/// The admin token's file in [`SERVICE_SECRETS_DIR`] (0600, one line),
+/// generated on the service's first start; the client commands run with
+/// the same `--dir` read it from there.
+pub const ADMIN_TOKEN_FILE: &str = "admin-token";
+
+/// The service's CA certificate in [`SERVICE_SECRETS_DIR`] (PEM, 0644),
+/// generated on its first start: what the client commands run with the
+/// same `--dir` trust, and what the discovery Ignition carries.
+pub const CA_CERT_FILE: &str = "ca.crt";
+
 pub mod steps;
 
 /// Host names assisted-service refuses (`hostutil.ForbiddenHostnames`,

@@ -408,6 +408,12 @@ pub struct HostRegistrationResponse {
     pub host: Host,
     /// The next-step runner to start.
     pub next_step_runner_command: NextStepRunnerCommand,
+    /// The token this host sends as `X-Secret-Key` from now on (an
+    /// okd-install extension): bound to this host id, revoked when the
+    /// host registers again. Absent when the service runs without
+    /// authentication. The infra-env's discovery token only registers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_token: Option<String>,
 }
 
 /// Swagger `host_registration_response.next_step_runner_command`.

@@ -20,7 +20,47 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where `okd-install assisted serve` listens by default.
-pub const DEFAULT_URL: &str = "http://127.0.0.1:8090";
+pub const DEFAULT_URL: &str = "https://127.0.0.1:8090";
+
+/// The admin token a service with the same `--dir` generated
+/// (`<dir>/assisted-service/admin-token`, trimmed); `None` when that file
+/// does not exist.
+///
+/// # Errors
+/// [`Error::TokenFile`] when it exists but cannot be read.
+pub fn stored_token(dir: &std::path::Path) -> Result<Option<String>, Error> {
+    let path = dir
+        .join(okd_assisted_api::SERVICE_SECRETS_DIR)
+        .join(okd_assisted_api::ADMIN_TOKEN_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(t) => Ok(Some(t.trim().to_string()).filter(|t| !t.is_empty())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::TokenFile {
+            path,
+            cause: e.to_string(),
+        }),
+    }
+}
+
+/// The CA certificate of a service with the same `--dir`
+/// (`<dir>/assisted-service/ca.crt`); `None` when that file does not
+/// exist.
+///
+/// # Errors
+/// [`Error::TokenFile`] when it exists but cannot be read.
+pub fn stored_ca(dir: &std::path::Path) -> Result<Option<Vec<u8>>, Error> {
+    let path = dir
+        .join(okd_assisted_api::SERVICE_SECRETS_DIR)
+        .join(okd_assisted_api::CA_CERT_FILE);
+    match std::fs::read(&path) {
+        Ok(pem) => Ok(Some(pem)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::TokenFile {
+            path,
+            cause: e.to_string(),
+        }),
+    }
+}
 
 /// What a download is (`GET /v2/clusters/{id}/downloads/<kind>`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +113,22 @@ impl Client {
     /// or has a query; [`Error::Token`] when the token cannot be a header
     /// value; [`Error::Client`] when the HTTP client cannot be built.
     pub fn new(base: &str, token: Option<String>) -> Result<Client, Error> {
+        Client::with_ca(base, token, None)
+    }
+
+    /// [`Client::new`] trusting the CA certificates of `ca_pem` (PEM)
+    /// besides the system's roots (the service's own CA,
+    /// `<dir>/assisted-service/ca.crt`). The admin token is never sent over
+    /// plain HTTP to an address other than loopback.
+    ///
+    /// # Errors
+    /// As [`Client::new`]; [`Error::Ca`] for a PEM text without a
+    /// certificate.
+    pub fn with_ca(
+        base: &str,
+        token: Option<String>,
+        ca_pem: Option<&[u8]>,
+    ) -> Result<Client, Error> {
         let bad = |reason: &str| Error::Url {
             url: base.to_string(),
             reason: reason.to_string(),
@@ -87,6 +143,18 @@ impl Client {
         if url.query().is_some() || url.fragment().is_some() {
             return Err(bad("no query or fragment allowed"));
         }
+        let host = url.host_str().unwrap_or("");
+        let loopback = host.eq_ignore_ascii_case("localhost")
+            || host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        if url.scheme() == "http" && token.is_some() && !loopback {
+            return Err(bad(
+                "plain HTTP to an address other than loopback would send the admin token in clear: use https:// (the service speaks TLS by default)",
+            ));
+        }
         let root = url.as_str().trim_end_matches('/');
         let root = root.strip_suffix(BASE_PATH).unwrap_or(root).to_string();
         let mut headers = reqwest::header::HeaderMap::new();
@@ -96,13 +164,20 @@ impl Client {
             v.set_sensitive(true);
             headers.insert(reqwest::header::AUTHORIZATION, v);
         }
-        let http = reqwest::Client::builder()
+        let mut b = reqwest::Client::builder()
             .default_headers(headers)
             .user_agent(concat!("okd-install/", env!("CARGO_PKG_VERSION")))
             .timeout(REQUEST_TIMEOUT)
-            .connect_timeout(CONNECT_TIMEOUT)
-            .build()
-            .map_err(|e| Error::Client(e.to_string()))?;
+            .connect_timeout(CONNECT_TIMEOUT);
+        if let Some(pem) = ca_pem {
+            let certs =
+                reqwest::Certificate::from_pem_bundle(pem).map_err(|e| Error::Ca(e.to_string()))?;
+            if certs.is_empty() {
+                return Err(Error::Ca("no PEM certificate in it".into()));
+            }
+            b = b.tls_certs_merge(certs);
+        }
+        let http = b.build().map_err(|e| Error::Client(e.to_string()))?;
         Ok(Client {
             api: format!("{root}{BASE_PATH}"),
             base: root,

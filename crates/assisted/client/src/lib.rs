@@ -45,6 +45,17 @@ pub enum Error {
     /// The HTTP client cannot be built.
     #[error("HTTP client: {0}")]
     Client(String),
+    /// The CA certificates given are unusable.
+    #[error("the service's CA certificate: {0}")]
+    Ca(String),
+    /// The service's admin-token or CA file exists but cannot be read.
+    #[error("{}: {cause} (the assisted service's file; or pass --token / OKD_ASSISTED_TOKEN and --cacert)", path.display())]
+    TokenFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        cause: String,
+    },
     /// An id that cannot be one path segment.
     #[error("id {id:?}: not an id (letters, digits and '-' only)")]
     Id {

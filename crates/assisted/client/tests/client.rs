@@ -21,8 +21,12 @@ const SECRET: &str = "c2VjcmV0OnMzY3JldAo";
 // ---- the service in-process (as crates/assisted/service/tests/common)
 
 struct Svc {
-    /// `http://127.0.0.1:<port>` (the service's root).
+    /// `https://127.0.0.1:<port>` (the service's root).
     root: String,
+    /// The admin token and CA the service made in its directory, as the
+    /// client commands run with that `--dir` read them.
+    token: String,
+    ca: Vec<u8>,
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -30,6 +34,14 @@ struct Svc {
 async fn start(dir: &Path) -> Svc {
     let url = okd_assisted_service::sqlite_url(dir);
     let mut opts = okd_assisted_service::Options::new(url, "127.0.0.1:0".parse().unwrap());
+    // As a user starts it: authentication and TLS on.
+    opts.auth = Some(std::sync::Arc::new(
+        okd_assisted_service::auth::Keys::load_or_create(dir, None).unwrap(),
+    ));
+    opts.tls = Some(std::sync::Arc::new(
+        okd_assisted_service::tls::Tls::load_or_create(dir, &[], &["127.0.0.1".parse().unwrap()])
+            .unwrap(),
+    ));
     opts.monitor_interval = Duration::from_millis(200);
     opts.next_instruction_seconds = 1;
     opts.check_interval_seconds = 1;
@@ -40,15 +52,47 @@ async fn start(dir: &Path) -> Svc {
     )
     .await
     .unwrap();
-    let root = format!("http://{}", listener.local_addr().unwrap());
+    let root = format!("https://{}", listener.local_addr().unwrap());
     let (stop, rx) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(okd_assisted_service::serve(state, listener, async {
         let _ = rx.await;
     }));
-    Svc { root, stop, task }
+    let token = okd_assisted_client::client::stored_token(dir)
+        .unwrap()
+        .expect("the service's admin token in its directory");
+    let ca = okd_assisted_client::client::stored_ca(dir)
+        .unwrap()
+        .expect("the service's CA in its directory");
+    Svc {
+        root,
+        token,
+        ca,
+        stop,
+        task,
+    }
 }
 
 impl Svc {
+    /// The client commands' client, at `base`.
+    fn client(&self, base: &str) -> Client {
+        Client::with_ca(base, Some(self.token.clone()), Some(&self.ca)).unwrap()
+    }
+
+    /// A plain HTTP client of the service (the agents' side), with the
+    /// admin token.
+    fn http(&self) -> reqwest::Client {
+        let mut h = reqwest::header::HeaderMap::new();
+        h.insert(
+            reqwest::header::AUTHORIZATION,
+            format!("Bearer {}", self.token).parse().unwrap(),
+        );
+        reqwest::Client::builder()
+            .default_headers(h)
+            .tls_certs_only(reqwest::Certificate::from_pem_bundle(&self.ca).unwrap())
+            .build()
+            .unwrap()
+    }
+
     async fn stop(self) {
         let _ = self.stop.send(());
         self.task.await.unwrap();
@@ -221,10 +265,22 @@ fn mode(p: &Path) -> u32 {
 async fn create_from_file_hosts_validations_install_credentials() {
     let dir = tempfile::tempdir().unwrap();
     let svc = start(dir.path()).await;
-    let client = Client::new(&svc.root, Some("t0ken".into())).unwrap();
-    assert!(!format!("{client:?}").contains("t0ken"), "token redacted");
+    let client = svc.client(&svc.root);
+    assert!(
+        !format!("{client:?}").contains(&svc.token),
+        "token redacted"
+    );
+    // Without the token, or without the CA, nothing is answered.
+    let e = commands::list_clusters(&Client::with_ca(&svc.root, None, Some(&svc.ca)).unwrap())
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::Status { status: 401, .. }), "{e}");
+    let e = commands::list_clusters(&Client::new(&svc.root, Some(svc.token.clone())).unwrap())
+        .await
+        .unwrap_err();
+    assert!(e.to_string().to_lowercase().contains("certificate"), "{e}");
     let api = format!("{}/api/assisted-install/v2", svc.root);
-    let http = reqwest::Client::new();
+    let http = svc.http();
 
     let path = write(dir.path(), &config("demo", BAREMETAL));
     let (cl, ie) = commands::create_cluster_from_file(&client, &path, None)
@@ -471,7 +527,7 @@ async fn files_refused_naming_file_and_field_and_the_example() {
     let dir = tempfile::tempdir().unwrap();
     let svc = start(dir.path()).await;
     // A base with the API path given is taken too.
-    let client = Client::new(&format!("{}/api/assisted-install/v2/", svc.root), None).unwrap();
+    let client = svc.client(&format!("{}/api/assisted-install/v2/", svc.root));
     assert_eq!(client.base(), svc.root);
 
     let refused = |text: String| {
@@ -660,6 +716,11 @@ async fn nothing_listening_names_the_url() {
     assert!(s.contains(&format!("at {url} (")), "{s}");
     assert!(s.contains("okd-install assisted serve"), "{s}");
 
+    // The admin token never goes over plain HTTP off loopback.
+    assert!(matches!(
+        Client::new("http://192.0.2.1:8090", Some("t".into())),
+        Err(Error::Url { .. })
+    ));
     for bad in ["127.0.0.1:8090", "ftp://x", "http://x/?a=b"] {
         assert!(
             matches!(Client::new(bad, None), Err(Error::Url { .. })),

@@ -7,7 +7,13 @@
 //!   `serve` on 127.0.0.1, `next_instruction_seconds` 10, the default
 //!   check interval (60 s: the periodic checks once a minute per host,
 //!   `okd_assisted_service::cadence`) and 8 s monitor interval, a two-worker runtime as `okd-install`'s), so its CPU
-//!   time and memory are read from `/proc/<pid>/stat` and `status`;
+//!   time and memory are read from `/proc/<pid>/stat` and `status`; as
+//!   `okd-install assisted serve` runs with no flags (issue #41): TLS with
+//!   the service's own CA and authentication on (the secrets made once by
+//!   this process in a temporary directory, `OKD_BENCH_AGENTS_SECRETS`);
+//!   every agent registers with the discovery token and then polls and
+//!   replies with its own host token, which the service checks on every
+//!   call;
 //! - setup: one cluster (3 masters, API and ingress VIPs, base domain) and
 //!   an infra-env bound to it; the agents' hosts registered, then each
 //!   answers its first inventory step (a ~3 KB inventory: 8 CPUs, 16 GiB,
@@ -31,7 +37,7 @@
 //! - the peer ("HTTP floor"): there is no assisted-service (Go) here, so
 //!   the peer is a bare axum server in the same child mode
 //!   (`OKD_BENCH_AGENTS_CHILD=peer`) on the same HTTP stack
-//!   (`okd_listen::serve_router`) answering the same two routes with a
+//!   (`okd_listen::serve_router`, over the same TLS) answering the same two routes with a
 //!   fixed steps document (an inventory and an ntp-synchronizer step) and
 //!   204: no database, no logic — what HTTP and JSON cost on this machine,
 //!   under the same load from the same generator. Each row's p99 is also
@@ -71,6 +77,43 @@ use serde_json::{Value, json};
 
 const CHILD_ENV: &str = "OKD_BENCH_AGENTS_CHILD";
 const DB_ENV: &str = "OKD_BENCH_AGENTS_DB";
+/// The directory of the service's secrets (admin token, agent-signing key,
+/// CA), made by the parent, read by every child.
+const SECRETS_ENV: &str = "OKD_BENCH_AGENTS_SECRETS";
+
+/// What the generator knows as a user and as the agents do: the admin
+/// token, the agent-signing keys (to make the discovery token the
+/// discovery Ignition carries) and the service's CA.
+struct Creds {
+    keys: okd_assisted_service::auth::Keys,
+    ca: Vec<u8>,
+    /// The secrets directory (the children's `OKD_BENCH_AGENTS_SECRETS`).
+    dir: std::path::PathBuf,
+}
+
+static CREDS: std::sync::OnceLock<Creds> = std::sync::OnceLock::new();
+
+fn creds() -> &'static Creds {
+    CREDS.get().expect("the parent's credentials")
+}
+
+/// The service's keys and TLS from the secrets directory, as
+/// `okd-install assisted serve` makes them with no flags.
+fn secrets(dir: &std::path::Path) -> (okd_assisted_service::auth::Keys, okd_assisted_service::tls::Tls) {
+    let keys = okd_assisted_service::auth::Keys::load_or_create(dir, None).expect("the keys");
+    let tls = okd_assisted_service::tls::Tls::load_or_create(dir, &[], &["127.0.0.1".parse().unwrap()])
+        .expect("the TLS");
+    (keys, tls)
+}
+
+/// The credentials a request carries.
+#[derive(Clone, Copy)]
+enum As<'a> {
+    /// The admin token (`Authorization: Bearer`).
+    Admin,
+    /// An agent token (`X-Secret-Key`).
+    Agent(&'a str),
+}
 const PS: &str = r#"{"auths":{"fake":{"auth":"aWQ6cGFzcwo="}}}"#;
 const BASE: &str = okd_assisted_api::rest::BASE_PATH;
 const INTERVAL_S: u64 = 10;
@@ -109,6 +152,8 @@ fn child(peer: bool) {
         .enable_all()
         .build()
         .expect("runtime");
+    let dir = std::path::PathBuf::from(std::env::var(SECRETS_ENV).expect("the secrets directory"));
+    let (keys, tls) = secrets(&dir);
     rt.block_on(async move {
         let listener = okd_listen::Listener::bind(
             "127.0.0.1:0".parse().unwrap(),
@@ -120,11 +165,20 @@ fn child(peer: bool) {
         if peer {
             println!("port {port}");
             std::io::stdout().flush().unwrap();
-            okd_listen::serve_router(listener, peer_routes(), None, std::future::pending()).await;
+            okd_listen::serve_router(
+                listener,
+                peer_routes(),
+                Some(tls.server.clone()),
+                std::future::pending(),
+            )
+            .await;
         } else {
             let url = std::env::var(DB_ENV).expect("the database URL");
             let mut opts = okd_assisted_service::Options::new(url, listener.local_addr().unwrap());
             opts.next_instruction_seconds = INTERVAL_S;
+            // As `okd-install assisted serve` runs with no flags.
+            opts.auth = Some(Arc::new(keys));
+            opts.tls = Some(Arc::new(tls));
             let state = okd_assisted_service::open(opts).await.expect("open");
             println!("port {port}");
             std::io::stdout().flush().unwrap();
@@ -177,6 +231,7 @@ impl ChildGuard {
     fn spawn(mode: &str, db: Option<&str>) -> ChildGuard {
         let mut cmd = Command::new(std::env::current_exe().expect("this binary"));
         cmd.env(CHILD_ENV, mode)
+            .env(SECRETS_ENV, &creds().dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
@@ -409,20 +464,26 @@ fn inventory(i: usize) -> Inventory {
     }
 }
 
-/// One agent: its instructions URL and its inventory as the JSON string
-/// literal a reply's `output` carries.
+/// One agent: its instructions URL, its inventory as the JSON string
+/// literal a reply's `output` carries, and its host token.
 struct Agent {
     url: String,
     inventory_literal: String,
+    token: String,
 }
 
-fn agents(base: &str, ie: &str, n: usize) -> Vec<Agent> {
-    (0..n)
-        .map(|i| {
+/// The agents of `ie`, with the host tokens their registrations returned
+/// (`tokens[i]`; empty for the floor, which checks none).
+fn agents(base: &str, ie: &str, tokens: &[String]) -> Vec<Agent> {
+    tokens
+        .iter()
+        .enumerate()
+        .map(|(i, token)| {
             let inv = serde_json::to_string(&inventory(i)).unwrap();
             Agent {
                 url: format!("{base}/infra-envs/{ie}/hosts/{}/instructions", host_id(i)),
                 inventory_literal: serde_json::to_string(&inv).unwrap(),
+                token: token.clone(),
             }
         })
         .collect()
@@ -470,6 +531,7 @@ fn client(conns: usize) -> reqwest::Client {
 
 fn client_from(conns: usize, from: Option<std::net::IpAddr>) -> reqwest::Client {
     reqwest::Client::builder()
+        .tls_certs_only(reqwest::Certificate::from_pem_bundle(&creds().ca).expect("the CA"))
         .local_address(from)
         .no_proxy()
         .tcp_nodelay(true)
@@ -486,11 +548,16 @@ fn client_from(conns: usize, from: Option<std::net::IpAddr>) -> reqwest::Client 
 /// One request: the status and the body (`Err` on a transport failure).
 async fn call(
     c: &reqwest::Client,
+    who: As<'_>,
     method: reqwest::Method,
     url: &str,
     body: Option<String>,
 ) -> Result<(u16, Body), String> {
     let mut r = c.request(method, url);
+    r = match who {
+        As::Admin => r.bearer_auth(creds().keys.admin_token()),
+        As::Agent(t) => r.header("X-Secret-Key", t),
+    };
     if let Some(b) = body {
         r = r
             .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -562,10 +629,11 @@ where
 /// The service's setup: cluster, infra-env, `n` hosts registered, each
 /// answering its first inventory step, until they are `known`. Returns
 /// the infra-env and cluster ids.
-async fn setup(base: &str, n: usize) -> (String, String) {
+async fn setup(base: &str, n: usize) -> (String, String, Vec<String>) {
     let c = client(16);
     let (code, cl) = call(
         &c,
+        As::Admin,
         reqwest::Method::POST,
         &format!("{base}/clusters"),
         Some(
@@ -583,6 +651,7 @@ async fn setup(base: &str, n: usize) -> (String, String) {
     let cid = cl.json()["id"].as_str().unwrap().to_string();
     let (code, ie) = call(
         &c,
+        As::Admin,
         reqwest::Method::POST,
         &format!("{base}/infra-envs"),
         Some(json!({"name": "bench-ie", "pull_secret": PS, "cluster_id": cid}).to_string()),
@@ -593,13 +662,19 @@ async fn setup(base: &str, n: usize) -> (String, String) {
     let ie = ie.json()["id"].as_str().unwrap().to_string();
 
     let start = Instant::now();
+    // Each agent registers with the discovery token its discovery
+    // Ignition carries and keeps the host token the service returns.
+    let discovery = creds().keys.agent_token(&ie, 0);
+    let tokens = Arc::new(Mutex::new(vec![String::new(); n]));
     let reg = {
-        let (c, base, ie) = (c.clone(), base.to_string(), ie.clone());
+        let (c, base, ie, tokens) = (c.clone(), base.to_string(), ie.clone(), tokens.clone());
         move |i: usize| {
-            let (c, base, ie) = (c.clone(), base.clone(), ie.clone());
+            let (c, base, ie, tokens, discovery) =
+                (c.clone(), base.clone(), ie.clone(), tokens.clone(), discovery.clone());
             async move {
                 let (code, b) = call(
                     &c,
+                    As::Agent(&discovery),
                     reqwest::Method::POST,
                     &format!("{base}/infra-envs/{ie}/hosts"),
                     Some(json!({"host_id": host_id(i)}).to_string()),
@@ -607,13 +682,18 @@ async fn setup(base: &str, n: usize) -> (String, String) {
                 .await
                 .expect("register a host");
                 assert_eq!(code, 201, "register host {i}: {}", b.text());
+                tokens.lock().unwrap()[i] = b.json()["host_token"]
+                    .as_str()
+                    .expect("a host token")
+                    .to_string();
             }
         }
     };
     each("register hosts", n, 8, reg).await;
     let t_reg = start.elapsed();
     let start = Instant::now();
-    let all = Arc::new(agents(base, &ie, n));
+    let tokens = std::mem::take(&mut *tokens.lock().unwrap());
+    let all = Arc::new(agents(base, &ie, &tokens));
     let inv = {
         let (c, all) = (c.clone(), all.clone());
         move |i: usize| {
@@ -622,6 +702,7 @@ async fn setup(base: &str, n: usize) -> (String, String) {
                 let a = &all[i];
                 let (code, b) = call(
                     &c,
+                    As::Agent(&a.token),
                     reqwest::Method::GET,
                     &format!("{}?timestamp={}", a.url, now_s()),
                     None,
@@ -632,7 +713,8 @@ async fn setup(base: &str, n: usize) -> (String, String) {
                 let steps: Steps = serde_json::from_slice(&b.0).expect("steps");
                 for st in &steps.instructions {
                     if let Some(body) = reply_body(a, st) {
-                        let (code, b) = call(&c, reqwest::Method::POST, &a.url, Some(body))
+                        let (code, b) =
+                            call(&c, As::Agent(&a.token), reqwest::Method::POST, &a.url, Some(body))
                             .await
                             .expect("reply");
                         assert_eq!(code, 204, "reply of host {i}: {}", b.text());
@@ -655,6 +737,7 @@ async fn setup(base: &str, n: usize) -> (String, String) {
         for &i in &samples {
             let (_, b) = call(
                 &c,
+                As::Admin,
                 reqwest::Method::GET,
                 &format!("{base}/infra-envs/{ie}/hosts/{}", host_id(i)),
                 None,
@@ -683,7 +766,7 @@ async fn setup(base: &str, n: usize) -> (String, String) {
         t_inv.as_secs_f64(),
         start.elapsed().as_secs_f64()
     );
-    (ie, cid)
+    (ie, cid, tokens)
 }
 
 // ---- the load
@@ -787,12 +870,12 @@ async fn load(
     cfg: &LoadCfg,
     name: &str,
     base: &str,
-    ie: &str,
+    (ie, tokens): (&str, &[String]),
     pid: u32,
     pg_port: Option<u16>,
 ) -> Outcome {
     let n = cfg.n;
-    let all = Arc::new(agents(base, ie, n));
+    let all = Arc::new(agents(base, ie, tokens));
     let cs = clients(cfg.conns);
     let t0 = Instant::now() + Duration::from_millis(200);
     let steady = t0 + cfg.warmup;
@@ -826,6 +909,7 @@ async fn load(
                 let counted = due >= steady;
                 let r = call(
                     &c,
+                    As::Agent(&a.token),
                     reqwest::Method::GET,
                     &format!("{}?timestamp={}", a.url, now_s()),
                     None,
@@ -865,7 +949,9 @@ async fn load(
                             continue;
                         };
                         let s = Instant::now();
-                        let r = call(&c, reqwest::Method::POST, &a.url, Some(body)).await;
+                        let r =
+                            call(&c, As::Agent(&a.token), reqwest::Method::POST, &a.url, Some(body))
+                                .await;
                         let ok = match r {
                             Ok((204, _)) => true,
                             Ok((code, b)) => {
@@ -1002,6 +1088,7 @@ async fn cluster_summary(base: &str, cid: &str) -> String {
     let t = Instant::now();
     if let Ok((200, b)) = call(
         &c,
+        As::Admin,
         reqwest::Method::GET,
         &format!("{base}/clusters/{cid}"),
         None,
@@ -1172,16 +1259,20 @@ fn run_one(
 ) -> Outcome {
     let mode = if db_url.is_some() { "service" } else { "peer" };
     let child = ChildGuard::spawn(mode, db_url);
-    let base = format!("http://127.0.0.1:{}{BASE}", child.port);
+    let base = format!("https://127.0.0.1:{}{BASE}", child.port);
     println!(
         "{name}: child PID {} on 127.0.0.1:{}",
         child.pid, child.port
     );
-    let (ie, cid) = match db_url {
+    let (ie, cid, tokens) = match db_url {
         Some(_) => rt.block_on(setup(&base, cfg.n)),
-        None => ("00000000-0000-4000-8000-0000000000ee".into(), String::new()),
+        None => (
+            "00000000-0000-4000-8000-0000000000ee".into(),
+            String::new(),
+            vec![String::new(); cfg.n],
+        ),
     };
-    let mut o = rt.block_on(load(cfg, name, &base, &ie, child.pid, pg_port));
+    let mut o = rt.block_on(load(cfg, name, &base, (&ie, &tokens), child.pid, pg_port));
     if let Some(url) = db_url {
         o.diag.push(rt.block_on(cluster_summary(&base, &cid)));
         // The monitor pass timed with the service gone.
@@ -1219,6 +1310,15 @@ fn parent() {
         cfg.window.as_secs(),
         cfg.conns
     );
+    // The service's secrets, as `okd-install assisted serve` makes them on
+    // its first start; every child reads them.
+    let secrets_dir = tempfile::tempdir().expect("temporary directory");
+    let (keys, tls) = secrets(secrets_dir.path());
+    let ca = tls.ca_pem.clone().expect("the service's CA").into_bytes();
+    let dir = secrets_dir.path().to_path_buf();
+    if CREDS.set(Creds { keys, ca, dir }).is_err() {
+        unreachable!("set once");
+    }
     let started = Instant::now();
     let mut rows = Vec::new();
     rows.push(run_one(&rt, &cfg, "HTTP floor (peer)", None, None));

@@ -18,6 +18,7 @@ pub mod cadence;
 pub mod db;
 pub mod events;
 pub mod free_addresses;
+pub mod guard;
 pub mod install;
 pub mod install_monitor;
 pub mod latency;
@@ -26,6 +27,7 @@ pub mod model;
 pub mod monitor;
 pub mod network;
 pub mod openapi;
+pub mod tls;
 pub mod ui;
 pub mod validate;
 
@@ -55,15 +57,28 @@ pub struct Options {
     pub max_connections: u32,
     /// The release image installs are generated for.
     pub release_image: String,
-    /// The user token (`None`: no authentication); agent tokens are
-    /// derived from it per infra-env ([`auth`]).
-    pub auth_token: Option<String>,
+    /// DNS names the service is reached by besides its IP addresses and
+    /// `localhost` (`--service-name`): `Host` headers of other names are
+    /// refused ([`guard`]).
+    pub service_names: Vec<String>,
+    /// The service's TLS ([`tls`]); `None`: plain HTTP
+    /// (`--insecure-http`, which [`run`] refuses off loopback).
+    pub tls: Option<Arc<tls::Tls>>,
+    /// The admin token and the agent-signing key ([`auth::keys`]);
+    /// `None`: no authentication (`--insecure-no-auth`, which [`run`]
+    /// refuses off loopback).
+    pub auth: Option<Arc<auth::Keys>>,
     /// Hosts per infra-env, stored logs and request body sizes
     /// ([`limits`]; [`limits::Limits::default`] from [`Options::new`]).
     pub limits: limits::Limits,
 }
 
 impl Options {
+    /// Whether the service speaks TLS.
+    pub fn tls_enabled(&self) -> bool {
+        self.tls.is_some()
+    }
+
     /// The defaults with `db_url` and `listen`.
     pub fn new(db_url: String, listen: SocketAddr) -> Options {
         Options {
@@ -74,7 +89,9 @@ impl Options {
             monitor_interval: Duration::from_secs(8),
             max_connections: 16,
             release_image: okd_types::release::DEFAULT_RELEASE_IMAGE.to_string(),
-            auth_token: None,
+            auth: None,
+            service_names: Vec::new(),
+            tls: None,
             limits: limits::Limits::default(),
         }
     }
@@ -98,6 +115,10 @@ pub struct Inner {
     pub cluster_args: network::ClusterArgsCache,
     /// When each host's periodic checks were last handed out.
     pub cadence: cadence::Cadence,
+    /// Refused agent calls recently made an event of.
+    pub refusals: auth::Refusals,
+    /// Wrong sign-ins per client address.
+    pub sign_ins: auth::SignIns,
 }
 
 /// The shared state (cheap to clone).
@@ -109,6 +130,22 @@ pub enum ServiceError {
     /// The database.
     #[error(transparent)]
     Db(#[from] db::DbError),
+    /// No authentication asked for on an address others reach.
+    #[error(
+        "--insecure-no-auth on {addr}: a service without authentication listens on loopback only (e.g. --listen 127.0.0.1:8090); anyone who reaches {addr} could download every cluster's credentials and pull secret"
+    )]
+    Insecure {
+        /// The address.
+        addr: SocketAddr,
+    },
+    /// Plain HTTP asked for on an address others reach.
+    #[error(
+        "--insecure-http on {addr}: a service without TLS listens on loopback only (e.g. --listen 127.0.0.1:8090); on {addr} tokens, credentials and the hosts' steps would cross the network in clear"
+    )]
+    InsecureHttp {
+        /// The address.
+        addr: SocketAddr,
+    },
     /// The listen address.
     #[error("listen on {addr}: {source}")]
     Listen {
@@ -135,6 +172,8 @@ pub async fn open(opts: Options) -> Result<Shared, ServiceError> {
         scans: free_addresses::ScanCache::default(),
         cluster_args: network::ClusterArgsCache::default(),
         cadence: cadence::Cadence::default(),
+        refusals: auth::Refusals::default(),
+        sign_ins: auth::SignIns::default(),
     }))
 }
 
@@ -245,6 +284,12 @@ pub fn redact_url(url: &str) -> String {
 /// be bound.
 pub async fn run(opts: Options) -> Result<(), ServiceError> {
     let listen = opts.listen;
+    if opts.auth.is_none() && !listen.ip().is_loopback() {
+        return Err(ServiceError::Insecure { addr: listen });
+    }
+    if opts.tls.is_none() && !listen.ip().is_loopback() {
+        return Err(ServiceError::InsecureHttp { addr: listen });
+    }
     let db_url = redact_url(&opts.db_url);
     let state = open(opts).await?;
     let listener = okd_listen::Listener::bind(listen, okd_listen::Limits::default())
@@ -254,13 +299,40 @@ pub async fn run(opts: Options) -> Result<(), ServiceError> {
             source,
         })?;
     let addr = listener.local_addr().unwrap_or(listen);
-    if state.opts.auth_token.is_none() && !addr.ip().is_loopback() {
-        tracing::warn!(
-            "no --auth-token: anyone who reaches {addr} can read the clusters and download their install-config (with the pull secret) and credentials; set OKD_ASSISTED_AUTH_TOKEN, or listen on a network only the hosts and you reach"
-        );
+    match &state.opts.auth {
+        None => tracing::warn!(
+            "--insecure-no-auth: every call on {addr} passes without a token (loopback only)"
+        ),
+        Some(keys) => match keys.token_file() {
+            Some(path) => tracing::info!(
+                "users authenticate with the admin token in {} (0600): okd-install assisted … reads it from there; elsewhere pass it as OKD_ASSISTED_TOKEN; the web page asks for it once",
+                path.display()
+            ),
+            None => tracing::info!(
+                "users authenticate with the --auth-token given (OKD_ASSISTED_AUTH_TOKEN)"
+            ),
+        },
     }
+    let scheme = match &state.opts.tls {
+        Some(tls) => {
+            match &tls.ca_file {
+                Some(ca) => tracing::info!(
+                    names = %tls.subject_alt_names.join(","),
+                    pin = %tls.spki_pin.as_deref().unwrap_or(""),
+                    "TLS with the certificate of the service's CA {} (clients: --cacert, or okd-install assisted … with this --dir; browsers: trust or accept it)",
+                    ca.display()
+                ),
+                None => tracing::info!("TLS with the certificate given"),
+            }
+            "https"
+        }
+        None => {
+            tracing::warn!("--insecure-http: plain HTTP on {addr} (loopback only)");
+            "http"
+        }
+    };
     tracing::info!(
-        "assisted service: http://{addr}{} (database {db_url}), its page http://{addr}/; Ctrl-C stops it",
+        "assisted service: {scheme}://{addr}{} (database {db_url}), its page {scheme}://{addr}/; Ctrl-C stops it",
         okd_assisted_api::rest::BASE_PATH
     );
     serve(state, listener, async {
@@ -294,8 +366,14 @@ pub async fn serve(
             )))
         }
     };
-    let router = api::routes(state.clone()).merge(ui::routes(state.clone()));
-    okd_listen::serve_router(listener, router, None, shutdown).await;
+    let router = api::routes(state.clone())
+        .merge(ui::routes(state.clone()))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::request,
+        ));
+    let tls = state.opts.tls.as_ref().map(|t| t.server.clone());
+    okd_listen::serve_router(listener, router, tls, shutdown).await;
     let _ = tx.send(true);
     match mon {
         Ok(thread) => {

@@ -36,7 +36,7 @@ async fn discovery_validations_roles_and_restart_on_postgresql() {
 async fn scenario(url: &str, dir: Option<&std::path::Path>) {
     let svc = start(url).await;
     let base = svc.base.clone();
-    let c = reqwest::Client::new();
+    let c = client();
     use reqwest::Method as M;
 
     // Bad input: each a 400 naming the field; nothing stored.
@@ -100,8 +100,9 @@ async fn scenario(url: &str, dir: Option<&std::path::Path>) {
     let big = "x".repeat(3 * 1024 * 1024);
     // Its own client: the server answers 413 and closes the connection
     // without reading the rest, which must not poison the shared pool.
-    let resp = reqwest::Client::new()
+    let resp = client()
         .post(format!("{base}/clusters"))
+        .header("content-type", "application/json")
         .body(big)
         .send()
         .await
@@ -426,7 +427,7 @@ async fn postgresql_away_and_two_replicas() {
     };
     let a = start(&pg.url).await;
     let b = start(&pg.url).await;
-    let c = reqwest::Client::new();
+    let c = client();
     use reqwest::Method as M;
     let (code, cl) = send(
         &c,

@@ -23,7 +23,7 @@ async fn periodic_checks_once_per_interval_and_on_a_new_argument() {
     // Polls every second, checks every minute.
     let svc = start_with(&url, |o| o.check_interval_seconds = 60).await;
     let base = svc.base.clone();
-    let c = reqwest::Client::new();
+    let c = client();
     let (cid, ie, ids, invs) = ready_cluster(&c, &base, "paced").await;
     let paced = [
         "inventory",

@@ -17,7 +17,7 @@ async fn install_hands_out_the_ignition_and_the_install_step() {
     let dir = tempfile::tempdir().unwrap();
     let svc = start(&okd_assisted_service::sqlite_url(dir.path())).await;
     let base = svc.base.clone();
-    let c = reqwest::Client::new();
+    let c = client();
     use reqwest::Method as M;
 
     // Not ready: refused with the reason.
@@ -308,7 +308,7 @@ async fn cancel_and_reset() {
     let dir = tempfile::tempdir().unwrap();
     let svc = start(&okd_assisted_service::sqlite_url(dir.path())).await;
     let base = svc.base.clone();
-    let c = reqwest::Client::new();
+    let c = client();
     use reqwest::Method as M;
     let (cid, ie, ids, invs) = ready_cluster(&c, &base, "again").await;
     let (code, body) = send(
@@ -387,12 +387,7 @@ async fn cancel_and_reset() {
     // Each upload on a client of its own: the service may close the
     // connection of a refused upload, which a shared pool would reuse.
     let upload = |host: String, field: &'static str, data: Vec<u8>| {
-        let (c, base, cid, ie) = (
-            reqwest::Client::new(),
-            base.clone(),
-            cid.clone(),
-            ie.clone(),
-        );
+        let (c, base, cid, ie) = (client(), base.clone(), cid.clone(), ie.clone());
         async move {
             let part = reqwest::multipart::Part::bytes(data).file_name("logs.tar.gz");
             let sent = c
@@ -582,7 +577,7 @@ async fn a_stuck_preparation_times_out() {
     let url = okd_assisted_service::sqlite_url(dir.path());
     let svc = start(&url).await;
     let base = svc.base.clone();
-    let c = reqwest::Client::new();
+    let c = client();
     let (cid, _, _, _) = ready_cluster(&c, &base, "stuck").await;
     // As if a replica had started preparing 11 minutes ago and stopped.
     sqlx::any::install_default_drivers();
@@ -620,7 +615,7 @@ async fn a_slow_installation_disk_stops_the_preparation() {
     let dir = tempfile::tempdir().unwrap();
     let svc = start(&okd_assisted_service::sqlite_url(dir.path())).await;
     let base = svc.base.clone();
-    let c = reqwest::Client::new();
+    let c = client();
     use reqwest::Method as M;
     let (cid, ie, ids, invs) = ready_cluster(&c, &base, "slow").await;
     let (code, body) = send(
@@ -749,7 +744,7 @@ async fn stage_began(url: &str, id: &str, minutes: i64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_installation_follows_the_state_machine() {
     use reqwest::Method as M;
-    let c = reqwest::Client::new();
+    let c = client();
 
     // 1. A master that never starts: it fails, so does the cluster, and
     //    then the masters still installing.

@@ -28,7 +28,7 @@ async fn every_documented_operation_is_served() {
     let dir = tempfile::tempdir().unwrap();
     let svc = start(&okd_assisted_service::sqlite_url(dir.path())).await;
     let base = svc.base.clone();
-    let c = reqwest::Client::new();
+    let c = client();
     let doc: Value = c
         .get(format!("{base}/openapi.json"))
         .send()

@@ -118,6 +118,12 @@ impl Driver {
                     "--disable-breakpad",
                     "--hide-scrollbars",
                     format!("--user-data-dir={}", self.profile.path().display()),
+                    // The service's own certificate, pinned (as a user
+                    // accepts it once; nothing else is trusted more).
+                    format!(
+                        "--ignore-certificate-errors-spki-list={}",
+                        tls().spki_pin.clone().unwrap()
+                    ),
                     format!("--window-size={width},{height}"),
                 ],
             }),
@@ -279,7 +285,7 @@ async fn scenario(driver: &Driver, scratch: &Path) {
         .strip_suffix(okd_assisted_api::rest::BASE_PATH)
         .unwrap()
         .to_string();
-    let c = reqwest::Client::new();
+    let c = client();
 
     // A cluster with three hosts; master-2 has 4 GiB, too little for any role.
     let (code, cl) = send(
@@ -344,8 +350,25 @@ async fn scenario(driver: &Driver, scratch: &Path) {
 
     let b = driver.session(1440, 1000).await;
 
+    // Authentication is on: the page asks for the admin token first.
+    b.goto(&format!("{root}/")).await.expect("open the page");
+    until(
+        &b,
+        "the sign-in form",
+        30,
+        "return document.querySelector('form[action=\"/login\"] input[name=token]') !== null;",
+    )
+    .await;
+    shot(&b, "sign-in").await;
+    b.execute(
+        "document.querySelector('input[name=token]').value = arguments[0]; \
+         document.querySelector('form[action=\"/login\"]').submit();",
+        vec![json!(keys().admin_token())],
+    )
+    .await
+    .unwrap();
+
     // The cluster list.
-    b.goto(&format!("{root}/")).await.expect("open the list");
     let row = format!("tr.cluster[data-cluster-id='{cid}']");
     let listed = until(
         &b,
@@ -602,10 +625,10 @@ async fn scenario(driver: &Driver, scratch: &Path) {
 
     // Install: every call carries the session's token.
     b.execute(
-        "sessionStorage.setItem('okd-assisted-token', 't0ken'); window.seen = []; const f = window.fetch; \
+        "sessionStorage.setItem('okd-assisted-token', arguments[0]); window.seen = []; const f = window.fetch; \
          window.fetch = (u, i) => { window.seen.push([String(u), (i && i.headers && i.headers.Authorization) || null]); \
          return f(u, i); };",
-        vec![],
+        vec![json!(keys().admin_token())],
     )
     .await
     .unwrap();
@@ -640,7 +663,8 @@ async fn scenario(driver: &Driver, scratch: &Path) {
         "{seen:?}"
     );
     assert!(
-        seen.iter().all(|s| s[1] == "Bearer t0ken"),
+        seen.iter()
+            .all(|s| s[1] == format!("Bearer {}", keys().admin_token()).as_str()),
         "every fetch carries the token: {seen:?}"
     );
     // The hosts are no longer editable; the new name stays.

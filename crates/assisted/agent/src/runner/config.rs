@@ -34,7 +34,15 @@ pub struct AgentConfig {
     /// A PEM file of CA certificates added to the system's roots for an
     /// `https` service.
     pub ca_cert: Option<PathBuf>,
-    /// Sent as the [`SECRET_HEADER`] on every request.
+    /// Whether an `http://` service URL is accepted (`--insecure-http`):
+    /// tokens and steps would cross the network in clear, so it is
+    /// refused unless asked for.
+    pub allow_http: bool,
+    /// The infra-env's discovery token: sent as the [`SECRET_HEADER`] to
+    /// register. After registration the agent sends the host token the
+    /// service returned instead, and keeps it in
+    /// `<state_dir>/host-token-<infra-env id>` (0600) so that a restarted
+    /// agent registers its host again with it.
     pub token: Option<String>,
     /// Where the `install` step keeps the host's Ignition and request
     /// ([`crate::install`]; default `/var/lib/okd-assisted-agent`).
@@ -54,6 +62,7 @@ impl AgentConfig {
             agent_version: concat!("okd-assisted-agent/", env!("CARGO_PKG_VERSION")).to_string(),
             interval: DEFAULT_INTERVAL,
             ca_cert: None,
+            allow_http: false,
             token: None,
             state_dir: PathBuf::from("/var/lib/okd-assisted-agent"),
         }
@@ -70,6 +79,7 @@ impl std::fmt::Debug for AgentConfig {
             .field("agent_version", &self.agent_version)
             .field("interval", &self.interval)
             .field("ca_cert", &self.ca_cert)
+            .field("allow_http", &self.allow_http)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("state_dir", &self.state_dir)
             .finish()
@@ -140,6 +150,35 @@ fn check_id(what: &'static str, value: &str) -> Result<(), AgentError> {
     }
 }
 
+/// The HTTP client of the agent: `token` as the [`SECRET_HEADER`] of every
+/// request (marked sensitive), the system's roots plus `certs`, the
+/// agent's timeouts and version.
+///
+/// # Errors
+/// [`AgentError::Token`] for a token that is no header value;
+/// [`AgentError::Client`] when the client cannot be built.
+pub(super) fn http_client(
+    cfg: &AgentConfig,
+    certs: &[reqwest::Certificate],
+    token: Option<&str>,
+) -> Result<reqwest::Client, AgentError> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(t) = token {
+        let mut v = reqwest::header::HeaderValue::from_str(t).map_err(|_| AgentError::Token)?;
+        v.set_sensitive(true);
+        headers.insert(SECRET_HEADER, v);
+    }
+    let mut b = reqwest::Client::builder()
+        .default_headers(headers)
+        .user_agent(cfg.agent_version.clone())
+        .timeout(REQUEST_TIMEOUT)
+        .connect_timeout(CONNECT_TIMEOUT);
+    if !certs.is_empty() {
+        b = b.tls_certs_merge(certs.to_vec());
+    }
+    b.build().map_err(|e| AgentError::Client(e.to_string()))
+}
+
 impl Agent {
     pub(super) fn new(cfg: AgentConfig) -> Result<Agent, AgentError> {
         let bad = |reason: &str| AgentError::Url {
@@ -149,6 +188,11 @@ impl Agent {
         let url = reqwest::Url::parse(&cfg.service_url).map_err(|e| bad(&e.to_string()))?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(bad("the scheme must be http or https"));
+        }
+        if url.scheme() == "http" && !cfg.allow_http {
+            return Err(bad(
+                "plain HTTP: the tokens, the host's steps and its Ignition would cross the network in clear, and anyone in between could hand this host steps; use the https URL (with --cacert, as the discovery Ignition gives them), or --insecure-http",
+            ));
         }
         if url.host_str().is_none_or(str::is_empty) {
             return Err(bad("no host"));
@@ -169,39 +213,40 @@ impl Agent {
         let hosts_url = format!("{base}/infra-envs/{}/hosts", cfg.infra_env_id);
         let steps_url = format!("{hosts_url}/{host_id}/instructions");
 
-        let mut headers = reqwest::header::HeaderMap::new();
         if let Some(t) = &cfg.token {
-            let mut v = reqwest::header::HeaderValue::from_str(t).map_err(|_| AgentError::Token)?;
-            v.set_sensitive(true);
-            headers.insert(SECRET_HEADER, v);
+            reqwest::header::HeaderValue::from_str(t).map_err(|_| AgentError::Token)?;
         }
-        let mut b = reqwest::Client::builder()
-            .default_headers(headers)
-            .user_agent(cfg.agent_version.clone())
-            .timeout(REQUEST_TIMEOUT)
-            .connect_timeout(CONNECT_TIMEOUT);
+        let mut certs = Vec::new();
         if let Some(path) = &cfg.ca_cert {
             let pem = std::fs::read(path).map_err(|source| AgentError::CaRead {
                 path: path.clone(),
                 source,
             })?;
-            let certs =
-                reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| AgentError::CaPem {
-                    path: path.clone(),
-                    reason: e.to_string(),
-                })?;
+            certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| AgentError::CaPem {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?;
             if certs.is_empty() {
                 return Err(AgentError::CaPem {
                     path: path.clone(),
                     reason: "no PEM certificate in it".into(),
                 });
             }
-            b = b.tls_certs_merge(certs);
         }
-        let client = b.build().map_err(|e| AgentError::Client(e.to_string()))?;
+        let host_token_file = cfg
+            .state_dir
+            .join(format!("host-token-{}", cfg.infra_env_id));
+        let host_token = std::fs::read_to_string(&host_token_file)
+            .ok()
+            .map(|t| t.trim().to_string())
+            .filter(|t| reqwest::header::HeaderValue::from_str(t).is_ok() && !t.is_empty());
+        let client = http_client(&cfg, &certs, host_token.as_deref().or(cfg.token.as_deref()))?;
         Ok(Agent {
             cfg,
             client,
+            certs,
+            host_token,
+            host_token_file,
             host_id,
             hosts_url,
             steps_url,
@@ -232,6 +277,13 @@ mod tests {
             Err(AgentError::Url { .. })
         ));
         cfg.service_url = "http://127.0.0.1:1/prefix/".into();
+        match Agent::new(cfg.clone()) {
+            Err(AgentError::Url { reason, .. }) => {
+                assert!(reason.contains("--insecure-http"), "{reason}")
+            }
+            other => panic!("plain HTTP without --insecure-http: {:?}", other.err()),
+        }
+        cfg.allow_http = true;
         let a = Agent::new(cfg.clone()).unwrap();
         assert_eq!(
             a.steps_url,

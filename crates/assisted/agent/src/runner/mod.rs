@@ -139,7 +139,14 @@ enum End {
 
 struct Agent {
     cfg: AgentConfig,
+    /// Sends the host token once registered, the discovery token before.
     client: reqwest::Client,
+    /// The service's CA certificates (`--cacert`).
+    certs: Vec<reqwest::Certificate>,
+    /// The host token of the last registration (or of the state file).
+    host_token: Option<String>,
+    /// `<state_dir>/host-token-<infra-env id>`.
+    host_token_file: std::path::PathBuf,
     host_id: String,
     /// `…/infra-envs/{ie}/hosts`.
     hosts_url: String,

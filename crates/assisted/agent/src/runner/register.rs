@@ -1,13 +1,59 @@
 //! Registration with the service (`POST …/infra-envs/{ie}/hosts`), tried
 //! again until the service takes the host.
+//!
+//! The agent registers with its host token when it has one (from an
+//! earlier registration, kept in the state directory), else with the
+//! infra-env's discovery token; a host token the service refuses (401,
+//! 403: revoked, or of another service) is dropped and the discovery
+//! token used at once. The token a registration returns is used from then
+//! on and kept (0600), so a restarted agent can register its live host
+//! again (the service refuses the discovery token for a host whose agent
+//! polled within the last two intervals).
 
 use okd_assisted_api::rest::{HostCreateParams, HostRegistrationResponse};
 use reqwest::StatusCode;
 
+use super::config::http_client;
 use super::failure::{Failure, failure_of, transport_cause};
 use super::{Agent, REFUSED_RETRY};
 
 impl Agent {
+    /// Sends `token` from now on (the discovery token when `None`).
+    fn use_token(&mut self, token: Option<String>) {
+        let send = token.as_deref().or(self.cfg.token.as_deref());
+        match http_client(&self.cfg, &self.certs, send) {
+            Ok(c) => self.client = c,
+            // The same settings built a client at start; a token the
+            // service sent that is no header value is not used.
+            Err(e) => {
+                tracing::warn!(error = %e, "keeping the previous token");
+                return;
+            }
+        }
+        self.host_token = token;
+    }
+
+    /// Takes the host token a registration returned: sends it from now
+    /// on and keeps it for a restart.
+    fn took(&mut self, token: Option<String>) {
+        let Some(t) = token else { return };
+        if self.host_token.as_deref() == Some(t.as_str()) {
+            return;
+        }
+        self.use_token(Some(t.clone()));
+        if self.host_token.as_deref() == Some(t.as_str())
+            && let Err(e) = okd_fs::create_dir_all(&self.cfg.state_dir, 0o700).and_then(|()| {
+                okd_fs::write_atomic(&self.host_token_file, format!("{t}\n").as_bytes(), 0o600)
+            })
+        {
+            tracing::warn!(
+                path = %self.host_token_file.display(),
+                error = %e,
+                "cannot keep the host token: a restarted agent registers with the discovery token"
+            );
+        }
+    }
+
     /// One registration attempt.
     async fn try_register(&self) -> Result<HostRegistrationResponse, Failure> {
         let params = HostCreateParams {
@@ -38,7 +84,23 @@ impl Agent {
         let mut failures = 0u32;
         loop {
             match self.try_register().await {
+                Err(f)
+                    if self.host_token.is_some()
+                        && matches!(
+                            f.status(),
+                            Some(StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
+                        ) =>
+                {
+                    tracing::info!(
+                        host_id = %self.host_id,
+                        cause = %f,
+                        "the host token was refused; registering with the discovery token"
+                    );
+                    self.use_token(None);
+                    let _ = std::fs::remove_file(&self.host_token_file);
+                }
                 Ok(r) => {
+                    self.took(r.host_token.clone());
                     let h = &r.host;
                     match &self.status {
                         Some(old) if *old != h.status => tracing::info!(

@@ -113,6 +113,7 @@ mod tests {
     fn at_most_max_pending_replies_wait_and_the_oldest_goes() {
         let mut cfg = AgentConfig::new("http://127.0.0.1:1", "ie");
         cfg.host_id = Some("h".into());
+        cfg.allow_http = true;
         let mut a = Agent::new(cfg).unwrap();
         for i in 0..=MAX_PENDING {
             a.enqueue(StepReply {

@@ -104,6 +104,13 @@ impl Agent {
                     self.drop_pending("the host is unknown to the service");
                     return End::Unknown;
                 }
+                Err(f) if f.status() == Some(StatusCode::UNAUTHORIZED) => {
+                    // The host token was revoked (the host registered
+                    // again elsewhere, the infra-env's key regenerated).
+                    tracing::warn!(url = %self.steps_url, cause = %f, "poll: the token was refused; registering again");
+                    self.drop_pending("the host is unknown to the service");
+                    return End::Unknown;
+                }
                 Err(f) => {
                     let wait = polls.failed(&self.steps_url, &f);
                     tokio::time::sleep(wait).await;

@@ -13,6 +13,7 @@ use okd_assisted_api::rest::{
 use super::clusters::cluster_or_404;
 use super::infra_envs::infra_env_or_404;
 use super::{Failure, Res, body, json};
+use crate::auth::Caller;
 use crate::db::{HostRow, now_ms};
 use crate::limits::{self, HostAdmission};
 use crate::model;
@@ -54,11 +55,24 @@ fn reregistration(status: &str) -> Option<(&'static str, bool)> {
 pub(super) async fn register_host(
     State(s): State<Shared>,
     Path(ie): Path<String>,
+    caller: Option<axum::Extension<Caller>>,
     b: Bytes,
 ) -> Res<Response> {
     let p: HostCreateParams = body("host-create-params", &b)?;
     if uuid::Uuid::parse_str(&p.host_id).is_err() {
         return Err(Failure::bad(format!("host_id {:?}: not a UUID", p.host_id)));
+    }
+    let caller = caller.map_or(Caller::Open, |c| c.0);
+    if let Caller::Host(h) = &caller
+        && *h != p.host_id
+    {
+        return Err(Failure::new(
+            StatusCode::FORBIDDEN,
+            format!(
+                "this host token is for host {h}, not {}: register with the discovery token",
+                p.host_id
+            ),
+        ));
     }
     let env = infra_env_or_404(&s, &ie).await?;
     if !env.cluster_id.is_empty() {
@@ -125,6 +139,28 @@ pub(super) async fn register_host(
         let active = old.checked_in_at > 0
             && now - old.checked_in_at
                 < i64::try_from(s.opts.next_instruction_seconds * 2000).unwrap_or(i64::MAX);
+        if active && caller == Caller::Discovery {
+            // Whoever has the discovery Ignition has this token: taking
+            // over a host that is alive needs its own host token.
+            let msg = format!(
+                "Host {} is registered and its agent polled within the last {} s: registering it again needs its host token. If two machines share this id (cloned VMs, identical board serials), give one of them another (okd-install agent --host-id)",
+                p.host_id,
+                s.opts.next_instruction_seconds * 2
+            );
+            if s.refusals
+                .first_in_a_while(&format!("{ie}/{}/register", p.host_id))
+            {
+                events::emit(
+                    &s.db,
+                    scope,
+                    "warning",
+                    "host_registration_failed",
+                    msg.clone(),
+                )
+                .await;
+            }
+            return Err(Failure::conflict(msg));
+        }
         if !s
             .db
             .reregister_host(
@@ -177,6 +213,11 @@ pub(super) async fn register_host(
         "agent_version": p.discovery_agent_version,
     })
     .to_string();
+    let host_token = s
+        .opts
+        .auth
+        .as_deref()
+        .map(|k| k.host_token(&ie, env.signing_generation, &p.host_id, h.registered_at));
     let resp = HostRegistrationResponse {
         host: model::host_doc(&h),
         next_step_runner_command: NextStepRunnerCommand {
@@ -184,6 +225,7 @@ pub(super) async fn register_host(
             args: vec![args],
             retry_seconds: None,
         },
+        host_token,
     };
     Ok(json(StatusCode::CREATED, &resp))
 }

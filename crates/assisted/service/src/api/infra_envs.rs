@@ -129,12 +129,19 @@ pub(super) async fn regenerate_signing_key(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+/// Where the discovery Ignition puts the service's CA for the agent's
+/// `--cacert`.
+pub const DISCOVERY_CA_PATH: &str = "/etc/okd-assisted/service-ca.crt";
+
 /// `GET /v2/infra-envs/{id}/downloads/files?file_name=discovery.ign`: the
 /// discovery Ignition (spec 3.1.0, as assisted-service renders it, §9.1):
 /// the `core` user's SSH key and `agent.service`, which runs `okd-install
 /// agent` against this service with the infra-env's agent token in
 /// `PULL_SECRET_TOKEN` (empty without authentication). The service URL is
-/// the one the request came to (its `Host` header).
+/// the one the request came to (its `Host` header, which [`crate::guard`]
+/// checked): `https://` with the service's CA written to
+/// [`DISCOVERY_CA_PATH`] and given as `--cacert` (issue #41), or
+/// `http://` with `--insecure-http` when the service runs without TLS.
 pub(super) async fn infra_env_file(
     State(s): State<Shared>,
     Path(ie): Path<String>,
@@ -160,17 +167,36 @@ pub(super) async fn infra_env_file(
         .unwrap_or("127.0.0.1:8090");
     let token = s
         .opts
-        .auth_token
+        .auth
         .as_deref()
-        .map(|t| crate::auth::agent_token(t, &ie, e.signing_generation))
+        .map(|k| k.agent_token(&ie, e.signing_generation))
         .unwrap_or_default();
+    let (scheme, tls_args, ca_file) = match &s.opts.tls {
+        Some(t) => match &t.ca_pem {
+            Some(pem) => (
+                "https",
+                format!(" --cacert {DISCOVERY_CA_PATH}"),
+                Some(serde_json::json!({
+                    "path": DISCOVERY_CA_PATH,
+                    "mode": 0o644,
+                    "overwrite": true,
+                    "contents": { "source": okd_types::dataurl::encode(pem.as_bytes()) },
+                })),
+            ),
+            None => ("https", String::new(), None),
+        },
+        None => ("http", " --insecure-http".to_string(), None),
+    };
     let unit = format!(
-        "[Unit]\nDescription=Assisted Installer discovery agent\nWants=network-online.target\nAfter=network-online.target\n\n[Service]\nEnvironment=PULL_SECRET_TOKEN={token}\nExecStart=/usr/local/bin/okd-install agent --url http://{host} --infra-env-id {ie}\nRestart=always\nRestartSec=3s\n\n[Install]\nWantedBy=multi-user.target\n"
+        "[Unit]\nDescription=Assisted Installer discovery agent\nWants=network-online.target\nAfter=network-online.target\n\n[Service]\nEnvironment=PULL_SECRET_TOKEN={token}\nExecStart=/usr/local/bin/okd-install agent --url {scheme}://{host} --infra-env-id {ie}{tls_args}\nRestart=always\nRestartSec=3s\n\n[Install]\nWantedBy=multi-user.target\n"
     );
     let mut cfg = serde_json::json!({
         "ignition": { "version": "3.1.0" },
         "systemd": { "units": [ { "name": "agent.service", "enabled": true, "contents": unit } ] },
     });
+    if let Some(f) = ca_file {
+        cfg["storage"] = serde_json::json!({ "files": [f] });
+    }
     if !p.ssh_authorized_key.is_empty() {
         cfg["passwd"] = serde_json::json!({ "users": [ { "name": "core", "sshAuthorizedKeys": [p.ssh_authorized_key] } ] });
     }

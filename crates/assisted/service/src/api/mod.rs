@@ -35,6 +35,7 @@ use crate::{Shared, validate};
 pub use clusters::{UPDATABLE, cluster_document, networks_of};
 pub use downloads::CLUSTER_FILES;
 pub use hosts::ACCEPTS_HOSTS;
+pub use infra_envs::DISCOVERY_CA_PATH;
 pub use installation::stages;
 pub use steps::{MAX_OUTSTANDING, STEP_TTL_MS, steps_for};
 

@@ -554,3 +554,4 @@ mod events;
 mod files;
 mod hosts;
 mod infra_envs;
+mod tokens;

@@ -14,6 +14,8 @@ pub const PS: &str = r#"{"auths":{"fake":{"auth":"aWQ6cGFzcwo="}}}"#;
 
 pub struct Svc {
     pub base: String,
+    /// The admin token (`None`: the service runs without authentication).
+    pub token: Option<String>,
     state: Shared,
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<()>,
@@ -23,13 +25,71 @@ pub async fn start(url: &str) -> Svc {
     start_with(url, |_| {}).await
 }
 
-/// As [`start`], with the options changed by `f` first.
+/// The keys every service of this test process uses (as replicas and
+/// restarts of one service share its secrets directory).
+pub fn keys() -> std::sync::Arc<okd_assisted_service::auth::Keys> {
+    static KEYS: std::sync::OnceLock<std::sync::Arc<okd_assisted_service::auth::Keys>> =
+        std::sync::OnceLock::new();
+    KEYS.get_or_init(|| {
+        std::sync::Arc::new(okd_assisted_service::auth::Keys::generate(None).unwrap())
+    })
+    .clone()
+}
+
+/// The TLS every service of this test process serves (its CA made in
+/// memory; a certificate for 127.0.0.1).
+pub fn tls() -> std::sync::Arc<okd_assisted_service::tls::Tls> {
+    static TLS: std::sync::OnceLock<std::sync::Arc<okd_assisted_service::tls::Tls>> =
+        std::sync::OnceLock::new();
+    TLS.get_or_init(|| {
+        std::sync::Arc::new(
+            okd_assisted_service::tls::Tls::ephemeral(&[], &["127.0.0.1".parse().unwrap()])
+                .unwrap(),
+        )
+    })
+    .clone()
+}
+
+/// A client that trusts the service's CA only and sends no token.
+pub fn anonymous() -> reqwest::Client {
+    anonymous_builder().build().unwrap()
+}
+
+/// [`anonymous`]'s builder, to set more.
+pub fn anonymous_builder() -> reqwest::ClientBuilder {
+    let ca = tls().ca_pem.clone().unwrap();
+    reqwest::Client::builder()
+        .tls_certs_only(reqwest::Certificate::from_pem_bundle(ca.as_bytes()).unwrap())
+}
+
+/// A client that trusts the service's CA and sends the admin token of
+/// [`keys`] (which agent calls accept too).
+pub fn client() -> reqwest::Client {
+    client_builder().build().unwrap()
+}
+
+/// [`client`]'s builder, to set more.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::AUTHORIZATION,
+        format!("Bearer {}", keys().admin_token()).parse().unwrap(),
+    );
+    anonymous_builder().default_headers(headers)
+}
+
+/// As [`start`], with the options changed by `f` first. Authentication
+/// is on (a generated admin token and signing key), as a user gets it.
 pub async fn start_with(url: &str, f: impl FnOnce(&mut Options)) -> Svc {
     let mut opts = Options::new(url.to_string(), "127.0.0.1:0".parse().unwrap());
     opts.monitor_interval = Duration::from_millis(200);
     opts.next_instruction_seconds = 1;
     opts.check_interval_seconds = 1;
+    opts.auth = Some(keys());
+    opts.tls = Some(tls());
     f(&mut opts);
+    let token = opts.auth.as_ref().map(|k| k.admin_token().to_string());
+    let opts_tls = opts.tls.is_some();
     let state = okd_assisted_service::open(opts).await.unwrap();
     let listener = okd_listen::Listener::bind(
         "127.0.0.1:0".parse().unwrap(),
@@ -37,8 +97,9 @@ pub async fn start_with(url: &str, f: impl FnOnce(&mut Options)) -> Svc {
     )
     .await
     .unwrap();
+    let scheme = if opts_tls { "https" } else { "http" };
     let base = format!(
-        "http://{}/api/assisted-install/v2",
+        "{scheme}://{}/api/assisted-install/v2",
         listener.local_addr().unwrap()
     );
     let (stop, rx) = tokio::sync::oneshot::channel::<()>();
@@ -51,6 +112,7 @@ pub async fn start_with(url: &str, f: impl FnOnce(&mut Options)) -> Svc {
     });
     Svc {
         base,
+        token,
         state,
         stop,
         task,
@@ -58,6 +120,11 @@ pub async fn start_with(url: &str, f: impl FnOnce(&mut Options)) -> Svc {
 }
 
 impl Svc {
+    /// The service's state (its keys, its database).
+    pub fn state(&self) -> &Shared {
+        &self.state
+    }
+
     pub async fn stop(self) {
         let _ = self.stop.send(());
         self.task.await.unwrap();

@@ -1,0 +1,242 @@
+//! `okd-install assisted serve` as a user starts it, with no security
+//! flags (issue #41): authentication is on, its secrets are private files,
+//! the client commands find the admin token, unauthenticated calls are
+//! refused; the unsafe or weak choices are refused with the rule.
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn okd() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_okd-install"))
+}
+
+/// A free loopback port (bound and released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The HTTP status of `GET url` by curl, with `args` added (0: no answer).
+fn status(url: &str, args: &[&str]) -> u16 {
+    let out = Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--max-time",
+            "5",
+        ])
+        .args(args)
+        .arg(url)
+        .output()
+        .expect("curl");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0)
+}
+
+struct Service(Child);
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn a_default_start_requires_the_generated_token() {
+    if Command::new("curl").arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("OKD_REQUIRE_TOOLS").is_none(),
+            "curl is required"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let svc_dir = dir.path().join("svc");
+    let log = dir.path().join("service.log");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let child = okd()
+        .args(["--dir", &svc_dir.display().to_string()])
+        .args(["assisted", "serve", "--listen", &listen])
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let _svc = Service(child);
+    let url = format!("https://{listen}/api/assisted-install/v2/clusters");
+    let secrets = svc_dir.join("assisted-service");
+    let ca = secrets.join("ca.crt");
+    let ca_arg = ca.display().to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while status(&url, &["--cacert", &ca_arg]) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the service did not answer:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // TLS: checked with the service's CA only; plain HTTP gets no answer.
+    assert_eq!(status(&url, &[]), 0, "not trusted by the system's roots");
+    assert_eq!(
+        status(
+            &format!("http://{listen}/api/assisted-install/v2/clusters"),
+            &[]
+        ),
+        0
+    );
+    let ca_only = ["--cacert", ca_arg.as_str()];
+    // Unauthenticated, a wrong token: refused.
+    assert_eq!(status(&url, &ca_only), 401);
+    assert_eq!(
+        status(
+            &url,
+            &["--cacert", &ca_arg, "-H", "Authorization: Bearer guess"]
+        ),
+        401
+    );
+    // The generated secrets: private files in a private directory.
+    assert_eq!(mode(&secrets), 0o700);
+    assert_eq!(mode(&secrets.join("ca.key")), 0o600);
+    let token_file = secrets.join("admin-token");
+    assert_eq!(mode(&token_file), 0o600);
+    assert_eq!(mode(&secrets.join("agent-signing-key.pem")), 0o600);
+    let token = std::fs::read_to_string(&token_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(token.len() >= 43, "256 bits: {} characters", token.len());
+    assert_eq!(
+        status(
+            &url,
+            &[
+                "--cacert",
+                &ca_arg,
+                "-H",
+                &format!("Authorization: Bearer {token}")
+            ]
+        ),
+        200
+    );
+    // The log says where the token is, never what it is.
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains(&token_file.display().to_string()), "{text}");
+    assert!(!text.contains(&token), "the token is not logged");
+
+    // The client commands with the service's --dir find the token ...
+    let out = okd()
+        .args(["--dir", &svc_dir.display().to_string()])
+        .args([
+            "assisted",
+            "clusters",
+            "--url",
+            &format!("https://{listen}"),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // ... elsewhere they are refused, with what to do.
+    let out = okd()
+        .args(["--dir", &dir.path().display().to_string()])
+        .args([
+            "assisted",
+            "clusters",
+            "--url",
+            &format!("https://{listen}"),
+        ])
+        .args(["--cacert", &ca_arg])
+        .env_remove("OKD_ASSISTED_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("401") && err.contains("admin-token"), "{err}");
+    let out = okd()
+        .args(["--dir", &dir.path().display().to_string()])
+        .args([
+            "assisted",
+            "clusters",
+            "--url",
+            &format!("https://{listen}"),
+        ])
+        .args(["--cacert", &ca_arg])
+        .env("OKD_ASSISTED_TOKEN", &token)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn unsafe_and_weak_choices_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    // No authentication off loopback.
+    let out = okd()
+        .args(["--dir", &d, "assisted", "serve", "--insecure-no-auth"])
+        .args(["--listen", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--insecure-no-auth on 0.0.0.0:0") && err.contains("loopback only"),
+        "{err}"
+    );
+    // No TLS off loopback.
+    let out = okd()
+        .args(["--dir", &d, "assisted", "serve", "--insecure-http"])
+        .args(["--listen", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--insecure-http on 0.0.0.0:0") && err.contains("loopback only"),
+        "{err}"
+    );
+    // A guessable token.
+    let out = okd()
+        .args(["--dir", &d, "assisted", "serve", "--listen", "127.0.0.1:0"])
+        .env("OKD_ASSISTED_AUTH_TOKEN", "letmein")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("OKD_ASSISTED_AUTH_TOKEN") && err.contains("at least 128 bits"),
+        "{err}"
+    );
+    assert!(!err.contains("letmein"), "the token is not echoed: {err}");
+    // Both at once makes no sense.
+    let out = okd()
+        .args(["--dir", &d, "assisted", "serve", "--insecure-no-auth"])
+        .args(["--auth-token", "0123456789abcdef0123456789abcdef"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"));
+}
