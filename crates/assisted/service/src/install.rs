@@ -106,6 +106,13 @@ pub fn plan(
             addresses,
         });
     }
+    let vips: Vec<String> = p
+        .api_vips
+        .iter()
+        .chain(&p.ingress_vips)
+        .map(|v| v.ip.clone())
+        .collect();
+    unique_addresses(&out, &vips)?;
     if !out.iter().any(|h| h.bootstrap) {
         match out.iter_mut().rev().find(|h| h.role == "master") {
             Some(h) => h.bootstrap = true,
@@ -117,6 +124,38 @@ pub fn plan(
         hosts: out,
         install_config,
     })
+}
+
+/// Refuses addresses two hosts report, or a host reports that is one of
+/// `vips` (the API and ingress VIPs): the reported addresses become the node identities the
+/// bootstrap's CSR approval trusts (issue #41), so one host must not be
+/// able to claim another's (or the VIPs').
+///
+/// # Errors
+/// The address and the two hosts (by id) in words.
+pub fn unique_addresses(hosts: &[PlannedHost], vips: &[String]) -> Result<(), String> {
+    let mut seen: std::collections::BTreeMap<IpAddr, &str> = std::collections::BTreeMap::new();
+    for v in vips {
+        if let Ok(ip) = v.parse::<IpAddr>() {
+            seen.insert(ip, "a VIP of the cluster");
+        }
+    }
+    for h in hosts {
+        for a in &h.addresses {
+            if let Some(other) = seen.insert(*a, &h.id) {
+                return Err(format!(
+                    "address {a} is reported by host {} and by {}: every host's addresses become its node identity for CSR approval, so no two may share one (a host reporting another's address is misconfigured or impersonating it)",
+                    h.id,
+                    if other.starts_with("a VIP") {
+                        other.to_string()
+                    } else {
+                        format!("host {other}")
+                    }
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `install-config.yaml` for the cluster (what assisted-service's
@@ -300,6 +339,27 @@ pub fn install_request(cluster_id: &str, p: &ClusterParams, h: &PlannedHost) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_cannot_claim_another_hosts_address() {
+        let host = |id: &str, ip: &str| PlannedHost {
+            id: id.into(),
+            infra_env_id: "ie".into(),
+            name: id.into(),
+            role: "master".into(),
+            bootstrap: false,
+            disk: "/dev/vda".into(),
+            addresses: vec![ip.parse().unwrap()],
+        };
+        assert!(unique_addresses(&[host("a", "10.0.0.1"), host("b", "10.0.0.2")], &[]).is_ok());
+        let e = unique_addresses(&[host("a", "10.0.0.1"), host("b", "10.0.0.1")], &[]).unwrap_err();
+        assert!(
+            e.contains("10.0.0.1") && e.contains("host b") && e.contains("host a"),
+            "{e}"
+        );
+        let e = unique_addresses(&[host("a", "10.0.0.9")], &["10.0.0.9".into()]).unwrap_err();
+        assert!(e.contains("a VIP of the cluster"), "{e}");
+    }
 
     #[test]
     fn a_file_is_added_once_with_its_contents() {

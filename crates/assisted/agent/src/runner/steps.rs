@@ -108,7 +108,7 @@ impl Agent {
                     // The host token was revoked (the host registered
                     // again elsewhere, the infra-env's key regenerated).
                     tracing::warn!(url = %self.steps_url, cause = %f, "poll: the token was refused; registering again");
-                    self.drop_pending("the host is unknown to the service");
+                    self.drop_pending("the service refused the host's token");
                     return End::Unknown;
                 }
                 Err(f) => {
