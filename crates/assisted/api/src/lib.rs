@@ -182,6 +182,74 @@ pub struct Disk {
     pub installation_eligibility: Eligibility,
 }
 
+impl Disk {
+    /// The names a step or a selection may give this disk, with their
+    /// fields: `id`, `path`, and `by_id` and `by_path` when not empty.
+    pub fn paths(&self) -> Vec<(&'static str, &str)> {
+        [
+            ("id", self.id.as_str()),
+            ("path", self.path.as_str()),
+            ("by_id", self.by_id.as_str()),
+            ("by_path", self.by_path.as_str()),
+        ]
+        .into_iter()
+        .filter(|(field, p)| !p.is_empty() || matches!(*field, "id" | "path"))
+        .collect()
+    }
+
+    /// Whether `name` is one of this disk's [`Disk::paths`] (exactly, as
+    /// text; an empty `name` never is).
+    pub fn is_named(&self, name: &str) -> bool {
+        !name.is_empty() && self.paths().iter().any(|(_, p)| *p == name)
+    }
+}
+
+/// The longest disk path [`disk_path_problem`] accepts, bytes. Linux
+/// names are much shorter (at most 255 bytes a component); 1024 leaves
+/// room for deep `/dev/disk/by-path/…` names.
+pub const MAX_DISK_PATH_BYTES: usize = 1024;
+
+/// The rule of [`disk_path_problem`], in words, for error messages.
+pub const DISK_PATH_RULE: &str = "a disk path starts with /dev/, has no empty, \".\" or \"..\" \
+     component, no NUL or other control character, and is at most 1024 bytes";
+
+/// What is wrong with a disk path (a [`Disk`]'s `id`, `path`, `by_id`
+/// or `by_path`, an installation disk, a step's disk argument), `None`
+/// when it follows [`DISK_PATH_RULE`]: the text starts with `/dev/`; the
+/// components after it are neither empty (`//`, a trailing `/`), `.` nor
+/// `..`, so the path names a file under `/dev` before any symlink is
+/// followed; no character is NUL or another control character
+/// (`char::is_control`: C0, DEL, C1); at most [`MAX_DISK_PATH_BYTES`]
+/// bytes.
+///
+/// assisted-service stores the inventory's disks as the agent sends
+/// them and hands the installation disk's id back to the agent in the
+/// `installation-disk-speed-check` and install steps; this service and
+/// this agent both hold every such path to this rule (the service when
+/// an inventory is posted and a disk selected, the agent before a step
+/// uses a disk), so that a posted inventory cannot make an agent write
+/// outside `/dev`.
+pub fn disk_path_problem(path: &str) -> Option<&'static str> {
+    if path.len() > MAX_DISK_PATH_BYTES {
+        return Some("is longer than 1024 bytes");
+    }
+    if path.chars().any(char::is_control) {
+        return Some("has a NUL or other control character");
+    }
+    let Some(rest) = path.strip_prefix("/dev/") else {
+        return Some("does not start with /dev/");
+    };
+    for c in rest.split('/') {
+        match c {
+            "" => return Some("has an empty component (// or a trailing /)"),
+            "." => return Some("has a \".\" component"),
+            ".." => return Some("has a \"..\" component"),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Swagger `disk.installation_eligibility`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Eligibility {
@@ -336,5 +404,45 @@ mod tests {
         o.remove("routes");
         let back: Inventory = serde_json::from_value(old).unwrap();
         assert!(back.interfaces.is_empty() && back.routes.is_empty());
+    }
+
+    #[test]
+    fn disk_paths_stay_under_dev() {
+        for ok in [
+            "/dev/vda",
+            "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4",
+            "/dev/disk/by-path/pci-0000:00:04.0",
+            "/dev/disk/by-path/pci-0000:00:1f.2-ata-1.0",
+        ] {
+            assert_eq!(disk_path_problem(ok), None, "{ok}");
+        }
+        for (bad, why) in [
+            ("/dev/../etc/shadow", "has a \"..\" component"),
+            ("/dev/disk/..", "has a \"..\" component"),
+            ("/dev/./vda", "has a \".\" component"),
+            ("/dev/", "has an empty component (// or a trailing /)"),
+            ("/dev//vda", "has an empty component (// or a trailing /)"),
+            ("/etc/shadow", "does not start with /dev/"),
+            ("dev/vda", "does not start with /dev/"),
+            ("", "does not start with /dev/"),
+            ("/dev/vda\0", "has a NUL or other control character"),
+            ("/dev/vda\n/x", "has a NUL or other control character"),
+        ] {
+            assert_eq!(disk_path_problem(bad), Some(why), "{bad:?}");
+        }
+        let long = format!("/dev/{}", "a".repeat(MAX_DISK_PATH_BYTES));
+        assert_eq!(disk_path_problem(&long), Some("is longer than 1024 bytes"));
+        let d = Disk {
+            id: "/dev/disk/by-path/pci-0000:00:04.0".into(),
+            path: "/dev/vda".into(),
+            by_path: "/dev/disk/by-path/pci-0000:00:04.0".into(),
+            ..Default::default()
+        };
+        assert!(d.is_named("/dev/vda") && d.is_named("/dev/disk/by-path/pci-0000:00:04.0"));
+        assert!(!d.is_named("") && !d.is_named("/dev/vdb"));
+        assert_eq!(
+            d.paths().iter().map(|(f, _)| *f).collect::<Vec<_>>(),
+            ["id", "path", "by_path"]
+        );
     }
 }
