@@ -23,7 +23,7 @@ use okd_assisted_api::steps::{
     VerifyVipsResponse,
 };
 
-use crate::{Root, inventory, net};
+use crate::{Root, disk_guard, inventory, net};
 
 /// How long an ARP probe waits for its answer (`arping -w`; the reference
 /// waits 5 s with 10 requests, this one 2 s with a request every 200 ms).
@@ -430,11 +430,21 @@ pub async fn free_addresses(args: &[String], root: &Root) -> Outcome {
     done(&out)
 }
 
-/// `installation-disk-speed-check`: [`net::disk_sync_speed`] of the disk
-/// `args[0]` names ([`DiskSpeedCheckRequest`], under `root`), at most
-/// [`DISK_SPEED_TIMEOUT`]. Output: [`DiskSpeedCheckResponse`] with the
-/// p99 rounded up to whole ms. It overwrites the disk's first 22 MiB;
-/// the service hands it out only while preparing an install onto it.
+/// `installation-disk-speed-check`: the disk `args[0]` names
+/// ([`DiskSpeedCheckRequest`]) checked by [`disk_guard::check`] under
+/// `root` (a block device under the root's `/dev` that this host's own
+/// inventory reports as eligible), opened by [`disk_guard::CheckedDisk::open`]
+/// (`O_NOFOLLOW`, `fstat` of the descriptor) and measured as
+/// [`net::disk_sync_speed`] does, at most [`DISK_SPEED_TIMEOUT`] in all.
+/// Output: [`DiskSpeedCheckResponse`] with the p99 rounded up to whole
+/// ms. It overwrites the disk's first 22 MiB; the service hands it out
+/// only while preparing an install onto it.
+///
+/// Exit code -1 with the error text for a bad argument, a refused disk
+/// (assisted-installer-agent's `src/disk_speed_check` answers a missing
+/// path the same way; it does not check the path, this agent does:
+/// [`disk_guard::DiskRefusal::step_error`] names the field, the path and
+/// the rule), a failed measurement or the time limit.
 pub async fn disk_speed_check(args: &[String], root: &Root) -> Outcome {
     let req: DiskSpeedCheckRequest = match arg(
         "installation-disk-speed-check",
@@ -444,20 +454,16 @@ pub async fn disk_speed_check(args: &[String], root: &Root) -> Outcome {
         Ok(r) => r,
         Err(o) => return o,
     };
-    if !req.path.starts_with("/dev/") {
-        return (
-            -1,
-            String::new(),
-            format!(
-                "installation-disk-speed-check: {:?} is not a /dev path",
-                req.path
-            ),
-        );
-    }
-    let path = root.join(&req.path);
+    let (root, path) = (root.clone(), req.path.clone());
     let measured = tokio::time::timeout(
         DISK_SPEED_TIMEOUT,
-        tokio::task::spawn_blocking(move || net::disk_sync_speed(&path)),
+        tokio::task::spawn_blocking(move || -> Result<net::DiskSpeed, String> {
+            let disk = disk_guard::check(&root, "installation-disk-speed-check path", &path)
+                .map_err(|e| e.step_error())?;
+            let dev = disk.open().map_err(|e| e.step_error())?;
+            tracing::info!(path, device = %dev.path().display(), "installation-disk-speed-check: measuring");
+            dev.sync_speed().map_err(|e| e.to_string())
+        }),
     )
     .await;
     match measured {
@@ -465,7 +471,7 @@ pub async fn disk_speed_check(args: &[String], root: &Root) -> Outcome {
             path: req.path,
             io_sync_duration: s.p99_ms.ceil() as i64,
         }),
-        Ok(Ok(Err(e))) => (-1, String::new(), e.to_string()),
+        Ok(Ok(Err(e))) => (-1, String::new(), e),
         Ok(Err(e)) => (-1, String::new(), format!("the disk check task: {e}")),
         Err(_) => (
             -1,

@@ -6,11 +6,15 @@
 //! (`GET /v2/infra-env/{ie}/hosts/{id}/downloads/ignition`), checks it is an
 //! Ignition config, and keeps it with the request in the agent's state
 //! directory (`<state_dir>/install/`, files 0600) for the installer, and
-//! says so in its reply. It never claims a stage it did not reach.
+//! says so in its reply. It never claims a stage it did not reach. Its
+//! `boot_device` must pass [`disk_guard::check`] first: the disk the
+//! installer will write is one of this host's own eligible disks.
 
 use std::path::Path;
 
 use serde_json::Value;
+
+use crate::{Root, disk_guard};
 
 /// The files the step writes under `<state_dir>/install/`.
 pub const IGNITION_FILE: &str = "ignition.ign";
@@ -18,46 +22,83 @@ pub const IGNITION_FILE: &str = "ignition.ign";
 pub const REQUEST_FILE: &str = "install-request.json";
 
 /// Runs the step: `args[0]` is the `install_cmd_request` JSON;
-/// `ignition_url` the host's Ignition download. Returns (exit code,
-/// output, error): 0 with a JSON summary (`{"role", "boot_device",
-/// "ignition", "request", "installer"}`), or 1 with the reason (a bad
-/// request, the download refused, not an Ignition config, a write
-/// failure).
+/// `ignition_url` the host's Ignition download; `root` the machine whose
+/// disk `boot_device` must be. Returns (exit code, output, error): 0 with
+/// a JSON summary (`{"role", "boot_device", "ignition", "request",
+/// "installer"}`); -1 when `boot_device` is refused by
+/// [`disk_guard::check`] (not a block device under the root's `/dev` that
+/// this host's own inventory reports as eligible; the error names the
+/// field, the path and the rule), checked before anything is fetched or
+/// written; or 1 with the reason (a bad request, the download refused,
+/// not an Ignition config, a write failure).
 pub async fn run(
     args: &[String],
     client: &reqwest::Client,
     ignition_url: &str,
     state_dir: &Path,
+    root: &Root,
 ) -> (i64, String, String) {
-    match install(args, client, ignition_url, state_dir).await {
+    let req = match request(args) {
+        Ok(r) => r,
+        Err(e) => return (1, String::new(), e),
+    };
+    let (root, disk) = (root.clone(), req.disk.clone());
+    let checked = tokio::task::spawn_blocking(move || {
+        disk_guard::check(&root, "install_cmd_request boot_device", &disk)
+    })
+    .await;
+    match checked {
+        Ok(Ok(_)) => {}
+        Ok(Err(refused)) => return (-1, String::new(), refused.step_error()),
+        Err(e) => {
+            return (
+                -1,
+                String::new(),
+                format!("the boot_device check task: {e}"),
+            );
+        }
+    }
+    match install(req, client, ignition_url, state_dir).await {
         Ok(out) => (0, out, String::new()),
         Err(e) => (1, String::new(), e),
     }
 }
 
-async fn install(
-    args: &[String],
-    client: &reqwest::Client,
-    ignition_url: &str,
-    state_dir: &Path,
-) -> Result<String, String> {
-    let req: Value = args
+/// The install step's request: its JSON, role and boot device.
+struct Request {
+    json: Value,
+    role: String,
+    disk: String,
+}
+
+/// `args[0]` as an `install_cmd_request` with a known role.
+fn request(args: &[String]) -> Result<Request, String> {
+    let json: Value = args
         .first()
         .and_then(|a| serde_json::from_str(a).ok())
         .filter(Value::is_object)
         .ok_or("the install step's argument is not an install_cmd_request JSON object")?;
-    let role = req["role"].as_str().unwrap_or_default().to_string();
-    let disk = req["boot_device"].as_str().unwrap_or_default().to_string();
+    let role = json["role"].as_str().unwrap_or_default().to_string();
+    let disk = json["boot_device"].as_str().unwrap_or_default().to_string();
     if !matches!(role.as_str(), "master" | "worker" | "bootstrap") {
         return Err(format!(
             "install_cmd_request role {role:?}: not master, worker or bootstrap"
         ));
     }
-    if !disk.starts_with("/dev/") {
-        return Err(format!(
-            "install_cmd_request boot_device {disk:?}: not a /dev/ path"
-        ));
-    }
+    Ok(Request { json, role, disk })
+}
+
+async fn install(
+    req: Request,
+    client: &reqwest::Client,
+    ignition_url: &str,
+    state_dir: &Path,
+) -> Result<String, String> {
+    let Request {
+        json: req,
+        role,
+        disk,
+    } = req;
     let resp = client
         .get(ignition_url)
         .send()

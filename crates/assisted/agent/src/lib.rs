@@ -16,6 +16,9 @@
 //! - [`checks`]: the steps built on them: connectivity-check,
 //!   domain-resolution, verify-vips, free-network-addresses,
 //!   installation-disk-speed-check;
+//! - [`disk_guard`]: the one gate before a step touches a disk the
+//!   service named: a block device under the root's `/dev` that this
+//!   host's own inventory reports as eligible for installation;
 //! - [`ntp`]: the ntp-synchronizer step through `chronyc`;
 //! - [`install`]: the install step (the host's Ignition kept with its
 //!   request); [`logs`]: the logs-gather step.
@@ -24,6 +27,7 @@
 //! machine as well as on the real one.
 
 pub mod checks;
+pub mod disk_guard;
 pub mod install;
 pub mod inventory;
 pub mod logs;
@@ -31,7 +35,7 @@ pub mod net;
 pub mod ntp;
 pub mod runner;
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// Where the machine's `/proc` and `/sys` are (`/` on the host; the real
 /// agent runs in a container with the host's `/` at `/host`).
@@ -45,9 +49,32 @@ impl Default for Root {
 }
 
 impl Root {
-    /// `<root>/<path>` (`path` given without its leading `/`).
+    /// `<root>/<path>` (`path` absolute or not, the same): its `.` and
+    /// empty components dropped, its `..` components resolved as text
+    /// and never above the root (`/dev/../etc/shadow` is
+    /// `<root>/etc/shadow`, `/../x` is `<root>/x`). Symbolic links are not
+    /// looked at: a path that must stay in a directory of the root after
+    /// they are followed is [`disk_guard`]'s to check.
     pub fn join(&self, path: &str) -> PathBuf {
-        self.0.join(path.trim_start_matches('/'))
+        let mut out = self.0.clone();
+        let mut depth = 0usize;
+        for c in Path::new(path).components() {
+            match c {
+                Component::Normal(n) => {
+                    out.push(n);
+                    depth += 1;
+                }
+                Component::ParentDir if depth > 0 => {
+                    out.pop();
+                    depth -= 1;
+                }
+                Component::ParentDir
+                | Component::RootDir
+                | Component::CurDir
+                | Component::Prefix(_) => {}
+            }
+        }
+        out
     }
 
     /// The trimmed text of `<root>/<path>`, `None` when missing or empty.
@@ -221,6 +248,21 @@ mod tests {
         assert_eq!(host_id(&r), md5_uuid("52:54:00:aa:00:02"));
         let (_d, r) = fake(&[("/sys/class/net/lo/address", "00:00:00:00:00:00\n")]);
         assert_eq!(host_id(&r), FAILURE_ID);
+    }
+
+    #[test]
+    fn join_stays_under_the_root() {
+        let r = Root(PathBuf::from("/host"));
+        assert_eq!(r.join("/sys/class/net"), Path::new("/host/sys/class/net"));
+        assert_eq!(r.join("proc/cpuinfo"), Path::new("/host/proc/cpuinfo"));
+        assert_eq!(r.join("/dev/../etc/shadow"), Path::new("/host/etc/shadow"));
+        assert_eq!(r.join("/../../etc/shadow"), Path::new("/host/etc/shadow"));
+        assert_eq!(
+            r.join("/dev/./disk//by-id/"),
+            Path::new("/host/dev/disk/by-id")
+        );
+        assert_eq!(r.join("/"), Path::new("/host"));
+        assert_eq!(Root::default().join("/dev/../../x"), Path::new("/x"));
     }
 
     #[test]

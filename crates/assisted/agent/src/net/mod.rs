@@ -9,7 +9,7 @@
 //! - [`disk_sync_speed`]: the 99th percentile of `fdatasync` latency of
 //!   small sequential writes (its `fio --rw=write --ioengine=sync
 //!   --size=22m --bs=2300 --fdatasync=1`), for the installation disk speed
-//!   check.
+//!   check, on a block device only ([`BlockDevice`]).
 //!
 //! All three block; callers on the runtime use
 //! `tokio::task::spawn_blocking`. The network probes use raw sockets and so
@@ -35,7 +35,9 @@ mod icmp;
 mod netns;
 
 pub use arp::{ARP_RESEND_INTERVAL, arp_probe, arp_scan};
-pub use disk::{DISK_SPEED_BLOCK, DISK_SPEED_SIZE, DiskSpeed, disk_sync_speed};
+pub use disk::{
+    BlockDevice, DISK_SPEED_BLOCK, DISK_SPEED_SIZE, DiskSpeed, disk_sync_speed, file_kind,
+};
 pub use echo::{PingStats, ping, ping_full_size};
 
 /// Whether a socket read ended because its receive timeout passed.

@@ -161,14 +161,15 @@ impl Agent {
                     }
                 })
             } else if st.step_type == "install" {
-                let (client, url, dir) = (
+                let (client, url, dir, root) = (
                     self.client.clone(),
                     self.ignition_url(),
                     self.cfg.state_dir.clone(),
+                    self.cfg.root.clone(),
                 );
                 set.spawn(async move {
                     let (exit_code, output, error) =
-                        crate::install::run(&st.args, &client, &url, &dir).await;
+                        crate::install::run(&st.args, &client, &url, &dir, &root).await;
                     StepReply {
                         step_type: st.step_type,
                         step_id: st.step_id,
