@@ -295,11 +295,22 @@ pub(super) async fn update_host(
     }
     if let Some(sel) = u.disks_selected_config {
         let inv: Option<Inventory> = serde_json::from_str(&h.inventory).ok();
-        for d in sel {
+        // The installation disk is one of the host's reported disks, by
+        // its inventory id, eligible, and its id follows the disk path
+        // rule (an inventory stored before the rule held is not trusted).
+        const RULE: &str = "the installation disk is a disk of the host's inventory, by its id, eligible for installation";
+        for (i, d) in sel.into_iter().enumerate() {
             if !matches!(d.role.as_str(), "install" | "none") {
                 return Err(Failure::bad(format!(
-                    "disks_selected_config role {:?}: must be install or none",
+                    "disks_selected_config[{i}].role {:?}: must be install or none",
                     d.role
+                )));
+            }
+            if let Some(problem) = okd_assisted_api::disk_path_problem(&d.id) {
+                return Err(Failure::bad(format!(
+                    "disks_selected_config[{i}].id {:?} of host {id}: {problem} (the rule: {})",
+                    d.id,
+                    okd_assisted_api::DISK_PATH_RULE
                 )));
             }
             let known = inv
@@ -307,14 +318,14 @@ pub(super) async fn update_host(
                 .and_then(|i| i.disks.iter().find(|x| x.id == d.id));
             let Some(disk_info) = known else {
                 return Err(Failure::bad(format!(
-                    "disks_selected_config id {:?}: not a disk of this host's inventory",
+                    "disks_selected_config[{i}].id {:?}: not a disk of host {id}'s inventory (the rule: {RULE})",
                     d.id
                 )));
             };
             if d.role == "install" {
                 if !disk_info.installation_eligibility.eligible {
                     return Err(Failure::bad(format!(
-                        "disks_selected_config id {:?}: not eligible for installation ({})",
+                        "disks_selected_config[{i}].id {:?}: not eligible for installation on host {id} ({}; the rule: {RULE})",
                         d.id,
                         disk_info
                             .installation_eligibility

@@ -87,7 +87,10 @@ fn held_back_ms(step_type: &str, interval_s: u64) -> Option<i64> {
 }
 
 /// The installation-disk-speed-check argument for a preparing host, or
-/// `None` when its installation disk was measured already.
+/// `None` when its installation disk was measured already, or is not a
+/// disk its inventory reports as eligible (the cluster's preparation is
+/// then stopped with that reason: [`super::installation`]'s
+/// `disk_check_failed`).
 async fn disk_speed_arg(s: &Shared, h: &HostRow) -> Res<Option<String>> {
     let c = cluster_or_404(s, &h.cluster_id).await?;
     let p = model::cluster_params(&c);
@@ -106,6 +109,33 @@ async fn disk_speed_arg(s: &Shared, h: &HostRow) -> Res<Option<String>> {
     let measured = serde_json::from_str::<DiskSpeedCheckResponse>(&h.disk_speed)
         .is_ok_and(|r| r.path == me.disk);
     if measured {
+        return Ok(None);
+    }
+    // Only a disk of the host's own inventory, eligible and following
+    // the disk path rule, is named to the agent (which checks again);
+    // else the preparation stops with the reason.
+    // (`h` is the poll's partial row: the inventory is the full row's.)
+    let full = hosts
+        .iter()
+        .find(|x| x.id == h.id && x.infra_env_id == h.infra_env_id);
+    let inv: Option<Inventory> = full.and_then(|f| serde_json::from_str(&f.inventory).ok());
+    let own = inv.as_ref().and_then(|i| {
+        i.disks.iter().find(|d| {
+            d.is_named(&me.disk)
+                && d.installation_eligibility.eligible
+                && okd_assisted_api::disk_path_problem(&me.disk).is_none()
+        })
+    });
+    if own.is_none() {
+        let requested = full.map_or("", |f| f.requested_hostname.as_str());
+        let name = validate::hostname(requested, inv.as_ref());
+        let why = format!(
+            "installation disk {:?} is not one of the host's reported, eligible disks (the rule: the installation disk is a disk of the host's inventory, eligible for installation, and {})",
+            me.disk,
+            okd_assisted_api::DISK_PATH_RULE
+        );
+        tracing::warn!(host_id = %h.id, "{why}");
+        super::installation::disk_check_failed(s, &h.cluster_id, &name, &why).await?;
         return Ok(None);
     }
     Ok(serde_json::to_string(&DiskSpeedCheckRequest {
@@ -300,6 +330,14 @@ pub(super) async fn step_reply(
     } else {
         None
     };
+    if r.step_type == "inventory"
+        && let Some(out) = &normalized
+    {
+        let inv: Inventory = serde_json::from_str(out)
+            .map_err(|e| Failure::bad(format!("step-reply {}: {e}", r.step_id)))?;
+        inventory_disk_paths(&id, &inv)
+            .map_err(|e| Failure::bad(format!("step-reply {}: {e}", r.step_id)))?;
+    }
     let column = match r.step_type.as_str() {
         "inventory" => Some(ReplyColumn::Inventory),
         "ntp-synchronizer" => Some(ReplyColumn::NtpSources),
@@ -386,6 +424,34 @@ pub(super) async fn step_reply(
     Err(Failure::conflict(format!(
         "host {id}: its steps changed under five tries in a row; send the reply again"
     )))
+}
+
+/// Checks every disk of host `host`'s posted inventory against
+/// [`okd_assisted_api::DISK_PATH_RULE`]: its `id` and `path`, and its
+/// `by_id` and `by_path` when not empty, are under `/dev/` without `.`,
+/// `..` or empty components, NUL or control characters, at most
+/// [`okd_assisted_api::MAX_DISK_PATH_BYTES`] bytes. These are the paths
+/// the service hands back to the agent (the installation disk speed
+/// check, the install step's `boot_device`), so an inventory posted for a
+/// host id cannot aim them elsewhere. assisted-service stores the disks
+/// as sent; this is this service's rule.
+///
+/// # Errors
+///
+/// The first disk path breaking the rule: `inventory of host <id>:
+/// disks[<i>].<field> <path>: <what is wrong> (the rule: …)`.
+fn inventory_disk_paths(host: &str, inv: &Inventory) -> Result<(), String> {
+    for (i, d) in inv.disks.iter().enumerate() {
+        for (field, path) in d.paths() {
+            if let Some(problem) = okd_assisted_api::disk_path_problem(path) {
+                return Err(format!(
+                    "inventory of host {host}: disks[{i}].{field} {path:?}: {problem} (the rule: {})",
+                    okd_assisted_api::DISK_PATH_RULE
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A reply's output parsed into its step's model and printed again;
