@@ -355,12 +355,14 @@ fn serve(dir: &Path, a: &ServeArgs) -> Result<(), Failure> {
         let tls = match (&a.tls_cert, &a.tls_key) {
             (Some(cert), Some(key)) => {
                 okd_assisted_service::tls::Tls::from_files(cert, key, a.tls_ca.as_deref())
+                    .map_err(|e| anyhow::anyhow!("--tls-cert/--tls-key/--tls-ca: {e}"))
             }
             _ => okd_assisted_service::tls::Tls::load_or_create(
                 dir,
                 &a.service_names,
                 &okd_assisted_service::tls::listen_addresses(a.listen),
-            ),
+            )
+            .map_err(anyhow::Error::from),
         }
         .map_err(fail)?;
         opts.tls = Some(std::sync::Arc::new(tls));

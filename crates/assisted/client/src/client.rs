@@ -218,7 +218,13 @@ impl Client {
             req = req.json(b);
         }
         let resp = req.send().await.map_err(|e| {
-            if e.is_connect() {
+            let cause = chain(&e);
+            if cause.contains("invalid peer certificate") {
+                Error::Untrusted {
+                    url: self.base.clone(),
+                    cause,
+                }
+            } else if e.is_connect() {
                 Error::Unreachable {
                     url: self.base.clone(),
                     cause: chain(&e),

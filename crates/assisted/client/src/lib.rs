@@ -72,6 +72,16 @@ pub enum Error {
         /// The transport's reason.
         cause: String,
     },
+    /// The service answered with a certificate the client does not trust.
+    #[error(
+        "the assisted service at {url} presented a certificate this client does not trust ({cause}): run the command with the service's --dir (it trusts <dir>/assisted-service/ca.crt), or pass --cacert with that file"
+    )]
+    Untrusted {
+        /// The service's root URL.
+        url: String,
+        /// The TLS library's reason.
+        cause: String,
+    },
     /// A request failed on the way (timeout, connection reset).
     #[error("{method} {url}: {cause}")]
     Transport {
