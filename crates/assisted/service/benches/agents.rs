@@ -99,10 +99,16 @@ fn creds() -> &'static Creds {
 
 /// The service's keys and TLS from the secrets directory, as
 /// `okd-install assisted serve` makes them with no flags.
-fn secrets(dir: &std::path::Path) -> (okd_assisted_service::auth::Keys, okd_assisted_service::tls::Tls) {
+fn secrets(
+    dir: &std::path::Path,
+) -> (
+    okd_assisted_service::auth::Keys,
+    okd_assisted_service::tls::Tls,
+) {
     let keys = okd_assisted_service::auth::Keys::load_or_create(dir, None).expect("the keys");
-    let tls = okd_assisted_service::tls::Tls::load_or_create(dir, &[], &["127.0.0.1".parse().unwrap()])
-        .expect("the TLS");
+    let tls =
+        okd_assisted_service::tls::Tls::load_or_create(dir, &[], &["127.0.0.1".parse().unwrap()])
+            .expect("the TLS");
     (keys, tls)
 }
 
@@ -669,8 +675,13 @@ async fn setup(base: &str, n: usize) -> (String, String, Vec<String>) {
     let reg = {
         let (c, base, ie, tokens) = (c.clone(), base.to_string(), ie.clone(), tokens.clone());
         move |i: usize| {
-            let (c, base, ie, tokens, discovery) =
-                (c.clone(), base.clone(), ie.clone(), tokens.clone(), discovery.clone());
+            let (c, base, ie, tokens, discovery) = (
+                c.clone(),
+                base.clone(),
+                ie.clone(),
+                tokens.clone(),
+                discovery.clone(),
+            );
             async move {
                 let (code, b) = call(
                     &c,
@@ -713,10 +724,15 @@ async fn setup(base: &str, n: usize) -> (String, String, Vec<String>) {
                 let steps: Steps = serde_json::from_slice(&b.0).expect("steps");
                 for st in &steps.instructions {
                     if let Some(body) = reply_body(a, st) {
-                        let (code, b) =
-                            call(&c, As::Agent(&a.token), reqwest::Method::POST, &a.url, Some(body))
-                            .await
-                            .expect("reply");
+                        let (code, b) = call(
+                            &c,
+                            As::Agent(&a.token),
+                            reqwest::Method::POST,
+                            &a.url,
+                            Some(body),
+                        )
+                        .await
+                        .expect("reply");
                         assert_eq!(code, 204, "reply of host {i}: {}", b.text());
                     }
                 }
@@ -949,9 +965,14 @@ async fn load(
                             continue;
                         };
                         let s = Instant::now();
-                        let r =
-                            call(&c, As::Agent(&a.token), reqwest::Method::POST, &a.url, Some(body))
-                                .await;
+                        let r = call(
+                            &c,
+                            As::Agent(&a.token),
+                            reqwest::Method::POST,
+                            &a.url,
+                            Some(body),
+                        )
+                        .await;
                         let ok = match r {
                             Ok((204, _)) => true,
                             Ok((code, b)) => {
