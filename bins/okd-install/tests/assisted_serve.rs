@@ -52,6 +52,20 @@ impl Drop for Service {
     }
 }
 
+/// `okd-install --dir <dir> assisted clusters --url <url> <args>` with
+/// `OKD_ASSISTED_TOKEN` set to `token` or unset: its output.
+fn clusters(dir: &Path, url: &str, args: &[&str], token: Option<&str>) -> std::process::Output {
+    let mut c = okd();
+    c.args(["--dir", &dir.display().to_string()])
+        .args(["assisted", "clusters", "--url", url])
+        .args(args)
+        .env_remove("OKD_ASSISTED_TOKEN");
+    if let Some(t) = token {
+        c.env("OKD_ASSISTED_TOKEN", t);
+    }
+    c.output().unwrap()
+}
+
 fn mode(p: &Path) -> u32 {
     std::fs::metadata(p).unwrap().permissions().mode() & 0o777
 }
@@ -140,49 +154,26 @@ fn a_default_start_requires_the_generated_token() {
     assert!(!text.contains(&token), "the token is not logged");
 
     // The client commands with the service's --dir find the token ...
-    let out = okd()
-        .args(["--dir", &svc_dir.display().to_string()])
-        .args([
-            "assisted",
-            "clusters",
-            "--url",
-            &format!("https://{listen}"),
-        ])
-        .output()
-        .unwrap();
+    let https = format!("https://{listen}");
+    let out = clusters(&svc_dir, &https, &[], None);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     // ... elsewhere they are refused, with what to do.
-    let out = okd()
-        .args(["--dir", &dir.path().display().to_string()])
-        .args([
-            "assisted",
-            "clusters",
-            "--url",
-            &format!("https://{listen}"),
-        ])
-        .args(["--cacert", &ca_arg])
-        .env_remove("OKD_ASSISTED_TOKEN")
-        .output()
-        .unwrap();
+    let out = clusters(dir.path(), &https, &["--cacert", &ca_arg], None);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("401") && err.contains("admin-token"), "{err}");
-    let out = okd()
-        .args(["--dir", &dir.path().display().to_string()])
-        .args([
-            "assisted",
-            "clusters",
-            "--url",
-            &format!("https://{listen}"),
-        ])
-        .args(["--cacert", &ca_arg])
-        .env("OKD_ASSISTED_TOKEN", &token)
-        .output()
-        .unwrap();
+    let out = clusters(dir.path(), &https, &[], Some(&token));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("does not trust") && err.contains("--cacert"),
+        "{err}"
+    );
+    let out = clusters(dir.path(), &https, &["--cacert", &ca_arg], Some(&token));
     assert!(
         out.status.success(),
         "{}",
@@ -190,53 +181,56 @@ fn a_default_start_requires_the_generated_token() {
     );
 }
 
+/// `okd-install --dir <dir> assisted serve <args>` that must fail at once:
+/// its exit code and standard error.
+fn serve_refused(dir: &str, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let out = okd()
+        .args(["--dir", dir, "assisted", "serve"])
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 #[test]
 fn unsafe_and_weak_choices_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
-    // No authentication off loopback.
-    let out = okd()
-        .args(["--dir", &d, "assisted", "serve", "--insecure-no-auth"])
-        .args(["--listen", "0.0.0.0:0"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("--insecure-no-auth on 0.0.0.0:0") && err.contains("loopback only"),
-        "{err}"
-    );
-    // No TLS off loopback.
-    let out = okd()
-        .args(["--dir", &d, "assisted", "serve", "--insecure-http"])
-        .args(["--listen", "0.0.0.0:0"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("--insecure-http on 0.0.0.0:0") && err.contains("loopback only"),
-        "{err}"
-    );
+    // No authentication, or no TLS, off loopback.
+    for flag in ["--insecure-no-auth", "--insecure-http"] {
+        let (code, err) = serve_refused(&d, &[flag, "--listen", "0.0.0.0:0"], &[]);
+        assert_eq!(code, Some(1), "{err}");
+        assert!(
+            err.contains(&format!("{flag} on 0.0.0.0:0")) && err.contains("loopback only"),
+            "{err}"
+        );
+    }
     // A guessable token.
-    let out = okd()
-        .args(["--dir", &d, "assisted", "serve", "--listen", "127.0.0.1:0"])
-        .env("OKD_ASSISTED_AUTH_TOKEN", "letmein")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (code, err) = serve_refused(
+        &d,
+        &["--listen", "127.0.0.1:0"],
+        &[("OKD_ASSISTED_AUTH_TOKEN", "letmein")],
+    );
+    assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("OKD_ASSISTED_AUTH_TOKEN") && err.contains("at least 128 bits"),
         "{err}"
     );
     assert!(!err.contains("letmein"), "the token is not echoed: {err}");
     // Both at once makes no sense.
-    let out = okd()
-        .args(["--dir", &d, "assisted", "serve", "--insecure-no-auth"])
-        .args(["--auth-token", "0123456789abcdef0123456789abcdef"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"));
+    let (code, err) = serve_refused(
+        &d,
+        &[
+            "--insecure-no-auth",
+            "--auth-token",
+            "0123456789abcdef0123456789abcdef",
+        ],
+        &[],
+    );
+    assert_ne!(code, Some(0));
+    assert!(err.contains("cannot be used with"), "{err}");
 }

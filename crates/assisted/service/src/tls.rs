@@ -115,6 +115,19 @@ fn ca_params() -> rcgen::CertificateParams {
     p
 }
 
+/// A new CA: its self-signed certificate and its key (ECDSA P-256,
+/// [`CA_DAYS`]).
+fn new_ca() -> Result<(rcgen::Certificate, rcgen::KeyPair), TlsError> {
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)
+        .map_err(|e| TlsError::Issue(e.to_string()))?;
+    let mut p = ca_params();
+    validity(&mut p, CA_DAYS);
+    let cert = p
+        .self_signed(&key)
+        .map_err(|e| TlsError::Issue(e.to_string()))?;
+    Ok((cert, key))
+}
+
 fn validity(p: &mut rcgen::CertificateParams, days: i64) {
     let now = time::OffsetDateTime::now_utc();
     // An hour back, for clocks a little behind.
@@ -194,13 +207,7 @@ impl Tls {
         let (ca_pem, ca_key) = match ca_key {
             Some(k) => k,
             None => {
-                let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)
-                    .map_err(|e| TlsError::Issue(e.to_string()))?;
-                let mut p = ca_params();
-                validity(&mut p, CA_DAYS);
-                let cert = p
-                    .self_signed(&key)
-                    .map_err(|e| TlsError::Issue(e.to_string()))?;
+                let (cert, key) = new_ca()?;
                 okd_fs::write_atomic(&key_path, key.serialize_pem().as_bytes(), 0o600)
                     .map_err(|e| file_error(&key_path, e))?;
                 okd_fs::write_atomic(&cert_path, cert.pem().as_bytes(), 0o644)
@@ -223,13 +230,7 @@ impl Tls {
     /// # Errors
     /// [`TlsError::Issue`].
     pub fn ephemeral(names: &[String], addresses: &[IpAddr]) -> Result<Tls, TlsError> {
-        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)
-            .map_err(|e| TlsError::Issue(e.to_string()))?;
-        let mut p = ca_params();
-        validity(&mut p, CA_DAYS);
-        let cert = p
-            .self_signed(&key)
-            .map_err(|e| TlsError::Issue(e.to_string()))?;
+        let (cert, key) = new_ca()?;
         issue(cert.pem(), cert.der().clone(), key, names, addresses)
     }
 
