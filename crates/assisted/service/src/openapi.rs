@@ -542,8 +542,8 @@ pub fn document() -> Value {
         "components": {
             "schemas": schemas(),
             "securitySchemes": {
-                "userAuth": {"type": "http", "scheme": "bearer", "description": "The service's --auth-token"},
-                "agentAuth": {"type": "apiKey", "in": "header", "name": "X-Secret-Key", "description": "The infra-env's agent token (PULL_SECRET_TOKEN of its discovery Ignition)"},
+                "userAuth": {"type": "http", "scheme": "bearer", "description": "The service's admin token (<dir>/assisted-service/admin-token, or its --auth-token)"},
+                "agentAuth": {"type": "apiKey", "in": "header", "name": "X-Secret-Key", "description": "An agent token (ES256 JWT): the infra-env's discovery token (PULL_SECRET_TOKEN of its discovery Ignition) to register a host, then the host_token the registration returned for that host's calls"},
             },
         },
     })
