@@ -223,13 +223,25 @@ fn registry_stop_refuses_a_pid_that_is_not_the_registry() {
     }
 }
 
-/// The password `init` printed on stdout (`Generated password ... : <pw>`).
-fn generated_password(stdout: &str) -> Option<String> {
-    stdout
+/// The password `init` said it generated (`Generated a password for user
+/// okd: it is in <pull secret> …`), read from that file (issue #42 item
+/// 2): it appears in neither of `init`'s outputs.
+fn generated_password(out: &std::process::Output, registry: &str) -> Option<String> {
+    let (stdout, stderr) = mirror_support::text(out);
+    let line = stdout
         .lines()
-        .find(|l| l.starts_with("Generated password for user okd"))
-        .and_then(|l| l.rsplit(": ").next())
-        .map(str::to_string)
+        .find(|l| l.starts_with("Generated a password for user okd: it is in "))?;
+    let path = line
+        .strip_prefix("Generated a password for user okd: it is in ")?
+        .split(" (0600")
+        .next()?;
+    let login = login_in(&std::fs::read_to_string(path).unwrap(), registry);
+    let pw = login.strip_prefix("okd:").unwrap().to_string();
+    assert!(
+        !stdout.contains(&pw) && !stderr.contains(&pw),
+        "the password is never printed: {stdout}{stderr}"
+    );
+    Some(pw)
 }
 
 /// The `auth` of `registry` in a pull secret JSON text, decoded.
@@ -278,10 +290,10 @@ fn init_again_keeps_the_login_and_rotate_password_replaces_it() {
         )
     };
     let out = init(&["--start"]);
-    let (stdout, stderr) = mirror_support::text(&out);
+    let (_, stderr) = mirror_support::text(&out);
     assert!(out.status.success(), "{stderr}");
     let _registry = PidGuard(registry_pid(&reg));
-    let pw = generated_password(&stdout).expect("a generated password");
+    let pw = generated_password(&out, &name).expect("a generated password");
     assert_eq!(
         common::mode(&reg),
         0o750,
@@ -319,7 +331,7 @@ fn init_again_keeps_the_login_and_rotate_password_replaces_it() {
     let out = init(&[]);
     let (stdout, stderr) = mirror_support::text(&out);
     assert!(out.status.success(), "{stderr}");
-    assert_eq!(generated_password(&stdout), None, "{stdout}");
+    assert_eq!(generated_password(&out, &name), None, "{stdout}");
     assert!(
         stderr.contains("Kept the existing login of user okd"),
         "{stderr}"
@@ -343,9 +355,9 @@ fn init_again_keeps_the_login_and_rotate_password_replaces_it() {
     // --rotate-password: a new password in htpasswd, pull-secret.json and
     // install-config; the running registry takes it, the old one is refused.
     let out = init(&["--rotate-password"]);
-    let (stdout, stderr) = mirror_support::text(&out);
+    let (_, stderr) = mirror_support::text(&out);
     assert!(out.status.success(), "{stderr}");
-    let pw2 = generated_password(&stdout).expect("a new generated password");
+    let pw2 = generated_password(&out, &name).expect("a new generated password");
     assert_ne!(pw2, pw);
     assert_eq!(login_in(&ic(), &name), format!("okd:{pw2}"));
     let ps = std::fs::read_to_string(reg.join("pull-secret.json")).unwrap();

@@ -4,7 +4,6 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use okd_secret::ExposeSecret as _;
 use tracing::{info, warn};
 
 use crate::{MirrorError, daemon, registry};
@@ -87,12 +86,14 @@ pub fn init(c: &Init, stdout: &mut dyn Write) -> Result<(), MirrorError> {
         ),
     }
     if out.password_generated {
+        // Never the password itself: terminals, CI logs and recordings
+        // keep what is printed (issue #42 item 2).
         writeln!(
             stdout,
-            "Generated password for user {} (shown once, also in {}): {}",
+            "Generated a password for user {}: it is in {} (0600; auths.\"{}\".auth, base64 of user:password), never printed",
             out.username,
             out.pull_secret.display(),
-            out.password.expose_secret()
+            out.registry,
         )
         .map_err(|e| MirrorError::io("writing", Path::new("<stdout>"), e))?;
     }
