@@ -939,3 +939,31 @@ fn an_archive_version_cannot_leave_the_target_repository() {
         assert!(err.contains(field), "{field}: {err}");
     }
 }
+
+/// Issue #42 item 5: a registry that speaks plain HTTP, given without
+/// `--plain-http`, is named as that with the flag to pass (not only
+/// rustls' "received corrupt message of type InvalidContentType").
+#[test]
+fn a_plain_http_registry_without_the_flag_names_it() {
+    let Some(registry) = need("docker-registry", "docker-registry") else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let (_guard, a) = start_plain_registry(&registry, d.path(), free_tcp_port());
+    std::fs::create_dir_all(d.path().join("assets")).unwrap();
+    let out = run_bounded(
+        &d.path().join("assets"),
+        &[
+            "mirror",
+            "release",
+            "--from",
+            &format!("{a}/okd/okd:4.19"),
+            "--to",
+            &format!("{a}/mirror/okd"),
+        ],
+        &[],
+        Duration::from_secs(60),
+    );
+    let err = assert_fails_with(&out, "the registry answers plain HTTP, not TLS");
+    assert!(err.contains(&format!("--plain-http {a}")), "{err}");
+}

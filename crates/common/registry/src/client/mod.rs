@@ -507,16 +507,26 @@ impl Registries {
     }
 
     fn unreachable(s: &Session, url: &Url, e: &reqwest::Error) -> OciError {
+        let mut detail = root_cause(e);
+        // rustls reading an HTTP answer as a TLS record (issue #42 item 5).
+        if url.scheme() == "https"
+            && (detail.contains("InvalidContentType") || detail.contains("corrupt message"))
+        {
+            detail.push_str(&format!(
+                " (the registry answers plain HTTP, not TLS: if it is meant to, pass --plain-http {})",
+                s.registry
+            ));
+        }
         if e.is_connect() {
             OciError::Unreachable {
                 registry: s.registry.clone(),
                 url: url.to_string(),
-                detail: root_cause(e),
+                detail,
             }
         } else {
             OciError::Transfer {
                 what: format!("{url}"),
-                detail: root_cause(e),
+                detail,
             }
         }
     }
