@@ -12,15 +12,6 @@ fn okd() -> Command {
     Command::new(env!("CARGO_BIN_EXE_okd-install"))
 }
 
-/// A free loopback port (bound and released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The HTTP status of `GET url` by curl, with `args` added (0: no answer).
 fn status(url: &str, args: &[&str]) -> u16 {
     let out = Command::new("curl")
@@ -82,7 +73,7 @@ fn a_default_start_requires_the_generated_token() {
     let dir = tempfile::tempdir().unwrap();
     let svc_dir = dir.path().join("svc");
     let log = dir.path().join("service.log");
-    let port = free_port();
+    let port = okd_test_utils::free_tcp_port();
     let listen = format!("127.0.0.1:{port}");
     let child = okd()
         .args(["--dir", &svc_dir.display().to_string()])

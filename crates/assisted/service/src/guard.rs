@@ -24,18 +24,10 @@
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-use okd_assisted_api::rest::InfraError;
+use axum::response::Response;
 
 use crate::Shared;
-
-fn refuse(code: StatusCode, message: String) -> Response {
-    let body = InfraError {
-        code: code.as_u16(),
-        message,
-    };
-    (code, axum::Json(body)).into_response()
-}
+use crate::auth::refuse;
 
 /// The host part of a `host[:port]` authority (brackets of an IPv6
 /// literal kept off), lower-cased.
@@ -115,7 +107,7 @@ pub async fn request(State(s): State<Shared>, req: Request, next: Next) -> Respo
     else {
         return refuse(
             StatusCode::BAD_REQUEST,
-            "no Host header (HTTP/1.1 requires one)".into(),
+            "no Host header (HTTP/1.1 requires one)",
         );
     };
     if !host_allowed(&host, &s.opts.service_names) {

@@ -37,8 +37,9 @@ pub use keys::{AgentClaims, AuthError, Keys};
 
 use crate::Shared;
 
-/// A refused call: 401 or 403 with words.
-fn refuse(code: StatusCode, message: impl Into<String>) -> Response {
+/// A refused call: the status and the swagger's `infra_error` body with
+/// words (also [`crate::guard`]'s refusals).
+pub(crate) fn refuse(code: StatusCode, message: impl Into<String>) -> Response {
     let body = InfraError {
         code: code.as_u16(),
         message: message.into(),
