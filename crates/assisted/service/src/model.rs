@@ -132,7 +132,7 @@ pub fn host_doc(h: &HostRow) -> rest::Host {
         bootstrap: h.bootstrap,
         requested_hostname: h.requested_hostname.clone(),
         installation_disk_id: h.installation_disk_id.clone(),
-        installation_disk_path: String::new(),
+        installation_disk_path: h.installation_disk_path.clone(),
         ntp_sources: h.ntp_sources.clone(),
         connectivity: h.connectivity.clone(),
         domain_name_resolutions: h.domain_name_resolutions.clone(),
@@ -152,6 +152,15 @@ pub fn host_doc(h: &HostRow) -> rest::Host {
         created_at: rfc3339(h.created_at),
         updated_at: rfc3339(h.updated_at),
     }
+}
+
+/// A host's installation disk as its `installation_disk_id` and
+/// `installation_disk_path` columns: the disk's inventory `id` (its
+/// by-id path when it has one, as assisted-service's
+/// `internal/common/disks_info.go` `GetDeviceIdentifier` gives) and its
+/// device `path` (`/dev/sda`); both `''` for none.
+pub fn installation_disk_columns(d: Option<&okd_assisted_api::Disk>) -> (String, String) {
+    d.map_or_else(Default::default, |d| (d.id.clone(), d.path.clone()))
 }
 
 /// A cluster row and its hosts as the API's `cluster`; `machine_networks`

@@ -2,13 +2,16 @@
 //! whose disk paths leave `/dev` (`..`, a control character, not under
 //! `/dev/`) is refused with 400 naming the host, the field and the rule,
 //! and nothing of it is stored; the installation disk can be selected
-//! only among the host's reported, eligible disks; and a preparing host
-//! whose selected disk is no longer in its inventory is not asked to
-//! measure it (the preparation stops with the reason).
+//! only among the host's reported, eligible disks (and is chosen among
+//! them when the inventory arrives: `installation_disk.rs`); and a
+//! preparing host whose stored installation disk is not in its
+//! inventory (a row written before the disk was chosen with each
+//! inventory) is not asked to measure it (the preparation stops with the
+//! reason).
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{PS, inventory, now_s, ready_cluster, send, wait_for};
 use okd_assisted_api::rest::Steps;
@@ -18,8 +21,15 @@ use reqwest::Method as M;
 use serde_json::{Value, json};
 
 /// The service on loopback over SQLite in `dir`, without authentication
-/// (this test is about disk paths): its API base, and its stop.
-async fn serve(dir: &std::path::Path) -> (String, tokio::sync::oneshot::Sender<()>) {
+/// (this test is about disk paths): its API base, its stop, and its
+/// state.
+async fn serve(
+    dir: &std::path::Path,
+) -> (
+    String,
+    tokio::sync::oneshot::Sender<()>,
+    okd_assisted_service::Shared,
+) {
     let mut opts = Options::new(
         okd_assisted_service::sqlite_url(dir),
         "127.0.0.1:0".parse().unwrap(),
@@ -39,10 +49,14 @@ async fn serve(dir: &std::path::Path) -> (String, tokio::sync::oneshot::Sender<(
         listener.local_addr().unwrap()
     );
     let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(okd_assisted_service::serve(state, listener, async {
-        let _ = rx.await;
-    }));
-    (base, stop)
+    tokio::spawn(okd_assisted_service::serve(
+        state.clone(),
+        listener,
+        async {
+            let _ = rx.await;
+        },
+    ));
+    (base, stop, state)
 }
 
 /// Polls host `id` once; the step of `step_type` it was given, if any.
@@ -105,7 +119,7 @@ fn disk(id: &str, path: &str, eligible: bool) -> Disk {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_inventory_whose_disk_paths_leave_dev_is_refused_and_the_disk_chosen_among_its_own() {
     let dir = tempfile::tempdir().unwrap();
-    let (base, stop) = serve(dir.path()).await;
+    let (base, stop, _) = serve(dir.path()).await;
     let c = reqwest::Client::new();
     let (code, ie) = send(
         &c,
@@ -216,7 +230,9 @@ async fn an_inventory_whose_disk_paths_leave_dev_is_refused_and_the_disk_chosen_
         None,
     )
     .await;
-    assert_eq!(h["installation_disk_id"], "", "nothing selected: {h}");
+    // Nothing selected: the inventory's eligible disk was chosen.
+    assert_eq!(h["installation_disk_id"], own.as_str(), "{h}");
+    assert_eq!(h["installation_disk_path"], "/dev/vda", "{h}");
     let (code, body) = patch(json!([{"id": own, "role": "install"}])).await;
     assert_eq!(code, 201, "{body}");
     assert_eq!(body["installation_disk_id"], own.as_str());
@@ -224,52 +240,32 @@ async fn an_inventory_whose_disk_paths_leave_dev_is_refused_and_the_disk_chosen_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_selected_disk_gone_from_the_inventory_is_not_measured() {
+async fn a_stored_disk_gone_from_the_inventory_is_not_measured() {
     let dir = tempfile::tempdir().unwrap();
-    let (base, stop) = serve(dir.path()).await;
+    let (base, stop, state) = serve(dir.path()).await;
     let c = reqwest::Client::new();
     let (cid, ie, ids, invs) = ready_cluster(&c, &base, "gone").await;
-    let selected = invs[0].disks[0].id.clone();
-    let (code, body) = send(
-        &c,
-        M::PATCH,
-        &format!("{base}/infra-envs/{ie}/hosts/{}", ids[0]),
-        Some(json!({"disks_selected_config": [{"id": selected, "role": "install"}]})),
-    )
-    .await;
-    assert_eq!(code, 201, "{body}");
-
-    // Host 0 then reports its disk under another id (the old one gone),
-    // still with an eligible disk: it stays known.
-    let mut moved = invs[0].clone();
-    moved.disks[0].id = "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4".into();
-    moved.disks[0].by_id = moved.disks[0].id.clone();
-    let mut now: Vec<Inventory> = invs.clone();
-    now[0] = moved;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        for (id, inv) in ids.iter().zip(&now) {
-            common::poll_and_answer(&c, &base, &ie, id, inv).await;
-        }
-        let (_, h) = send(
-            &c,
-            M::GET,
-            &format!("{base}/infra-envs/{ie}/hosts/{}", ids[0]),
-            None,
-        )
-        .await;
-        if h["inventory"]
-            .as_str()
-            .unwrap_or("")
-            .contains("wwn-0x5000c500a1b2c3d4")
-            && h["status"] == "known"
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the new inventory: {h}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    wait_for(&c, &base, &cid, "ready again", |cl| cl.status == "ready").await;
+    // Host 0's row names a disk its inventory does not report, as a row
+    // written before the installation disk was chosen with each
+    // inventory can (a selection, then an inventory without the disk);
+    // each inventory now picks the disk again (`installation_disk.rs`),
+    // so only the store can say this.
+    let h = state.db.host(&ie, &ids[0]).await.unwrap().unwrap();
+    assert_eq!(h.installation_disk_id, invs[0].disks[0].id);
+    let selected = "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4";
+    assert!(
+        state
+            .db
+            .update_host_settings(
+                &ie,
+                &ids[0],
+                &h.requested_hostname,
+                &h.role,
+                (selected, "/dev/sdz")
+            )
+            .await
+            .unwrap()
+    );
 
     let (code, body) = send(
         &c,
@@ -279,7 +275,7 @@ async fn a_selected_disk_gone_from_the_inventory_is_not_measured() {
     )
     .await;
     assert_eq!(code, 202, "{body}");
-    // Host 0 is not asked to measure a disk it no longer reports; the
+    // Host 0 is not asked to measure a disk it does not report; the
     // preparation stops with the reason.
     let st = poll_for(&c, &base, &ie, &ids[0], "installation-disk-speed-check").await;
     assert!(st.is_none(), "{st:?}");

@@ -241,6 +241,23 @@ pub(super) async fn list_hosts(State(s): State<Shared>, Path(ie): Path<String>) 
     Ok(json(StatusCode::OK, &v))
 }
 
+/// The requirement host `h`'s installation disk is held to
+/// ([`validate::disk_requirement`]): its cluster's for its role, a
+/// worker's when it is bound to no cluster (or its cluster is gone).
+pub(super) async fn disk_requirement(s: &Shared, h: &HostRow) -> Res<validate::Requirement> {
+    let params = if h.cluster_id.is_empty() {
+        None
+    } else {
+        s.db.cluster(&h.cluster_id)
+            .await?
+            .map(|c| model::cluster_params(&c))
+    };
+    Ok(validate::disk_requirement(
+        params.as_ref(),
+        crate::install::effective_role(h),
+    ))
+}
+
 pub(super) async fn get_host(
     State(s): State<Shared>,
     Path((ie, id)): Path<(String, String)>,
@@ -276,7 +293,10 @@ pub(super) async fn update_host(
     }
     let mut name = h.requested_hostname.clone();
     let mut role = h.role.clone();
-    let mut disk = h.installation_disk_id.clone();
+    let mut disk = (
+        h.installation_disk_id.clone(),
+        h.installation_disk_path.clone(),
+    );
     if let Some(n) = u.host_name {
         if !validate::hostname_ok(&n) || validate::FORBIDDEN_HOSTNAMES.contains(&n.as_str()) {
             return Err(Failure::bad(format!(
@@ -299,6 +319,9 @@ pub(super) async fn update_host(
         // its inventory id, eligible, and its id follows the disk path
         // rule (an inventory stored before the rule held is not trusted).
         const RULE: &str = "the installation disk is a disk of the host's inventory, by its id, eligible for installation";
+        let req = disk_requirement(&s, &h).await?;
+        // The disks given the role none in this request.
+        let mut declined: Vec<String> = Vec::new();
         for (i, d) in sel.into_iter().enumerate() {
             if !matches!(d.role.as_str(), "install" | "none") {
                 return Err(Failure::bad(format!(
@@ -323,23 +346,47 @@ pub(super) async fn update_host(
                 )));
             };
             if d.role == "install" {
-                if !disk_info.installation_eligibility.eligible {
+                let mut why = disk_info
+                    .installation_eligibility
+                    .not_eligible_reasons
+                    .clone();
+                if disk_info.installation_eligibility.eligible {
+                    // The service's own reasons (too small, drive type),
+                    // as assisted-service adds them to the agent's.
+                    why = validate::service_disk_reasons(disk_info, req);
+                }
+                if !disk_info.installation_eligibility.eligible || !why.is_empty() {
                     return Err(Failure::bad(format!(
                         "disks_selected_config[{i}].id {:?}: not eligible for installation on host {id} ({}; the rule: {RULE})",
                         d.id,
-                        disk_info
-                            .installation_eligibility
-                            .not_eligible_reasons
-                            .join("; ")
+                        why.join("; ")
                     )));
                 }
-                disk = d.id;
-            } else if disk == d.id {
-                disk.clear();
+                disk = model::installation_disk_columns(Some(disk_info));
+                declined.retain(|x| *x != d.id);
+            } else {
+                declined.push(d.id);
             }
         }
+        // A disk given the role none is not the installation disk: the
+        // rule's next eligible disk is (assisted-service has no way to
+        // decline a disk without naming another; it refuses that).
+        if declined.contains(&disk.0)
+            && let Some(inv) = &inv
+        {
+            let next = validate::eligible_disks(inv, req)
+                .into_iter()
+                .find(|x| !declined.iter().any(|n| x.is_named(n)));
+            let Some(next) = next else {
+                return Err(Failure::bad(format!(
+                    "disks_selected_config: host {id} would have no installation disk ({:?} declined and no other disk eligible; the rule: {RULE})",
+                    disk.0
+                )));
+            };
+            disk = model::installation_disk_columns(Some(next));
+        }
     }
-    s.db.update_host_settings(&ie, &id, &name, &role, &disk)
+    s.db.update_host_settings(&ie, &id, &name, &role, (&disk.0, &disk.1))
         .await?;
     events::emit(
         &s.db,

@@ -348,6 +348,9 @@ pub(super) async fn step_reply(
         "installation-disk-speed-check" => Some(ReplyColumn::DiskSpeed),
         _ => None,
     };
+    // An inventory chooses the installation disk at once (the disk
+    // requirement is read once: the host's cluster and role).
+    let mut disk_req = None;
     for _ in 0..5 {
         let h = host_or_404(&s, &ie, &id).await?;
         let mut outstanding: Vec<Outstanding> = serde_json::from_str(&h.steps).unwrap_or_default();
@@ -376,11 +379,38 @@ pub(super) async fn step_reply(
             Some(ReplyColumn::DiskSpeed) => &h.disk_speed,
             None => &h.steps,
         };
-        let set = match column {
-            Some(c) if r.exit_code == 0 && current != output => Some((c, output)),
+        // The installation disk by assisted-service's rule
+        // ([`validate::installation_disk`]): the current one while it is
+        // still eligible in this inventory, else the first eligible one.
+        let disk = match column {
+            Some(ReplyColumn::Inventory) if r.exit_code == 0 => {
+                let req = match disk_req {
+                    Some(req) => req,
+                    None => *disk_req.insert(super::hosts::disk_requirement(&s, &h).await?),
+                };
+                let inv: Option<Inventory> = serde_json::from_str(output).ok();
+                let picked = inv
+                    .as_ref()
+                    .and_then(|inv| validate::installation_disk(inv, req, &h.installation_disk_id));
+                Some(model::installation_disk_columns(picked))
+            }
             _ => None,
         };
-        if s.db.host_replied(&ie, &id, &h.steps, &new, set).await? {
+        let disk_changed = disk.as_ref().is_some_and(|(id, path)| {
+            *id != h.installation_disk_id || *path != h.installation_disk_path
+        });
+        let set = match column {
+            Some(c) if r.exit_code == 0 && (current != output || disk_changed) => Some((c, output)),
+            _ => None,
+        };
+        let disk = disk
+            .as_ref()
+            .filter(|_| set.is_some())
+            .map(|(id, path)| (id.as_str(), path.as_str()));
+        if s.db
+            .host_replied((&ie, &id), &h.steps, &new, set, disk)
+            .await?
+        {
             if r.exit_code != 0 {
                 events::emit(
                     &s.db,

@@ -275,18 +275,38 @@ impl Db {
     }
 
     /// A step reply: `column` set to `output` (when given) and the
-    /// outstanding steps replaced, if they still read `old_steps`.
+    /// outstanding steps replaced, if they still read `old_steps`; with
+    /// `disk`, the installation disk's id and path too (in the same
+    /// statement, so the disk always matches the stored inventory).
     pub async fn host_replied(
         &self,
-        infra_env_id: &str,
-        id: &str,
+        (infra_env_id, id): (&str, &str),
         old_steps: &str,
         new_steps: &str,
         column: Option<(ReplyColumn, &str)>,
+        disk: Option<(&str, &str)>,
     ) -> Result<bool, DbError> {
         let now = now_ms();
-        let r = match column {
-            Some((col, output)) => {
+        let r = match (column, disk) {
+            (Some((col, output)), Some((disk_id, disk_path))) => {
+                sqlx::query(safe(format!(
+                    "UPDATE hosts SET {} = $1, steps = $2, updated_at = $3, \
+                     installation_disk_id = $4, installation_disk_path = $5 \
+                     WHERE id = $6 AND infra_env_id = $7 AND steps = $8",
+                    col.column()
+                )))
+                .bind(output)
+                .bind(new_steps)
+                .bind(now)
+                .bind(disk_id)
+                .bind(disk_path)
+                .bind(id)
+                .bind(infra_env_id)
+                .bind(old_steps)
+                .execute(&self.pool)
+                .await
+            }
+            (Some((col, output)), None) => {
                 sqlx::query(safe(format!(
                     "UPDATE hosts SET {} = $1, steps = $2, updated_at = $3 \
                      WHERE id = $4 AND infra_env_id = $5 AND steps = $6",
@@ -301,7 +321,7 @@ impl Db {
                 .execute(&self.pool)
                 .await
             }
-            None => {
+            (None, _) => {
                 sqlx::query(
                     "UPDATE hosts SET steps = $1, updated_at = $2 \
                      WHERE id = $3 AND infra_env_id = $4 AND steps = $5",
@@ -366,22 +386,24 @@ impl Db {
         Ok(r.rows_affected() == 1)
     }
 
-    /// The user's changes to a host (host name, role, installation disk).
+    /// The user's changes to a host (host name, role, installation disk
+    /// as its id and device path).
     pub async fn update_host_settings(
         &self,
         infra_env_id: &str,
         id: &str,
         requested_hostname: &str,
         role: &str,
-        installation_disk_id: &str,
+        (installation_disk_id, installation_disk_path): (&str, &str),
     ) -> Result<bool, DbError> {
         let r = sqlx::query(
             "UPDATE hosts SET requested_hostname = $1, role = $2, installation_disk_id = $3, \
-             updated_at = $4 WHERE id = $5 AND infra_env_id = $6",
+             installation_disk_path = $4, updated_at = $5 WHERE id = $6 AND infra_env_id = $7",
         )
         .bind(requested_hostname)
         .bind(role)
         .bind(installation_disk_id)
+        .bind(installation_disk_path)
         .bind(now_ms())
         .bind(id)
         .bind(infra_env_id)

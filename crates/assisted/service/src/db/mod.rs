@@ -223,8 +223,13 @@ pub struct HostRow {
     pub bootstrap: bool,
     /// The host name the user set.
     pub requested_hostname: String,
-    /// The installation disk the user chose (`''`: the default one).
+    /// The installation disk's id (the disk's inventory `id`: its by-id
+    /// path when it has one), chosen when the inventory arrives or by
+    /// the user (`''`: no inventory yet, or no eligible disk).
     pub installation_disk_id: String,
+    /// The installation disk's device path (`/dev/sda`), with
+    /// `installation_disk_id`.
+    pub installation_disk_path: String,
     /// JSON text of the inventory, `''` before the first.
     pub inventory: String,
     /// JSON text of the last validations.
@@ -308,7 +313,7 @@ const CLUSTER_COLS: &str = "id, name, status, status_info, status_updated_at, pa
 const INFRA_ENV_COLS: &str =
     "id, name, cluster_id, params, pull_secret, created_at, updated_at, signing_generation";
 const HOST_COLS: &str = "id, infra_env_id, cluster_id, status, status_info, status_updated_at, role, \
-     suggested_role, bootstrap, requested_hostname, installation_disk_id, inventory, \
+     suggested_role, bootstrap, requested_hostname, installation_disk_id, installation_disk_path, inventory, \
      validations_info, ntp_sources, connectivity, domain_name_resolutions, free_addresses, \
      verified_vips, disk_speed, progress_stage, progress_info, progress_stage_started_at, steps, \
      checked_in_at, host_timestamp, agent_version, logs_collected_at, registered_at, created_at, \
@@ -363,6 +368,7 @@ fn host_row(r: &AnyRow) -> Result<HostRow, sqlx::Error> {
         bootstrap: r.try_get::<i64, _>("bootstrap")? != 0,
         requested_hostname: r.try_get("requested_hostname")?,
         installation_disk_id: r.try_get("installation_disk_id")?,
+        installation_disk_path: r.try_get("installation_disk_path")?,
         inventory: r.try_get("inventory")?,
         validations_info: r.try_get("validations_info")?,
         ntp_sources: r.try_get("ntp_sources")?,
@@ -409,6 +415,7 @@ fn partial_host_row(r: &AnyRow) -> Result<HostRow, sqlx::Error> {
         bootstrap: get::<i64>(r, "bootstrap")? != 0,
         requested_hostname: get(r, "requested_hostname")?,
         installation_disk_id: get(r, "installation_disk_id")?,
+        installation_disk_path: get(r, "installation_disk_path")?,
         inventory: get(r, "inventory")?,
         validations_info: get(r, "validations_info")?,
         ntp_sources: get(r, "ntp_sources")?,

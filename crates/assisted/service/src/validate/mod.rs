@@ -254,6 +254,66 @@ pub fn eligible_disks(inv: &Inventory, req: Requirement) -> Vec<&okd_assisted_ap
     d
 }
 
+/// Why the service holds `disk` ineligible for `req` though its agent
+/// may not (`internal/hardware/validator.go` `DiskIsEligible`'s
+/// too-small and drive-type reasons, in its words); empty when
+/// [`eligible_disks`] would take it on those counts.
+pub fn service_disk_reasons(disk: &okd_assisted_api::Disk, req: Requirement) -> Vec<String> {
+    let gb = |b: u64| {
+        let t = format!("{:.2}", b as f64 / 1e9);
+        let t = t.trim_end_matches('0').trim_end_matches('.');
+        format!("{t} GB")
+    };
+    let mut out = Vec::new();
+    let need = req.disk_gb * 1_000_000_000;
+    if disk.size_bytes < need {
+        out.push(format!(
+            "Disk is too small (disk only has {}, but {} are required)",
+            gb(disk.size_bytes),
+            gb(need)
+        ));
+    }
+    if !INSTALLABLE_DRIVE_TYPES.contains(&disk.drive_type.as_str()) {
+        out.push(format!(
+            "Drive type is {}, it must be one of {}.",
+            disk.drive_type,
+            INSTALLABLE_DRIVE_TYPES.join(", ")
+        ));
+    }
+    out
+}
+
+/// The requirement a host's installation disk is held to: its
+/// cluster's for its `role` ([`requirement`]), or a worker's for a host
+/// bound to no cluster (assisted-service holds such a host to its
+/// infra-env's requirements; every role asks 100 GB of disk today).
+pub fn disk_requirement(cluster: Option<&ClusterParams>, role: &str) -> Requirement {
+    cluster.map_or(WORKER, |p| requirement(p, role))
+}
+
+/// The installation disk of a host whose inventory is `inv`, by
+/// assisted-service's rule: when an inventory arrives
+/// (`internal/host/host.go` `updateInventory`), the disk named `chosen`
+/// (the host's current installation disk: the user's choice or an
+/// earlier pick) is kept while it is among [`eligible_disks`], else the
+/// first of them is taken (`internal/host/hostutil/host_utils.go`
+/// `DetermineInstallationDisk` over `internal/hardware/validator.go`
+/// `ListEligibleDisks`); `None` when no disk is eligible. `chosen`
+/// matches any of the disk's [`okd_assisted_api::Disk::paths`]
+/// (assisted-service matches its id, by-path or `/dev/<name>`).
+pub fn installation_disk<'a>(
+    inv: &'a Inventory,
+    req: Requirement,
+    chosen: &str,
+) -> Option<&'a okd_assisted_api::Disk> {
+    let eligible = eligible_disks(inv, req);
+    eligible
+        .iter()
+        .find(|d| d.is_named(chosen))
+        .or_else(|| eligible.first())
+        .copied()
+}
+
 /// The host name rule (`hostutil.ValidateHostname`): at most 63
 /// characters per label, `^[a-z0-9][a-z0-9-]{0,62}(?:[.][a-z0-9-]{1,63})*$`.
 pub fn hostname_ok(name: &str) -> bool {
