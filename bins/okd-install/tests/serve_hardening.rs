@@ -2,8 +2,9 @@
 //! hosts are network namespaces on a bridge. bootstrap.ign reaches only the
 //! bootstrap host and never after `serve remove-bootstrap`, also not after
 //! a restart; the one-time token reaches only the bootstrap's address, is
-//! used up by the first complete body (not by a range, not by a dropped
-//! transfer), and no MAC or token is on the unauthenticated pages; a DNS flood from 20 000
+//! not spent by complete bodies, ranges or dropped transfers (its end, the
+//! bootstrap seen running, is `serve_bootstrap_token.rs`), and no MAC or
+//! token is on the unauthenticated pages; a DNS flood from 20 000
 //! source addresses leaves the status store bounded; the control socket is
 //! 0600 and refuses an oversized request.
 
@@ -118,7 +119,11 @@ fn one_time_token_through_the_pxe_script() {
     let plain = format!("http://{BASTION}:8080/ignition/bootstrap.ign");
     assert_eq!(curl_in(&lab, &boot, &plain).0, 403, "no token");
     assert_eq!(curl_in(&lab, &boot, &url).0, 200);
-    assert_eq!(curl_in(&lab, &boot, &url).0, 403, "used twice");
+    assert_eq!(
+        curl_in(&lab, &boot, &url).0,
+        200,
+        "a retry before the bootstrap is seen running"
+    );
 }
 
 /// The token of the serve just started in `d` (from auth/bootstrap-ignition-url).
@@ -160,12 +165,11 @@ fn wait_fetch(lab: &Lab, ns: &str, pred: impl Fn(&HttpEvent) -> bool) -> StatusD
     }
 }
 
-/// Issue #18 findings 3 and 4: ranges and dropped transfers. Ranges that
-/// together cover the file use the token up (before: `--range 0-` left it
-/// reusable); a range then the whole file work, a third fetch does not; a
-/// client that reads 180 bytes and drops the connection uses nothing up
-/// (before: the bootstrap's retry got 403), and the dashboard shows the
-/// broken fetch with the bytes sent of the size.
+/// Issue #18 findings 3 and 4, with issue #42's rule (no transfer spends
+/// the token; the bootstrap seen running or the time limit does): ranges,
+/// whole files and a client that reads 180 bytes and drops the connection
+/// all leave the token valid for the bootstrap's retry, and the dashboard
+/// shows the broken fetch with the bytes sent of the size.
 #[test]
 fn token_survives_ranges_and_dropped_transfers() {
     if !common::netns::available()
@@ -193,18 +197,12 @@ fn token_survives_ranges_and_dropped_transfers() {
     assert_eq!((code, body.len()), (206, 100));
     let (code, body) = curl_args_in(&lab, &boot, &url, &["--range", "100-"]);
     assert_eq!((code, body.len()), (206, size - 100));
-    assert_eq!(
-        curl_in(&lab, &boot, &url).0,
-        403,
-        "two ranges delivered the whole file, yet the token still works"
-    );
-
-    let (pid, _log) = restart_serve(&mut lab, d.path(), pid, &args, "serve2.log");
-    let url = token_url(d.path());
-    assert_eq!(curl_args_in(&lab, &boot, &url, &["--range", "0-99"]).0, 206);
     let (code, body) = curl_in(&lab, &boot, &url);
-    assert_eq!((code, body.len()), (200, size), "a full GET after a range");
-    assert_eq!(curl_in(&lab, &boot, &url).0, 403, "a third fetch");
+    assert_eq!(
+        (code, body.len()),
+        (200, size),
+        "a full GET after ranges that covered the file"
+    );
 
     let (_pid, _log) = restart_serve(&mut lab, d.path(), pid, &args, "serve3.log");
     let url = token_url(d.path());
@@ -241,7 +239,11 @@ s.close()
         (200, size),
         "the bootstrap's retry after a dropped transfer"
     );
-    assert_eq!(curl_in(&lab, &boot, &url).0, 403, "after the complete body");
+    assert_eq!(
+        curl_in(&lab, &boot, &url).0,
+        200,
+        "after the complete body: still valid for the bootstrap"
+    );
     let doc = wait_fetch(&lab, &bastion, |e| e.status == 200 && e.complete);
     let broken = bootstrap_host(&doc)
         .unwrap()

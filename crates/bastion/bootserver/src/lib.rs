@@ -30,16 +30,18 @@
 //! address is the bootstrap host's in the inventory (`bastion-config.yaml`
 //! `bootstrap`), only until [`HttpState::remove_bootstrap`], and, when a
 //! one-time token is set ([`HttpState::with_bootstrap_token`]), only with
-//! `?token=<token>`. The token is used up when the whole file has gone out:
-//! at the end of the first complete `200` body, or once the complete `206`
-//! bodies together cover every octet of the file; a transfer that breaks
-//! off (client gone, timeout) uses up nothing, so the bootstrap host may
-//! retry or resume, and `HEAD` is no fetch. "Complete" means the server
-//! took the body's last chunk, i.e. every octet was handed to the
-//! connection (the body stream counts what it yields and reports when it is
-//! dropped or ends); octets still in the connection's or the kernel's
-//! buffers when a client resets are not seen. Only answers to the bootstrap host's own
-//! address carry the token in the PXE scripts. Anything else gets 403 and
+//! `?token=<token>`. Whether a body reached the host cannot be known from
+//! the sending side (a client that reads 200 bytes and drops the connection
+//! may find the whole file already handed to the kernel), so no transfer
+//! spends the token: it stays valid for any number of fetches and retries
+//! from the bootstrap's address until the bootstrap is seen running
+//! ([`HttpState::bootstrap_seen_running`]: serve calls it when the load
+//! balancer's health check passes on the bootstrap's machine-config server
+//! or API) or until [`BOOTSTRAP_TOKEN_LIMIT`] after its first `GET`;
+//! then it is spent, and [`HttpState::bootstrap_token`] says which of the
+//! two spent it and when. `HEAD` is no fetch. Only answers to the bootstrap
+//! host's own address carry the token in the PXE scripts, while it is
+//! valid. Anything else gets 403 and
 //! a `warn` line naming the client. The image
 //! routes never answer dotfiles or `*.ign` files, so the state file,
 //! `auth/` and the Ignition configs cannot be reached through them even when
@@ -52,7 +54,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use axum::Router;
 use axum::body::Body;
@@ -76,6 +78,42 @@ use files::{send_file, send_file_then};
 
 /// Size of one chunk of a streamed file body, in bytes.
 const CHUNK_BYTES: usize = 64 * 1024;
+
+/// How long the one-time token of `bootstrap.ign` stays valid after the
+/// bootstrap host's first `GET` with it when the bootstrap is not seen
+/// running before ([`HttpState::bootstrap_seen_running`]): 30 minutes.
+/// Long enough for a bootstrap that lost power mid-download to be booted
+/// again (a PXE boot and the CoreOS install take minutes), short enough
+/// that a token read off a disk or a console log is of no use for long;
+/// once the bootstrap runs, its machine-config server or API passes the
+/// load balancer's check within minutes of the fetch and spends the token
+/// sooner. [`HttpState::with_bootstrap_token_limit`] sets another limit.
+pub const BOOTSTRAP_TOKEN_LIMIT: Duration = Duration::from_secs(30 * 60);
+
+/// Why the one-time token of `bootstrap.ign` was spent ([`TokenStatus::spent`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpentBy {
+    /// The bootstrap was seen running: this service of it (e.g.
+    /// `"machine-config server"`, `"API"`) passed a health check.
+    SeenRunning(String),
+    /// [`TokenStatus::limit`] passed since the first fetch.
+    TimeLimit,
+}
+
+/// What became of the one-time token of `bootstrap.ign`
+/// ([`HttpState::bootstrap_token`]); never the token itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenStatus {
+    /// The addresses it is valid from: the inventory's bootstrap hosts.
+    pub clients: Vec<std::net::IpAddr>,
+    /// When the bootstrap host first fetched `bootstrap.ign` with it (a
+    /// `GET` that was answered); `None` before.
+    pub first_fetch: Option<SystemTime>,
+    /// How long after the first fetch it stays valid at most.
+    pub limit: Duration,
+    /// When and why it was spent; `None` while it is valid.
+    pub spent: Option<(SystemTime, SpentBy)>,
+}
 
 /// One answered request whose body ended or broke off, for [`HttpObserver`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,13 +186,22 @@ struct BootstrapAccess {
     removed: AtomicBool,
 }
 
-/// The one-time token of `bootstrap.ign` and the octets of the file that
-/// complete bodies delivered with it.
+/// The one-time token of `bootstrap.ign`, when it was first used and
+/// whether it is spent, and the octets of the file that complete bodies
+/// delivered with it (for the log only: a body handed to the connection may
+/// still never reach the host, so delivery spends nothing).
 #[derive(Debug, Default)]
 struct OneTime {
     /// `Debug` shows `[REDACTED]`.
     token: Secret,
-    used: bool,
+    /// [`BOOTSTRAP_TOKEN_LIMIT`] unless set otherwise.
+    limit: Duration,
+    /// The first `GET` answered with the token.
+    first: Option<(Instant, SystemTime)>,
+    /// When and why it was spent.
+    spent: Option<(SystemTime, SpentBy)>,
+    /// Whether complete bodies have delivered the whole file (logged once).
+    whole: bool,
     /// Size and modification time of the file `covered` refers to.
     file: Option<(u64, Option<SystemTime>)>,
     /// Disjoint, sorted half-open octet ranges `[a, b)` delivered completely.
@@ -162,6 +209,23 @@ struct OneTime {
 }
 
 impl OneTime {
+    /// Spends the token once [`OneTime::limit`] passed since the first
+    /// fetch (at the first fetch's time plus the limit); returns whether
+    /// it is spent.
+    fn expire(&mut self) -> bool {
+        if self.spent.is_none()
+            && let Some((at, wall)) = self.first
+            && at.elapsed() >= self.limit
+        {
+            self.spent = Some((wall + self.limit, SpentBy::TimeLimit));
+            tracing::info!(
+                "the one-time token of bootstrap.ign is spent: {} passed since its first fetch and the bootstrap was not seen running (its API or machine-config server passing the load balancer's check)",
+                limit_words(self.limit)
+            );
+        }
+        self.spent.is_some()
+    }
+
     /// Adds a complete body of octets `start..start + count` of a file of
     /// `len` octets (modified at `modified`); returns whether every octet
     /// of the file has now gone out. Ranges of an earlier version of the
@@ -188,6 +252,16 @@ impl OneTime {
     }
 }
 
+/// "30 min", "90 s", "2 h": a limit in words.
+pub fn limit_words(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        _ if s >= 3600 && s.is_multiple_of(3600) => format!("{} h", s / 3600),
+        _ if s >= 60 && s.is_multiple_of(60) => format!("{} min", s / 60),
+        _ => format!("{s} s"),
+    }
+}
+
 /// Why a `bootstrap.ign` request was refused (the 403 body and log line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Refusal {
@@ -195,7 +269,10 @@ enum Refusal {
     NotBootstrap,
     NoBootstrapHost,
     Token,
-    TokenUsed,
+    /// Spent: the bootstrap was seen running.
+    SpentRunning,
+    /// Spent: the time limit after the first fetch passed.
+    SpentTime,
 }
 
 impl Refusal {
@@ -205,7 +282,12 @@ impl Refusal {
             Refusal::NotBootstrap => "the client is not the bootstrap host of the inventory",
             Refusal::NoBootstrapHost => "the inventory names no bootstrap host",
             Refusal::Token => "missing or wrong token",
-            Refusal::TokenUsed => "the one-time token was already used",
+            Refusal::SpentRunning => {
+                "the one-time token is spent: the bootstrap was seen running (its API or machine-config server passed the load balancer's check)"
+            }
+            Refusal::SpentTime => {
+                "the one-time token is spent: its time limit after the first fetch passed"
+            }
         }
     }
 }
@@ -242,19 +324,67 @@ impl HttpState {
         }
     }
 
-    /// Requires `?token=<token>` on `bootstrap.ign` requests; it is used
-    /// up once complete `GET` bodies (one `200`, or `206`s together) have
-    /// delivered every octet of the file (see the crate docs). The PXE
-    /// scripts answered to the bootstrap host's address carry the token in
-    /// `coreos.inst.ignition_url` while it is unused.
+    /// Requires `?token=<token>` on `bootstrap.ign` requests; it stays
+    /// valid for any number of fetches from the bootstrap's address until
+    /// [`HttpState::bootstrap_seen_running`] or [`BOOTSTRAP_TOKEN_LIMIT`]
+    /// after the first `GET` (see the crate docs). The PXE scripts answered
+    /// to the bootstrap host's address carry the token in
+    /// `coreos.inst.ignition_url` while it is valid.
     pub fn with_bootstrap_token(self, token: impl Into<Secret>) -> HttpState {
         if let Ok(mut t) = self.bootstrap.token.lock() {
             *t = Some(OneTime {
                 token: token.into(),
+                limit: BOOTSTRAP_TOKEN_LIMIT,
                 ..OneTime::default()
             });
         }
         self
+    }
+
+    /// Sets how long the one-time token stays valid after the first fetch
+    /// (instead of [`BOOTSTRAP_TOKEN_LIMIT`]); no effect without a token.
+    pub fn with_bootstrap_token_limit(self, limit: Duration) -> HttpState {
+        if let Ok(mut t) = self.bootstrap.token.lock()
+            && let Some(t) = t.as_mut()
+        {
+            t.limit = limit;
+        }
+        self
+    }
+
+    /// The bootstrap was seen running: `service` of it (e.g.
+    /// `"machine-config server"`, `"API"`) passed a health check. Spends
+    /// the one-time token, if one is set and still valid, and logs it;
+    /// returns whether this call spent it.
+    pub fn bootstrap_seen_running(&self, service: &str) -> bool {
+        let Ok(mut guard) = self.bootstrap.token.lock() else {
+            return false;
+        };
+        let Some(t) = guard.as_mut() else {
+            return false;
+        };
+        if t.expire() {
+            return false;
+        }
+        t.spent = Some((SystemTime::now(), SpentBy::SeenRunning(service.to_string())));
+        tracing::info!(
+            "the one-time token of bootstrap.ign is spent: the bootstrap's {service} passed the load balancer's check, so the bootstrap runs"
+        );
+        true
+    }
+
+    /// What became of the one-time token (when first used, whether and why
+    /// spent); `None` without one. Spends it when its time limit passed.
+    pub fn bootstrap_token(&self) -> Option<TokenStatus> {
+        let mut guard = self.bootstrap.token.lock().ok()?;
+        let t = guard.as_mut()?;
+        t.expire();
+        Some(TokenStatus {
+            clients: self.bootstrap.allowed.clone(),
+            first_fetch: t.first.map(|(_, wall)| wall),
+            limit: t.limit,
+            spent: t.spent.clone(),
+        })
     }
 
     /// Stops serving `bootstrap.ign` for good (after bootstrap-complete).
@@ -282,13 +412,9 @@ impl HttpState {
             .unwrap_or(true)
     }
 
-    /// Whether the one-time token is set and used up.
+    /// Whether the one-time token is set and spent (see [`HttpState::bootstrap_token`]).
     pub fn bootstrap_token_used(&self) -> bool {
-        self.bootstrap
-            .token
-            .lock()
-            .map(|t| t.as_ref().is_some_and(|t| t.used))
-            .unwrap_or(false)
+        self.bootstrap_token().is_some_and(|t| t.spent.is_some())
     }
 
     /// The unused one-time token, for the PXE scripts answered to `peer`:
@@ -299,15 +425,18 @@ impl HttpState {
         if !self.bootstrap.allowed.contains(&ip) || !self.bootstrap_served() {
             return None;
         }
-        let t = self.bootstrap.token.lock().ok()?;
-        t.as_ref().filter(|t| !t.used).map(|t| t.token.clone())
+        let mut guard = self.bootstrap.token.lock().ok()?;
+        let t = guard.as_mut()?;
+        (!t.expire()).then(|| t.token.clone())
     }
 
-    /// Checks a `bootstrap.ign` request from `peer` with `token`.
+    /// Checks a `bootstrap.ign` request from `peer` with `token`; a `GET`
+    /// (`fetch`) let through starts the token's time limit.
     fn check_bootstrap(
         &self,
         peer: Option<SocketAddr>,
         token: Option<&str>,
+        fetch: bool,
     ) -> Result<(), Refusal> {
         if self.bootstrap.removed.load(Ordering::SeqCst) {
             return Err(Refusal::Removed);
@@ -319,24 +448,32 @@ impl HttpState {
         if !ip.is_some_and(|ip| self.bootstrap.allowed.contains(&ip)) {
             return Err(Refusal::NotBootstrap);
         }
-        let guard = self.bootstrap.token.lock().map_err(|_| Refusal::Token)?;
-        match guard.as_ref() {
-            None => Ok(()),
-            Some(t) if t.used => Err(Refusal::TokenUsed),
-            Some(t)
-                if token.is_some_and(|g| {
-                    same_secret(g.as_bytes(), t.token.expose_secret().as_bytes())
-                }) =>
-            {
+        let mut guard = self.bootstrap.token.lock().map_err(|_| Refusal::Token)?;
+        let Some(t) = guard.as_mut() else {
+            return Ok(());
+        };
+        let good =
+            token.is_some_and(|g| same_secret(g.as_bytes(), t.token.expose_secret().as_bytes()));
+        if !good {
+            return Err(Refusal::Token);
+        }
+        t.expire();
+        match &t.spent {
+            Some((_, SpentBy::SeenRunning(_))) => Err(Refusal::SpentRunning),
+            Some((_, SpentBy::TimeLimit)) => Err(Refusal::SpentTime),
+            None => {
+                if fetch && t.first.is_none() {
+                    t.first = Some((Instant::now(), SystemTime::now()));
+                }
                 Ok(())
             }
-            Some(_) => Err(Refusal::Token),
         }
     }
 
-    /// A `bootstrap.ign` body to `client` ended: logs what went out and,
-    /// when complete bodies have now delivered the whole file, uses up the
-    /// one-time token.
+    /// A `bootstrap.ign` body to `client` ended: logs what went out, and
+    /// once when complete bodies have delivered the whole file with the
+    /// one-time token (which spends nothing: the octets may sit in a
+    /// kernel buffer of a host that lost power).
     fn bootstrap_delivered(&self, client: &str, d: files::Delivery) {
         let range = if d.count == d.len {
             String::new()
@@ -362,12 +499,14 @@ impl HttpState {
         );
         if let Ok(mut guard) = self.bootstrap.token.lock()
             && let Some(t) = guard.as_mut()
-            && !t.used
+            && !t.whole
+            && t.spent.is_none()
             && t.deliver(d.start, d.count, d.len, d.modified)
         {
-            t.used = true;
+            t.whole = true;
             tracing::info!(
-                "the one-time token of bootstrap.ign is used up (the whole file went out)"
+                "the whole of bootstrap.ign went out; its one-time token stays valid for retries from the bootstrap's address until the bootstrap is seen running (its API or machine-config server passing the load balancer's check) or {} after the first fetch",
+                limit_words(t.limit)
             );
         }
     }
@@ -567,7 +706,7 @@ async fn ignition(
         return send_file(&path, &headers, head, "application/json").await;
     }
     let peer = peer_of(&ext);
-    if let Err(why) = st.check_bootstrap(peer, q.get("token").map(String::as_str)) {
+    if let Err(why) = st.check_bootstrap(peer, q.get("token").map(String::as_str), !head) {
         let client = peer.map_or_else(|| "an unknown client".to_string(), |p| p.ip().to_string());
         tracing::warn!(
             "bootstrap.ign was requested by {client}, refused: {}",

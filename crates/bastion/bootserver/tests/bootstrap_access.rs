@@ -1,6 +1,7 @@
 //! Who gets `bootstrap.ign` (every private key of the cluster, the admin
 //! kubeconfig, the pull secret): only the inventory's bootstrap address, never
-//! after `remove_bootstrap`, with a one-time token when one is set; and the
+//! after `remove_bootstrap`, with a one-time token when one is set (valid for
+//! retries until the bootstrap is seen running or its time limit passed); and the
 //! image routes never answer dotfiles or Ignition configs. The client is the
 //! real curl, its source address chosen with `--interface` on 127.0.0.0/8.
 
@@ -35,6 +36,15 @@ fn start(token: Option<&str>) -> Server {
 
 /// [`start`] with `bootstrap` as the content of bootstrap.ign.
 fn start_with(token: Option<&str>, bootstrap: &[u8]) -> Server {
+    start_limited(token, bootstrap, None)
+}
+
+/// [`start_with`] with the token's time limit set to `limit`.
+fn start_limited(
+    token: Option<&str>,
+    bootstrap: &[u8],
+    limit: Option<std::time::Duration>,
+) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     std::fs::write(root.join("bootstrap.ign"), bootstrap).unwrap();
@@ -56,6 +66,9 @@ fn start_with(token: Option<&str>, bootstrap: &[u8]) -> Server {
     let mut state = HttpState::new(root, inv);
     if let Some(t) = token {
         state = state.with_bootstrap_token(t);
+    }
+    if let Some(l) = limit {
+        state = state.with_bootstrap_token_limit(l);
     }
     let state = Arc::new(state);
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -203,13 +216,39 @@ fn one_time_token() {
         );
     }
 
-    // HEAD does not use it up; the first complete GET does.
+    // HEAD is no fetch; complete GETs spend nothing (serve cannot know the
+    // host got them): the token works until the bootstrap is seen running.
     assert_eq!(curl(&curl_bin, BOOTSTRAP, &ign(&good), true).0, 200);
+    assert_eq!(srv.state.bootstrap_token().unwrap().first_fetch, None);
+    for _ in 0..2 {
+        let (code, body) = curl(&curl_bin, BOOTSTRAP, &ign(&good), false);
+        assert_eq!((code, body.as_slice()), (200, SECRET));
+    }
+    srv.recorder.wait_for_blocking(|(_, p, s, _, done)| {
+        p == "/ignition/bootstrap.ign" && *s == 200 && *done
+    });
+    assert!(
+        !srv.state.bootstrap_token_used(),
+        "a complete body spent it"
+    );
+    assert!(srv.state.bootstrap_seen_running("machine-config server"));
+    assert!(!srv.state.bootstrap_seen_running("API"), "spent once");
+    let t = srv.state.bootstrap_token().unwrap();
+    assert!(t.first_fetch.is_some());
+    assert!(
+        matches!(&t.spent, Some((_, okd_bootserver::SpentBy::SeenRunning(w))) if w == "machine-config server"),
+        "{t:?}"
+    );
     let (code, body) = curl(&curl_bin, BOOTSTRAP, &ign(&good), false);
-    assert_eq!((code, body.as_slice()), (200, SECRET));
-    let (code, body) = curl(&curl_bin, BOOTSTRAP, &ign(&good), false);
-    assert_eq!(code, 403, "the one-time token worked twice");
-    assert!(String::from_utf8_lossy(&body).contains("already used"));
+    assert_eq!(
+        code, 403,
+        "the token worked after the bootstrap was seen running"
+    );
+    assert!(
+        String::from_utf8_lossy(&body).contains("the bootstrap was seen running"),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
     let (_, script) = curl(
         &curl_bin,
         BOOTSTRAP,
@@ -219,11 +258,11 @@ fn one_time_token() {
     assert!(!String::from_utf8_lossy(&script).contains("token="));
 }
 
-/// A `Range` request does not use the token up: only complete bodies that
-/// together delivered every octet do. A range, then the whole file, then
-/// nothing; and two ranges that cover the file use it up too.
+/// Ranges and whole files spend nothing: a range, the whole file, then
+/// ranges covering the file again are all answered; the token is spent
+/// only by the bootstrap seen running.
 #[test]
-fn ranges_use_the_token_up_only_once_the_whole_file_went_out() {
+fn ranges_and_whole_files_leave_the_token_valid() {
     let Some(curl_bin) = okd_test_utils::tool("curl", &[], Some("curl")) else {
         return;
     };
@@ -233,10 +272,6 @@ fn ranges_use_the_token_up_only_once_the_whole_file_went_out() {
     let srv = start(Some(token));
     let (code, body) = curl_args(&curl_bin, BOOTSTRAP, &ign(&srv), &["--range", "0-9"]);
     assert_eq!((code, body.as_slice()), (206, &SECRET[..10]));
-    assert!(
-        !srv.state.bootstrap_token_used(),
-        "a range used the token up"
-    );
     let (code, body) = curl(&curl_bin, BOOTSTRAP, &ign(&srv), false);
     assert_eq!(
         (code, body.as_slice()),
@@ -246,38 +281,56 @@ fn ranges_use_the_token_up_only_once_the_whole_file_went_out() {
     srv.recorder.wait_for_blocking(|(_, p, s, n, done)| {
         p == "/ignition/bootstrap.ign" && *s == 200 && *n == SECRET.len() as u64 && *done
     });
-    assert_eq!(
-        curl(&curl_bin, BOOTSTRAP, &ign(&srv), false).0,
-        403,
-        "the token worked after the whole file went out"
-    );
-
-    let srv = start(Some(token));
     let (code, body) = curl_args(&curl_bin, BOOTSTRAP, &ign(&srv), &["--range", "50-"]);
     assert_eq!((code, body.as_slice()), (206, &SECRET[50..]));
-    assert_eq!(
-        curl_args(&curl_bin, BOOTSTRAP, &ign(&srv), &["--range", "0-9"]).0,
-        206
-    );
-    assert!(
-        !srv.state.bootstrap_token_used(),
-        "octets 10-49 never went out"
-    );
     assert_eq!(
         curl_args(&curl_bin, BOOTSTRAP, &ign(&srv), &["--range", "0-60"]).0,
         206
     );
-    srv.recorder
-        .wait_for_blocking(|(_, _, s, n, done)| *s == 206 && *n == 61 && *done);
-    assert!(srv.state.bootstrap_token_used());
+    assert!(!srv.state.bootstrap_token_used());
+    assert!(srv.state.bootstrap_seen_running("API"));
     assert_eq!(
         curl_args(&curl_bin, BOOTSTRAP, &ign(&srv), &["--range", "0-9"]).0,
         403
     );
 }
 
-/// A client that reads a few bytes and drops the connection uses nothing
-/// up: the bootstrap's retry gets the whole file, and the observer is told
+/// Without the bootstrap seen running, the token is spent once its time
+/// limit passed after the first `GET` (a `HEAD` starts nothing), at the
+/// first fetch's time plus the limit; the refusal says so.
+#[test]
+fn the_time_limit_after_the_first_fetch_spends_the_token() {
+    let Some(curl_bin) = okd_test_utils::tool("curl", &[], Some("curl")) else {
+        return;
+    };
+    let token = "0123456789abcdef0123456789abcdef";
+    let limit = std::time::Duration::from_secs(2);
+    let srv = start_limited(Some(token), SECRET, Some(limit));
+    let url = format!("http://{}/ignition/bootstrap.ign?token={token}", srv.addr);
+    assert_eq!(curl(&curl_bin, BOOTSTRAP, &url, true).0, 200);
+    std::thread::sleep(limit + std::time::Duration::from_millis(500));
+    assert!(!srv.state.bootstrap_token_used(), "HEAD started the limit");
+    assert_eq!(curl(&curl_bin, BOOTSTRAP, &url, false).0, 200);
+    assert_eq!(curl(&curl_bin, BOOTSTRAP, &url, false).0, 200, "a retry");
+    std::thread::sleep(limit + std::time::Duration::from_millis(500));
+    let (code, body) = curl(&curl_bin, BOOTSTRAP, &url, false);
+    assert_eq!(code, 403, "valid past its time limit");
+    assert!(
+        String::from_utf8_lossy(&body).contains("time limit"),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    let t = srv.state.bootstrap_token().unwrap();
+    let first = t.first_fetch.expect("first fetch");
+    assert_eq!(
+        t.spent,
+        Some((first + limit, okd_bootserver::SpentBy::TimeLimit))
+    );
+    assert!(!srv.state.bootstrap_seen_running("API"), "already spent");
+}
+
+/// A client that reads a few bytes and drops the connection spends
+/// nothing: the bootstrap's retry gets the whole file, and the observer is told
 /// of the broken transfer (octets sent of the size). bootstrap.ign is made
 /// larger than the socket buffers (32 MiB) so the server cannot hand it all
 /// to the kernel before the client goes away.
@@ -319,7 +372,7 @@ fn a_dropped_transfer_leaves_the_token_for_the_retry() {
     });
     assert!(
         !srv.state.bootstrap_token_used(),
-        "the dropped transfer used the token up"
+        "the dropped transfer spent the token"
     );
 
     let url = format!("http://{}{path}", srv.addr);
@@ -333,7 +386,10 @@ fn a_dropped_transfer_leaves_the_token_for_the_retry() {
     );
     srv.recorder
         .wait_for_blocking(|(_, _, s, n, done)| *s == 200 && *n == big.len() as u64 && *done);
-    assert_eq!(curl(&curl_bin, BOOTSTRAP, &url, false).0, 403);
+    assert!(
+        !srv.state.bootstrap_token_used(),
+        "a complete body spent it"
+    );
 }
 
 #[test]

@@ -68,8 +68,9 @@ fn http_state(
         okd_assets::dir::write_atomic(&file, url.as_bytes(), 0o600)?;
         st = st.with_bootstrap_token(t);
         guard = format!(
-            " with a one-time token (URL in {}, also in the bootstrap host's PXE scripts)",
-            file.display()
+            " with a one-time token (URL in {}, also in the bootstrap host's PXE scripts; valid for retries until the bootstrap is seen running or {} after its first fetch)",
+            file.display(),
+            okd_bootserver::limit_words(okd_bootserver::BOOTSTRAP_TOKEN_LIMIT)
         );
     }
     info!(
@@ -78,6 +79,48 @@ fn http_state(
         inv.os_images.directory
     );
     Ok(st)
+}
+
+/// How often serve looks at the load balancer's view of the bootstrap for
+/// the one-time token (the balancer checks every 2 s).
+const TOKEN_WATCH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The services of the bootstrap whose passed health check shows it runs,
+/// in the words of the log and the dashboard.
+const RUNNING_SIGNS: [(okd_hosts::Service, &str); 2] = [
+    (okd_hosts::Service::MachineConfig, "machine-config server"),
+    (okd_hosts::Service::Api, "API"),
+];
+
+/// Spends the one-time token of bootstrap.ign once the bootstrap is seen
+/// running: the load balancer's check passed on its machine-config server
+/// or API (backends named `bootstrap`, the inventory's bootstrap hosts).
+/// Without a balancer only the token's time limit spends it (asking
+/// [`okd_bootserver::HttpState::bootstrap_token`] notices that, and logs
+/// it). Returns once the token is spent.
+async fn spend_token_when_running(
+    http: Arc<okd_bootserver::HttpState>,
+    lb: Option<Arc<LoadBalancer>>,
+    bootstrap: Vec<String>,
+) {
+    let mut tick = tokio::time::interval(TOKEN_WATCH_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if http.bootstrap_token().is_none_or(|t| t.spent.is_some()) {
+            return;
+        }
+        let Some(lb) = &lb else { continue };
+        let running = RUNNING_SIGNS.iter().find(|(svc, _)| {
+            bootstrap
+                .iter()
+                .any(|b| lb.is_up(svc.name(), b) == Some(true))
+        });
+        if let Some((_, what)) = running {
+            http.bootstrap_seen_running(what);
+            return;
+        }
+    }
 }
 
 /// The servers [`spawn_all`] starts, bound but not serving yet.
@@ -412,6 +455,27 @@ pub(crate) async fn serve_async(dir: PathBuf, opts: ServeOptions) -> Result<(), 
         http: bound.servers.http.as_ref().map(|(_, st)| st.clone()),
     };
     let mut tasks = JoinSet::new();
+    if let Some(http) = app.http.clone() {
+        app.status.set_http(http.clone());
+        if http.bootstrap_token_required() {
+            let lb = app.lb.clone();
+            let names = inv
+                .role(okd_hosts::Role::Bootstrap)
+                .map(|n| n.hostname.clone())
+                .collect();
+            let s = stopped();
+            tasks.spawn(async move {
+                tokio::select! {
+                    () = s => {}
+                    () = spend_token_when_running(http, lb, names) => {
+                        // Done watching; a service that ends stops serve.
+                        std::future::pending::<()>().await;
+                    }
+                }
+                Ok(())
+            });
+        }
+    }
     {
         let (dir, status, s) = (dir.clone(), app.status.clone(), stopped());
         let api = SocketAddr::new(inv.api, inv.ports.api);

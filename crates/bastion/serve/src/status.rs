@@ -267,6 +267,9 @@ pub(crate) struct Status {
     bootstrap_removed: Mutex<Option<BootstrapRemoved>>,
     /// The preflight checks run at start, once they ended.
     preflight: Mutex<Option<okd_serve_api::preflight::Report>>,
+    /// The HTTP server's state, for what became of bootstrap.ign's one-time
+    /// token (never the token itself); unset when this serve runs no HTTP.
+    http: std::sync::OnceLock<Arc<okd_bootserver::HttpState>>,
     /// (client, cause) of the TLS handshake failures logged, so each is
     /// logged once (bounded: at most [`UNKNOWN_CLIENTS`] entries).
     tls_logged: Mutex<std::collections::HashSet<(IpAddr, String)>>,
@@ -300,6 +303,7 @@ impl Status {
             certs: None,
             bootstrap_removed: Mutex::new(None),
             preflight: Mutex::new(None),
+            http: std::sync::OnceLock::new(),
             tls_logged: Mutex::new(std::collections::HashSet::new()),
         }
     }
@@ -343,6 +347,12 @@ impl Status {
         tracing::warn!(
             "TLS handshake of {who} with the machine-config server failed: {cause}{hint} (logged once per host and cause)"
         );
+    }
+
+    /// The HTTP server's state: the dashboard says what became of
+    /// bootstrap.ign's one-time token. Only the first call counts.
+    pub(crate) fn set_http(&self, http: Arc<okd_bootserver::HttpState>) {
+        let _ = self.http.set(http);
     }
 
     /// Records the preflight checks' report (shown on the dashboard).
@@ -638,6 +648,9 @@ impl Status {
             preflight: self.preflight.lock().ok().and_then(|r| r.clone()),
         };
         crate::dashboard::annotate(&mut doc, OffsetDateTime::now_utc());
+        if let Some(t) = self.http.get().and_then(|h| h.bootstrap_token()) {
+            crate::dashboard::token_stage(&mut doc, &t);
+        }
         doc
     }
 

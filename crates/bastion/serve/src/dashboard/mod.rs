@@ -78,7 +78,8 @@ mod tests;
 mod warnings;
 
 pub(crate) use page::page;
-use stages::stages;
+pub(crate) use stages::token_stage;
+use stages::{TOKEN_STAGE, stages};
 use warnings::warnings;
 
 /// A time in milliseconds since the Unix epoch (the load balancer's

@@ -73,9 +73,20 @@ fn fetches_section(doc: &StatusDocument, now: OffsetDateTime) -> Markup {
         (403, _) => "refused".to_string(),
         _ => bytes(e.bytes),
     };
+    // What became of the one-time token (serve --bootstrap-token).
+    let token = doc
+        .hosts
+        .iter()
+        .flat_map(|h| &h.stages)
+        .find(|s| s.stage == TOKEN_STAGE);
     html! {
         section aria-labelledby="fetches" {
             h2 id="fetches" { "bootstrap.ign fetches" }
+            @if let Some(t) = token {
+                p {
+                    @if t.done { "One-time token spent: " (t.detail) } @else { "One-time token " (t.detail) }
+                }
+            }
             @if rows.is_empty() {
                 p { "None yet." }
             } @else {

@@ -263,6 +263,79 @@ fn bootstrap_stages(h: &HostStatus, doc: &StatusDocument) -> Vec<Stage> {
     out
 }
 
+/// The name of the bootstrap's stage that says what became of bootstrap.ign's
+/// one-time token ([`token_stage`]).
+pub(crate) const TOKEN_STAGE: &str = "bootstrap.ign token spent";
+
+/// A wall-clock time as RFC 3339, as every time of the document.
+fn wall(t: std::time::SystemTime) -> Option<String> {
+    let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+    rfc3339(OffsetDateTime::from_unix_timestamp_nanos(d.as_nanos() as i128).ok())
+}
+
+/// "HH:MM UTC" of a wall-clock time.
+fn clock(t: std::time::SystemTime) -> String {
+    let d = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    format!("{:02}:{:02} UTC", d / 3600 % 24, d / 60 % 60)
+}
+
+/// Adds the stage [`TOKEN_STAGE`] after "Ignition fetched" to each bootstrap
+/// host of an annotated document (serve runs with `--bootstrap-token`): not
+/// done while the token is valid for retries, with until when; done once
+/// spent, with the time and which of the two spent it (the bootstrap seen
+/// running, or the time limit after the first fetch).
+pub(crate) fn token_stage(doc: &mut StatusDocument, t: &okd_bootserver::TokenStatus) {
+    let limit = okd_bootserver::limit_words(t.limit);
+    let stage = match (&t.spent, t.first_fetch) {
+        (Some((at, okd_bootserver::SpentBy::SeenRunning(what))), _) => Stage::new(
+            TOKEN_STAGE,
+            true,
+            wall(*at),
+            format!(
+                "the bootstrap's {what} passed the load balancer's check at {}",
+                clock(*at)
+            ),
+        ),
+        (Some((at, okd_bootserver::SpentBy::TimeLimit)), _) => Stage::new(
+            TOKEN_STAGE,
+            true,
+            wall(*at),
+            format!(
+                "{limit} after the first fetch, at {}; the bootstrap was not seen running",
+                clock(*at)
+            ),
+        ),
+        (None, Some(first)) => Stage::new(
+            TOKEN_STAGE,
+            false,
+            None,
+            format!(
+                "valid for retries from the bootstrap's address until its API or machine-config server passes the load balancer's check, at most until {} ({limit} after the first fetch)",
+                clock(first + t.limit)
+            ),
+        ),
+        (None, None) => Stage::new(
+            TOKEN_STAGE,
+            false,
+            None,
+            format!(
+                "not used yet; valid from the bootstrap's address until its API or machine-config server passes the load balancer's check, or {limit} after the first fetch"
+            ),
+        ),
+    };
+    for h in doc.hosts.iter_mut().filter(|h| h.role == Role::Bootstrap) {
+        let at = h
+            .stages
+            .iter()
+            .position(|s| s.stage == "Ignition fetched")
+            .map_or(h.stages.len(), |i| i + 1);
+        h.stages.insert(at, stage.clone());
+    }
+}
+
 /// The stage line of one host from its events and the document's
 /// `clusterData`, `loadBalancer` and `bootstrapRemoved`.
 pub(super) fn stages(h: &HostStatus, doc: &StatusDocument) -> Vec<Stage> {

@@ -318,3 +318,77 @@ fn bootkube_progress_on_the_bootstrap_line() {
     assert_eq!(complete.detail, "bootkube.service complete (3 stages)");
     assert_eq!(complete.time.as_deref(), Some("2026-11-24T10:09:00Z"));
 }
+
+/// What became of bootstrap.ign's one-time token (issue #42 item 4): a
+/// stage after "Ignition fetched" of the bootstrap only, not done while the
+/// token is valid (with until when), done once spent, naming which of the
+/// bootstrap seen running or the time limit spent it; the page says it
+/// above the fetches.
+#[test]
+fn bootstrap_token_stage() {
+    use okd_bootserver::{SpentBy, TokenStatus};
+    use std::time::{Duration, UNIX_EPOCH};
+    let now = datetime!(2026-11-24 10:10 UTC);
+    // 2026-11-24T10:01:05Z
+    let first = UNIX_EPOCH + Duration::from_secs(1_795_514_465);
+    let token = |first_fetch, spent| TokenStatus {
+        clients: vec![std::net::IpAddr::from([192, 168, 120, 102])],
+        first_fetch,
+        limit: Duration::from_secs(30 * 60),
+        spent,
+    };
+    let staged = |t: &TokenStatus| {
+        let mut d = doc();
+        annotate(&mut d, now);
+        token_stage(&mut d, t);
+        d
+    };
+
+    let d = staged(&token(None, None));
+    assert_eq!(
+        names(&d.hosts[0])[1..3],
+        ["Ignition fetched", "bootstrap.ign token spent"]
+    );
+    assert!(
+        d.hosts[1..]
+            .iter()
+            .flat_map(|h| &h.stages)
+            .all(|s| s.stage != "bootstrap.ign token spent")
+    );
+    let s = boot_stage(&d, "bootstrap.ign token spent");
+    assert!(!s.done && s.detail.starts_with("not used yet"), "{s:?}");
+
+    let d = staged(&token(Some(first), None));
+    let s = boot_stage(&d, "bootstrap.ign token spent");
+    assert!(!s.done);
+    assert_eq!(
+        s.detail,
+        "valid for retries from the bootstrap's address until its API or machine-config server passes the load balancer's check, at most until 10:31 UTC (30 min after the first fetch)"
+    );
+    assert!(page(&d, now).contains("One-time token valid for retries"));
+
+    let at = first + Duration::from_secs(240);
+    let d = staged(&token(
+        Some(first),
+        Some((at, SpentBy::SeenRunning("machine-config server".into()))),
+    ));
+    let s = boot_stage(&d, "bootstrap.ign token spent");
+    assert!(s.done);
+    assert_eq!(s.time.as_deref(), Some("2026-11-24T10:05:05Z"));
+    assert_eq!(
+        s.detail,
+        "the bootstrap's machine-config server passed the load balancer's check at 10:05 UTC"
+    );
+    assert!(page(&d, now).contains(
+        "One-time token spent: the bootstrap's machine-config server passed the load balancer's check at 10:05 UTC"
+    ));
+
+    let at = first + Duration::from_secs(30 * 60);
+    let d = staged(&token(Some(first), Some((at, SpentBy::TimeLimit))));
+    let s = boot_stage(&d, "bootstrap.ign token spent");
+    assert!(s.done);
+    assert_eq!(
+        s.detail,
+        "30 min after the first fetch, at 10:31 UTC; the bootstrap was not seen running"
+    );
+}
