@@ -35,13 +35,19 @@ pub enum AssistedCmd {
         #[command(flatten)]
         service: ServiceArgs,
     },
-    /// List a cluster's hosts: name, role, status, CPUs, memory.
+    /// List a cluster's hosts: name, id (an unambiguous prefix), role,
+    /// status, MAC and address, installation disk, CPUs, memory.
     Hosts {
         #[command(flatten)]
         service: ServiceArgs,
         /// The cluster's name or id.
         #[arg(long)]
         cluster: String,
+    },
+    /// One host: `host set` changes its name or role.
+    Host {
+        #[command(subcommand)]
+        action: HostCmd,
     },
     /// The cluster's and its hosts' validations, failing first.
     Validations {
@@ -108,6 +114,34 @@ pub enum AssistedCmd {
         /// The cluster's name or id.
         #[arg(long)]
         cluster: String,
+    },
+}
+
+/// `okd-install assisted host <command>`.
+#[derive(Subcommand, Debug)]
+pub enum HostCmd {
+    /// Set a host's name and/or role (before its installation starts).
+    /// HOST is its id, an unambiguous prefix of it (as `assisted hosts`
+    /// shows), a MAC or address of one of its interfaces, or its host name
+    /// when no other host has it; several matches are refused, listing
+    /// them.
+    #[command(group(clap::ArgGroup::new("change").required(true).multiple(true).args(["name", "role"])))]
+    Set {
+        #[command(flatten)]
+        service: ServiceArgs,
+        /// The host: id, id prefix, MAC, address or unique host name.
+        host: String,
+        /// Look among this cluster's hosts (name or id) only [default:
+        /// every infra-env's hosts].
+        #[arg(long)]
+        cluster: Option<String>,
+        /// The host name to install it with (instead of the one it
+        /// reported).
+        #[arg(long)]
+        name: Option<String>,
+        /// Its role.
+        #[arg(long, value_parser = ["master", "worker", "auto-assign"])]
+        role: Option<String>,
     },
 }
 
@@ -284,6 +318,25 @@ pub fn run(dir: &Path, cmd: &AssistedCmd) -> Result<(), Failure> {
         AssistedCmd::Hosts { service, cluster } => {
             let c = service.client(dir)?;
             print(rt()?.block_on(cmds::list_hosts(&c, cluster)))
+        }
+        AssistedCmd::Host {
+            action:
+                HostCmd::Set {
+                    service,
+                    host,
+                    cluster,
+                    name,
+                    role,
+                },
+        } => {
+            let c = service.client(dir)?;
+            print(rt()?.block_on(cmds::set_host(
+                &c,
+                cluster.as_deref(),
+                host,
+                name.as_deref(),
+                role.as_deref(),
+            )))
         }
         AssistedCmd::Validations {
             service,

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use okd_assisted_api::rest::{
-    ApiError, BASE_PATH, Cluster, ClusterCreateParams, Event, Host, InfraEnv, InfraEnvCreateParams,
-    InfraError,
+    ApiError, BASE_PATH, Cluster, ClusterCreateParams, Event, Host, HostUpdateParams, InfraEnv,
+    InfraEnvCreateParams, InfraError,
 };
 use reqwest::{Method, Url};
 use serde::de::DeserializeOwned;
@@ -207,6 +207,7 @@ impl Client {
     /// One request; a 2xx answer's response, else the error.
     async fn send(
         &self,
+        doing: &str,
         method: Method,
         path: &str,
         query: &[(&str, &str)],
@@ -231,6 +232,7 @@ impl Client {
                 }
             } else {
                 Error::Transport {
+                    doing: doing.to_string(),
                     method: method.to_string(),
                     url: url.to_string(),
                     cause: chain(&e),
@@ -255,6 +257,7 @@ impl Client {
             text.trim().chars().take(300).collect()
         };
         Err(Error::Status {
+            doing: doing.to_string(),
             method: method.to_string(),
             url: url.to_string(),
             status: status.as_u16(),
@@ -265,19 +268,22 @@ impl Client {
     /// A request whose 2xx answer is a JSON document `T`.
     async fn json<T: DeserializeOwned>(
         &self,
+        doing: &str,
         method: Method,
         path: &str,
         query: &[(&str, &str)],
         body: Option<&(impl serde::Serialize + ?Sized)>,
     ) -> Result<T, Error> {
-        let resp = self.send(method.clone(), path, query, body).await?;
+        let resp = self.send(doing, method.clone(), path, query, body).await?;
         let url = resp.url().to_string();
         let bytes = resp.bytes().await.map_err(|e| Error::Transport {
+            doing: doing.to_string(),
             method: method.to_string(),
             url: url.clone(),
             cause: chain(&e),
         })?;
         serde_json::from_slice(&bytes).map_err(|e| Error::Decode {
+            doing: doing.to_string(),
             method: method.to_string(),
             url,
             reason: e.to_string(),
@@ -290,7 +296,14 @@ impl Client {
     /// [`Error::Status`] with the service's reason (400: a field it
     /// refuses), and the transport errors of [`Error`].
     pub async fn create_cluster(&self, p: &ClusterCreateParams) -> Result<Cluster, Error> {
-        self.json(Method::POST, "/clusters", &[], Some(p)).await
+        self.json(
+            &format!("registering cluster {}", p.name),
+            Method::POST,
+            "/clusters",
+            &[],
+            Some(p),
+        )
+        .await
     }
 
     /// `POST /v2/infra-envs` → 201 [`InfraEnv`].
@@ -298,7 +311,14 @@ impl Client {
     /// # Errors
     /// As [`Client::create_cluster`].
     pub async fn create_infra_env(&self, p: &InfraEnvCreateParams) -> Result<InfraEnv, Error> {
-        self.json(Method::POST, "/infra-envs", &[], Some(p)).await
+        self.json(
+            &format!("registering infra-env {}", p.name),
+            Method::POST,
+            "/infra-envs",
+            &[],
+            Some(p),
+        )
+        .await
     }
 
     /// `GET /v2/clusters`: every cluster, hosts included.
@@ -306,7 +326,14 @@ impl Client {
     /// # Errors
     /// As [`Client::create_cluster`].
     pub async fn clusters(&self) -> Result<Vec<Cluster>, Error> {
-        self.json(Method::GET, "/clusters", &[], None::<&()>).await
+        self.json(
+            "listing the clusters",
+            Method::GET,
+            "/clusters",
+            &[],
+            None::<&()>,
+        )
+        .await
     }
 
     /// `GET /v2/clusters/{id}`.
@@ -315,6 +342,7 @@ impl Client {
     /// [`Error::Status`] 404 for an unknown id; as [`Client::create_cluster`].
     pub async fn cluster(&self, id: &str) -> Result<Cluster, Error> {
         self.json(
+            &format!("reading cluster {id}"),
             Method::GET,
             &format!("/clusters/{}", segment(id)?),
             &[],
@@ -329,6 +357,7 @@ impl Client {
     /// As [`Client::cluster`].
     pub async fn delete_cluster(&self, id: &str) -> Result<(), Error> {
         self.send(
+            &format!("deleting cluster {id}"),
             Method::DELETE,
             &format!("/clusters/{}", segment(id)?),
             &[],
@@ -377,6 +406,7 @@ impl Client {
     /// [`Client::create_cluster`].
     pub async fn hosts(&self, infra_env_id: &str) -> Result<Vec<Host>, Error> {
         self.json(
+            &format!("listing the hosts of infra-env {infra_env_id}"),
             Method::GET,
             &format!("/infra-envs/{}/hosts", segment(infra_env_id)?),
             &[],
@@ -390,8 +420,14 @@ impl Client {
     /// # Errors
     /// As [`Client::create_cluster`].
     pub async fn infra_envs(&self) -> Result<Vec<InfraEnv>, Error> {
-        self.json(Method::GET, "/infra-envs", &[], None::<&()>)
-            .await
+        self.json(
+            "listing the infra-envs",
+            Method::GET,
+            "/infra-envs",
+            &[],
+            None::<&()>,
+        )
+        .await
     }
 
     /// `POST /v2/clusters/{id}/actions/install` → 202 [`Cluster`]
@@ -402,6 +438,7 @@ impl Client {
     /// ("Cluster is not ready for installation: …"); as [`Client::cluster`].
     pub async fn install(&self, id: &str) -> Result<Cluster, Error> {
         self.json(
+            &format!("starting the installation of cluster {id}"),
             Method::POST,
             &format!("/clusters/{}/actions/install", segment(id)?),
             &[],
@@ -423,6 +460,7 @@ impl Client {
         file_name: &str,
     ) -> Result<Vec<u8>, Error> {
         self.get_bytes(
+            &format!("downloading {file_name} of cluster {id}"),
             &format!("/clusters/{}/downloads/{}", segment(id)?, kind.segment()),
             &[("file_name", file_name)],
         )
@@ -430,13 +468,21 @@ impl Client {
     }
 
     /// A GET whose 2xx answer's bytes are returned.
-    async fn get_bytes(&self, path: &str, query: &[(&str, &str)]) -> Result<Vec<u8>, Error> {
-        let resp = self.send(Method::GET, path, query, None::<&()>).await?;
+    async fn get_bytes(
+        &self,
+        doing: &str,
+        path: &str,
+        query: &[(&str, &str)],
+    ) -> Result<Vec<u8>, Error> {
+        let resp = self
+            .send(doing, Method::GET, path, query, None::<&()>)
+            .await?;
         let url = resp.url().to_string();
         resp.bytes()
             .await
             .map(|b| b.to_vec())
             .map_err(|e| Error::Transport {
+                doing: doing.to_string(),
                 method: "GET".into(),
                 url,
                 cause: chain(&e),
@@ -451,6 +497,7 @@ impl Client {
     /// [`Client::cluster`].
     pub async fn host_logs(&self, id: &str) -> Result<Vec<u8>, Error> {
         self.get_bytes(
+            &format!("downloading the hosts' logs of cluster {id}"),
             &format!("/clusters/{}/logs", segment(id)?),
             &[("logs_type", "host")],
         )
@@ -475,7 +522,41 @@ impl Client {
         if let Some(l) = &limit {
             q.push(("limit", l.as_str()));
         }
-        self.json(Method::GET, &path, &q, None::<&()>).await
+        self.json(
+            &format!("listing the free addresses of {network} for cluster {cluster_id}"),
+            Method::GET,
+            &path,
+            &q,
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// `PATCH /v2/infra-envs/{infra_env_id}/hosts/{host_id}` → 201 [`Host`]:
+    /// the host's name and role (assisted-service's `V2UpdateHost`).
+    ///
+    /// # Errors
+    /// [`Error::Status`] 400 for a name or role the service refuses, 409
+    /// when the host's status does not allow a change; as
+    /// [`Client::create_cluster`].
+    pub async fn update_host(
+        &self,
+        infra_env_id: &str,
+        host_id: &str,
+        p: &HostUpdateParams,
+    ) -> Result<Host, Error> {
+        self.json(
+            &format!("updating host {host_id}"),
+            Method::PATCH,
+            &format!(
+                "/infra-envs/{}/hosts/{}",
+                segment(infra_env_id)?,
+                segment(host_id)?
+            ),
+            &[],
+            Some(p),
+        )
+        .await
     }
 
     /// `GET /v2/events?cluster_id=<id>`: the cluster's events, oldest first.
@@ -484,6 +565,7 @@ impl Client {
     /// As [`Client::create_cluster`].
     pub async fn events(&self, cluster_id: &str) -> Result<Vec<Event>, Error> {
         self.json(
+            &format!("listing the events of cluster {cluster_id}"),
             Method::GET,
             "/events",
             &[("cluster_id", cluster_id)],

@@ -9,10 +9,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use okd_assisted_api::rest::{Cluster, Host, InfraEnv, InfraEnvCreateParams, ValidationResult};
+use okd_assisted_api::rest::{
+    Cluster, Host, HostUpdateParams, InfraEnv, InfraEnvCreateParams, ValidationResult,
+};
 
 use crate::client::{Client, DownloadKind};
 use crate::config::read_install_config;
+use crate::hosts;
 use crate::{DEFAULT_OPENSHIFT_VERSION, Error};
 
 /// Between two looks at a cluster while waiting for its installation to
@@ -129,11 +132,16 @@ pub async fn list_clusters(client: &Client) -> Result<String, Error> {
 }
 
 /// `okd-install assisted hosts --cluster NAME`: a table of the cluster's
-/// hosts sorted by name: NAME (the requested host name, else the
-/// inventory's, else the id), ROLE (the role; for `auto-assign`, the
-/// service's suggestion as `master (suggested)`), STATUS, CPUS (logical),
+/// hosts sorted by name, then id: NAME (the requested host name, else the
+/// inventory's, else the id), ID (the shortest prefix of at least eight
+/// characters no other host of the cluster shares, [`hosts::id_prefix`]),
+/// ROLE (the role; for `auto-assign`, the service's suggestion as
+/// `master (suggested)`), STATUS, MAC and ADDRESS (the primary interface's,
+/// [`hosts::facts`]), DISK (the installation disk's path), CPUS (logical),
 /// MEMORY (physical, GiB), INFO (the status in words, on one line, last
 /// since it is the longest). `-` where the inventory has not come yet.
+/// Hosts that share a name (freshly booted machines often do) differ by
+/// id, MAC and address.
 ///
 /// # Errors
 /// Those of [`Client::find_cluster`].
@@ -145,11 +153,13 @@ pub async fn list_hosts(client: &Client, cluster: &str) -> Result<String, Error>
             c.name
         ));
     }
-    let mut hosts: Vec<&Host> = c.hosts.iter().collect();
-    hosts.sort_by_cached_key(|h| (host_name(h), h.id.clone()));
-    let rows: Vec<Vec<String>> = hosts
-        .iter()
-        .map(|h| {
+    let ids: Vec<&str> = c.hosts.iter().map(|h| h.id.as_str()).collect();
+    let mut rows: Vec<(hosts::Facts, &Host)> =
+        c.hosts.iter().map(|h| (hosts::facts(h), h)).collect();
+    rows.sort_by(|(a, x), (b, y)| a.name.cmp(&b.name).then(x.id.cmp(&y.id)));
+    let rows: Vec<Vec<String>> = rows
+        .into_iter()
+        .map(|(f, h)| {
             let inv: Option<serde_json::Value> = serde_json::from_str(&h.inventory).ok();
             let cpus = inv
                 .as_ref()
@@ -167,9 +177,13 @@ pub async fn list_hosts(client: &Client, cluster: &str) -> Result<String, Error>
                 h.role.clone()
             };
             vec![
-                host_name(h),
+                f.name,
+                hosts::id_prefix(&h.id, &ids),
                 role,
                 h.status.clone(),
+                f.mac,
+                f.address,
+                f.disk,
                 cpus,
                 mem,
                 one_line(&h.status_info),
@@ -177,14 +191,106 @@ pub async fn list_hosts(client: &Client, cluster: &str) -> Result<String, Error>
         })
         .collect();
     Ok(table(
-        &["NAME", "ROLE", "STATUS", "CPUS", "MEMORY(GiB)", "INFO"],
+        &[
+            "NAME",
+            "ID",
+            "ROLE",
+            "STATUS",
+            "MAC",
+            "ADDRESS",
+            "DISK",
+            "CPUS",
+            "MEMORY(GiB)",
+            "INFO",
+        ],
         &rows,
+    ))
+}
+
+/// `okd-install assisted host set HOST [--cluster NAME] [--name N]
+/// [--role R]`: the host that `wanted` names ([`hosts::matching`]: its id,
+/// an id prefix, a MAC or address of its interfaces, or its host name),
+/// among the cluster's hosts or, without `cluster`, every infra-env's, is
+/// given the name and/or role through `PATCH
+/// /v2/infra-envs/{infra_env_id}/hosts/{host_id}`; returns what changed,
+/// in words.
+///
+/// # Errors
+/// [`Error::NothingToSet`]; [`Error::NoHost`] listing the hosts there
+/// are; [`Error::AmbiguousHost`] listing the ones that match; the
+/// service's refusal ([`Error::Status`] 400 for a name or role it does not
+/// take, 409 once the host is installing).
+pub async fn set_host(
+    client: &Client,
+    cluster: Option<&str>,
+    wanted: &str,
+    name: Option<&str>,
+    role: Option<&str>,
+) -> Result<String, Error> {
+    if name.is_none() && role.is_none() {
+        return Err(Error::NothingToSet);
+    }
+    let (all, scope) = match cluster {
+        Some(c) => {
+            let c = client.find_cluster(c).await?;
+            (c.hosts, format!("cluster {}", c.name))
+        }
+        None => {
+            let mut all = Vec::new();
+            for ie in client.infra_envs().await? {
+                all.extend(client.hosts(&ie.id).await?);
+            }
+            (all, String::new())
+        }
+    };
+    let found = hosts::matching(&all, wanted);
+    let h = match found.as_slice() {
+        [(h, _)] => (*h).clone(),
+        [] => {
+            return Err(Error::NoHost {
+                wanted: wanted.to_string(),
+                scope,
+                known: all.iter().map(hosts::describe).collect(),
+            });
+        }
+        many => {
+            return Err(Error::AmbiguousHost {
+                wanted: wanted.to_string(),
+                matches: many
+                    .iter()
+                    .map(|(h, how)| format!("{} (by {how})", hosts::describe(h)))
+                    .collect(),
+            });
+        }
+    };
+    let before = hosts::name(&h);
+    let p = HostUpdateParams {
+        host_name: name.map(str::to_string),
+        host_role: role.map(str::to_string),
+        ..HostUpdateParams::default()
+    };
+    let after = client.update_host(&h.infra_env_id, &h.id, &p).await?;
+    let f = hosts::facts(&after);
+    let mut changes = Vec::new();
+    if name.is_some() {
+        changes.push(format!("name {before} → {}", f.name));
+    }
+    if role.is_some() {
+        changes.push(format!("role {} → {}", h.role, after.role));
+    }
+    Ok(format!(
+        "host {} (MAC {}, address {}): {}\n",
+        after.id,
+        f.mac,
+        f.address,
+        changes.join(", ")
     ))
 }
 
 /// `okd-install assisted validations --cluster NAME [--failing]`: the
 /// cluster's validations, then each host's (hosts with failures first,
-/// then by name); in each, the failing ones first (`failure`, `error`,
+/// then by name), each named by its name, status, id prefix, MAC and
+/// address (hosts often share a name); in each, the failing ones first (`failure`, `error`,
 /// then `pending`, `disabled`, `success`), one per line as
 /// `status id: message`. With `failing_only`, only `failure` and `error`,
 /// and sections without any are left out.
@@ -201,18 +307,27 @@ pub async fn validations(
         format!("cluster {} ({})", c.name, c.status),
         sorted(&c.validations_info),
     )];
-    let mut hosts: Vec<(String, Vec<ValidationResult>)> = c
+    let ids: Vec<&str> = c.hosts.iter().map(|h| h.id.as_str()).collect();
+    let mut by_host: Vec<(String, Vec<ValidationResult>)> = c
         .hosts
         .iter()
         .map(|h| {
+            let f = hosts::facts(h);
             (
-                format!("host {} ({})", host_name(h), h.status),
+                format!(
+                    "host {} ({}), id {}, MAC {}, address {}",
+                    f.name,
+                    h.status,
+                    hosts::id_prefix(&h.id, &ids),
+                    f.mac,
+                    f.address
+                ),
                 sorted(&h.validations_info),
             )
         })
         .collect();
-    hosts.sort_by_cached_key(|(name, v)| (!v.first().is_some_and(failing), name.clone()));
-    sections.extend(hosts);
+    by_host.sort_by_cached_key(|(title, v)| (!v.first().is_some_and(failing), title.clone()));
+    sections.extend(by_host);
     let mut out = String::new();
     for (title, list) in sections {
         let shown: Vec<&ValidationResult> = list
@@ -322,8 +437,8 @@ pub async fn install(
 /// returns the paths written.
 ///
 /// # Errors
-/// [`Error::Status`] 409 before the installation generated them
-/// (the service's reason); [`Error::Fs`] naming the path.
+/// [`Error::NoCredentialsYet`] before the installation generated them
+/// (the service's 409), saying what to do; [`Error::Fs`] naming the path.
 pub async fn download_credentials(
     client: &Client,
     cluster: &str,
@@ -332,9 +447,27 @@ pub async fn download_credentials(
     let c = client.find_cluster(cluster).await?;
     let mut files = Vec::new();
     for (name, rel) in CREDENTIALS {
-        let data = client
+        let data = match client
             .download(&c.id, DownloadKind::Credentials, name)
-            .await?;
+            .await
+        {
+            Ok(d) => d,
+            Err(Error::Status {
+                method,
+                url,
+                status: 409,
+                ..
+            }) => {
+                return Err(Error::NoCredentialsYet {
+                    cluster: c.name,
+                    cluster_status: c.status,
+                    method,
+                    url,
+                    status: 409,
+                });
+            }
+            Err(e) => return Err(e),
+        };
         files.push((dir.join(rel), data));
     }
     okd_fs::create_dir_all(dir, AUTH_DIR_MODE)?;
@@ -399,18 +532,6 @@ pub async fn free_addresses(
     let c = client.find_cluster(cluster).await?;
     let list = client.free_addresses(&c.id, network, limit).await?;
     Ok(list.into_iter().map(|a| a + "\n").collect())
-}
-
-/// The host's name: requested, else the inventory's, else its id.
-fn host_name(h: &Host) -> String {
-    if !h.requested_hostname.is_empty() {
-        return h.requested_hostname.clone();
-    }
-    serde_json::from_str::<serde_json::Value>(&h.inventory)
-        .ok()
-        .and_then(|v| v["hostname"].as_str().map(str::to_string))
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| h.id.clone())
 }
 
 fn failing(v: &ValidationResult) -> bool {

@@ -7,24 +7,27 @@
 //! * [`config`]: an install-config-like file mapped to
 //!   `cluster-create-params`, every field not taken refused by name.
 //! * [`commands`]: what `okd-install assisted …` runs: a cluster and its
-//!   infra-env from a file, hosts and validations as text, install (and
-//!   wait for it to start), the credentials into `<dir>/auth`.
+//!   infra-env from a file, hosts (told apart by id, MAC and address,
+//!   [`hosts`]) and validations as text, a host's name and role set,
+//!   install (and wait for it to start), the credentials into `<dir>/auth`.
 //!
-//! Errors name what failed: the file and the field for a configuration,
-//! the request and the service's `reason` with the HTTP status for a
-//! refusal, the URL (and `okd-install assisted serve`) when nothing
-//! answers.
+//! Errors say first, in words, what failed and what to do: the file and
+//! the field for a configuration, what the command was doing and the
+//! service's `reason` for a refusal (the request's method, URL and HTTP
+//! status after, in parentheses), the URL (and `okd-install assisted
+//! serve`) when nothing answers.
 
 pub mod client;
 pub mod commands;
 pub mod config;
+pub mod hosts;
 
 use std::time::Duration;
 
 pub use client::{Client, DownloadKind};
 pub use commands::{
     create_cluster_from_file, describe_created, download_credentials, install, list_clusters,
-    list_events, list_hosts, validations,
+    list_events, list_hosts, set_host, validations,
 };
 pub use config::{ClusterConfig, ConfigError, DEFAULT_OPENSHIFT_VERSION};
 
@@ -83,8 +86,12 @@ pub enum Error {
         cause: String,
     },
     /// A request failed on the way (timeout, connection reset).
-    #[error("{method} {url}: {cause}")]
+    #[error(
+        "{doing} failed: the service's answer did not arrive ({cause}); try again, and check the service's log if it persists ({method} {url})"
+    )]
     Transport {
+        /// What the command was doing, in words (`listing the clusters`).
+        doing: String,
         /// The HTTP method.
         method: String,
         /// The request's URL.
@@ -92,9 +99,13 @@ pub enum Error {
         /// The transport's reason.
         cause: String,
     },
-    /// The service answered with a non-2xx status.
-    #[error("{method} {url}: HTTP {status}: {reason}")]
+    /// The service answered with a non-2xx status: what the command was
+    /// doing and the service's reason first, the request and its status
+    /// after.
+    #[error("{doing} failed: {reason}{} ({method} {url}: HTTP {status})", advice(*status, reason))]
     Status {
+        /// What the command was doing, in words (`listing the clusters`).
+        doing: String,
         /// The HTTP method.
         method: String,
         /// The request's URL.
@@ -106,8 +117,12 @@ pub enum Error {
         reason: String,
     },
     /// A 2xx answer that is not the document expected.
-    #[error("{method} {url}: the answer is not the expected document: {reason}")]
+    #[error(
+        "{doing} failed: the answer is not the document an assisted service sends ({reason}); is --url the address of `okd-install assisted serve`? ({method} {url})"
+    )]
     Decode {
+        /// What the command was doing, in words.
+        doing: String,
         /// The HTTP method.
         method: String,
         /// The request's URL.
@@ -150,6 +165,53 @@ pub enum Error {
         /// The existing cluster's id.
         id: String,
     },
+    /// The cluster's credentials asked for before the installation
+    /// generated them (the service's 409).
+    #[error(
+        "the credentials of cluster {cluster} exist only once its installation has started (cluster status: {cluster_status}); {} ({method} {url}: HTTP {status})",
+        credentials_advice(cluster, cluster_status)
+    )]
+    NoCredentialsYet {
+        /// The cluster's name.
+        cluster: String,
+        /// Its status.
+        cluster_status: String,
+        /// The HTTP method.
+        method: String,
+        /// The request's URL.
+        url: String,
+        /// The HTTP status (409).
+        status: u16,
+    },
+    /// No host matches what `host set` was given.
+    #[error(
+        "no host{} matches {wanted:?} (an id, an id prefix, a MAC, an address or a host name); {}",
+        if scope.is_empty() { String::new() } else { format!(" of {scope}") },
+        if known.is_empty() { "there are no hosts".to_string() } else { format!("hosts:\n{}", candidates(known)) }
+    )]
+    NoHost {
+        /// As given.
+        wanted: String,
+        /// `cluster demo`, or empty for every infra-env.
+        scope: String,
+        /// One line per host there is (id, name, MAC, address).
+        known: Vec<String>,
+    },
+    /// Several hosts match what `host set` was given.
+    #[error(
+        "{} hosts match {wanted:?}; give the host's id (or a longer prefix of it), its MAC or its address:\n{}",
+        matches.len(),
+        candidates(matches)
+    )]
+    AmbiguousHost {
+        /// As given.
+        wanted: String,
+        /// One line per matching host (id, name, MAC, address, what matched).
+        matches: Vec<String>,
+    },
+    /// `host set` without anything to set.
+    #[error("nothing to change: give --name and/or --role")]
+    NothingToSet,
     /// The cluster was created, its infra-env was not.
     #[error(
         "cluster {name} ({id}) was created but its infra-env was not: {source}; {}",
@@ -194,3 +256,60 @@ pub enum Error {
     #[error("writing the output: {0}")]
     Output(#[from] std::io::Error),
 }
+
+/// What to do after a refusal of this status, when the reason does not
+/// say it already (`; …` or empty).
+fn advice(status: u16, reason: &str) -> String {
+    let r = reason.to_ascii_lowercase();
+    match status {
+        401 if !r.contains("token") => "; the service wants its admin token: run the command with the service's --dir (it reads <dir>/assisted-service/admin-token), or pass --token / OKD_ASSISTED_TOKEN".into(),
+        403 => "; the token given may not do this: use the service's admin token (<dir>/assisted-service/admin-token)".into(),
+        502..=504 => "; the service (or a proxy in front of it) is not answering: is `okd-install assisted serve` running?".into(),
+        _ => String::new(),
+    }
+}
+
+/// What to do for credentials asked for too early, by the cluster's status.
+fn credentials_advice(cluster: &str, status: &str) -> String {
+    match status {
+        "insufficient" | "ready" | "pending-for-input" | "pending-user-action" => format!(
+            "start it with `okd-install assisted install --cluster {}`{}",
+            cluster,
+            if status == "ready" {
+                String::new()
+            } else {
+                format!(
+                    " once `okd-install assisted validations --cluster {cluster} --failing` shows nothing"
+                )
+            }
+        ),
+        "preparing-for-installation" => {
+            "they are being generated now: try again in a minute".to_string()
+        }
+        _ => {
+            "they were not generated: see `okd-install assisted events --cluster ".to_string()
+                + cluster
+                + "`"
+        }
+    }
+}
+
+/// One candidate per line, indented; at most [`CANDIDATES_SHOWN`], then
+/// how many more.
+fn candidates(lines: &[String]) -> String {
+    let mut out: Vec<String> = lines
+        .iter()
+        .take(CANDIDATES_SHOWN)
+        .map(|l| format!("  {l}"))
+        .collect();
+    if lines.len() > CANDIDATES_SHOWN {
+        out.push(format!(
+            "  … and {} more (`okd-install assisted hosts --cluster <name>` lists them)",
+            lines.len() - CANDIDATES_SHOWN
+        ));
+    }
+    out.join("\n")
+}
+
+/// Hosts an error lists at most.
+pub const CANDIDATES_SHOWN: usize = 20;

@@ -331,18 +331,47 @@ async fn create_from_file_hosts_validations_install_credentials() {
         }
         other => panic!("{other}"),
     }
+    // In words first, the request and its status after (#42 item 7).
+    let text = err.to_string();
     assert!(
-        err.to_string().contains("HTTP 409: Cluster is not ready"),
-        "{err}"
+        text.starts_with(&format!(
+            "starting the installation of cluster {} failed: Cluster is not ready for installation",
+            cl.id
+        )),
+        "{text}"
     );
-    // Nothing generated yet: credentials refused with the reason.
+    assert!(
+        text.ends_with(&format!(
+            "(POST {}/api/assisted-install/v2/clusters/{}/actions/install: HTTP 409)",
+            svc.root, cl.id
+        )),
+        "{text}"
+    );
+    // Nothing generated yet: credentials refused saying why and what to do
+    // (#42 item 7), not the service's kubeconfig-noingress behind a URL.
     let assets = dir.path().join("assets");
     let err = commands::download_credentials(&client, "demo", &assets)
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::Status { status: 409, reason, .. } if reason.contains("generated when the installation starts")),
+        matches!(&err, Error::NoCredentialsYet { status: 409, cluster_status, .. } if cluster_status == "pending-for-input" || cluster_status == "insufficient"),
         "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.starts_with(
+            "the credentials of cluster demo exist only once its installation has started (cluster status: "
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("start it with `okd-install assisted install --cluster demo`"),
+        "{text}"
+    );
+    assert!(!text.contains("noingress"), "{text}");
+    assert!(
+        text.ends_with("/downloads/credentials?file_name=kubeconfig: HTTP 409)"),
+        "{text}"
     );
     assert!(!assets.exists(), "nothing written on failure");
 
@@ -451,6 +480,17 @@ async fn create_from_file_hosts_validations_install_credentials() {
     assert_eq!(
         commands::validations(&client, "demo", true).await.unwrap(),
         "cluster demo: no failing validations\n"
+    );
+    // Ready, not installing: still no credentials, and the one step to take.
+    let err = commands::download_credentials(&client, "demo", &assets)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(
+            "the credentials of cluster demo exist only once its installation has started (cluster status: ready); start it with `okd-install assisted install --cluster demo` (GET https://"
+        ),
+        "{err}"
     );
 
     // Install, waiting for it to start (bounded), while the agents keep
@@ -731,4 +771,209 @@ async fn nothing_listening_names_the_url() {
         Client::new(&url, Some("a\nb".into())),
         Err(Error::Token)
     ));
+}
+
+/// Issue #42 item 1: five freshly booted machines all called `vm` are
+/// told apart by id, MAC and address in `hosts` and `validations`, and
+/// `set_host` picks one by MAC, address or id prefix (several matches and
+/// none refused, listing the candidates).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_with_one_name_are_told_apart_and_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = start(dir.path()).await;
+    let client = svc.client(&svc.root);
+    let api = format!("{}/api/assisted-install/v2", svc.root);
+    let http = svc.http();
+    let path = write(dir.path(), &config("same", BAREMETAL));
+    let (cl, ie) = commands::create_cluster_from_file(&client, &path, None)
+        .await
+        .unwrap();
+    // Two ids share their first eight characters.
+    let ids = [
+        "0f1e2d3c-aaaa-4000-8000-000000000001",
+        "0f1e2d3c-bbbb-4000-8000-000000000002",
+        "71c2a9e4-0000-4000-8000-000000000003",
+        "a83b11f0-0000-4000-8000-000000000004",
+        "d4e5f6a7-0000-4000-8000-000000000005",
+    ];
+    let shown = [
+        "0f1e2d3c-a",
+        "0f1e2d3c-b",
+        "71c2a9e4",
+        "a83b11f0",
+        "d4e5f6a7",
+    ];
+    let mac = |i: usize| format!("52:54:00:42:00:0{i}");
+    let ip = |i: usize| format!("192.168.126.2{i}");
+    let mut agents: Vec<(String, Inventory)> = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        let r = http
+            .post(format!("{api}/infra-envs/{}/hosts", ie.id))
+            .json(&json!({"host_id": id}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 201);
+        let mut inv = inventory("vm", &ip(i), 16);
+        inv.interfaces[0].mac_address = mac(i);
+        poll_and_answer(&http, &api, &ie.id, id, &inv).await;
+        agents.push((id.to_string(), inv));
+    }
+    poll_until(
+        (&http, &api, &ie.id),
+        &agents,
+        (&client, &cl.id),
+        "every host's name found not unique",
+        |c| {
+            c.hosts.len() == 5
+                && c.hosts
+                    .iter()
+                    .all(|h| h.validations_info.contains("is not unique"))
+        },
+    )
+    .await;
+
+    // `hosts`: five distinct lines, each with its id prefix, MAC and address.
+    let text = commands::list_hosts(&client, "same").await.unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 6, "{text}");
+    for h in ["NAME", "ID", "ROLE", "STATUS", "MAC", "ADDRESS", "DISK"] {
+        assert!(lines[0].contains(h), "{text}");
+    }
+    let mut distinct = lines[1..].to_vec();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 5, "five distinct lines:\n{text}");
+    for i in 0..5 {
+        let line = lines
+            .iter()
+            .find(|l| l.contains(&mac(i)))
+            .unwrap_or_else(|| panic!("no line with {}:\n{text}", mac(i)));
+        assert!(line.starts_with("vm "), "{text}");
+        assert!(
+            line.contains(&format!(" {} ", shown[i])) && !line.contains(ids[i]),
+            "the id's shortest unambiguous prefix:\n{text}"
+        );
+        assert!(line.contains(&format!(" {} ", ip(i))), "{text}");
+    }
+
+    // `validations --failing`: each host by name, id, MAC and address.
+    let v = commands::validations(&client, "same", true).await.unwrap();
+    let titles: Vec<&str> = v.lines().filter(|l| l.starts_with("host ")).collect();
+    assert_eq!(titles.len(), 5, "{v}");
+    for i in 0..5 {
+        let t = titles
+            .iter()
+            .find(|t| t.contains(&format!("id {},", shown[i])))
+            .unwrap_or_else(|| panic!("no section of host {}:\n{v}", ids[i]));
+        assert!(
+            t.starts_with("host vm (")
+                && t.contains(&format!("MAC {}", mac(i)))
+                && t.contains(&format!("address {}", ip(i))),
+            "{v}"
+        );
+    }
+    assert!(v.contains("is not unique"), "{v}");
+
+    // The shared name, or a shared id prefix: refused, listing the hosts.
+    let err = commands::set_host(&client, Some("same"), "vm", Some("x"), None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::AmbiguousHost { matches, .. } if matches.len() == 5),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(text.starts_with("5 hosts match \"vm\""), "{text}");
+    for (i, id) in ids.iter().enumerate() {
+        assert!(
+            text.contains(id) && text.contains(&mac(i)) && text.contains(&ip(i)),
+            "{text}"
+        );
+    }
+    let err = commands::set_host(&client, None, "0f1e2d3c", None, Some("master"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::AmbiguousHost { matches, .. } if matches.len() == 2),
+        "{err}"
+    );
+    // Nothing matches: refused, listing what there is.
+    let err = commands::set_host(&client, Some("same"), "52:54:00:99:99:99", Some("x"), None)
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with("no host of cluster same matches \"52:54:00:99:99:99\""),
+        "{text}"
+    );
+    assert!(text.contains(ids[4]) && text.contains(&mac(4)), "{text}");
+    let err = commands::set_host(&client, None, "vm", None, None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NothingToSet), "{err}");
+
+    // By MAC (as typed with dashes, upper case): a name and a role.
+    let out = commands::set_host(
+        &client,
+        Some("same"),
+        &mac(3).replace(':', "-").to_uppercase(),
+        Some("master-3"),
+        Some("master"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        out,
+        format!(
+            "host {} (MAC {}, address {}): name vm → master-3, role auto-assign → master\n",
+            ids[3],
+            mac(3),
+            ip(3)
+        )
+    );
+    // By address, by id prefix, by a name now unique (every infra-env).
+    commands::set_host(&client, None, &ip(1), None, Some("worker"))
+        .await
+        .unwrap();
+    commands::set_host(&client, None, "0f1e2d3c-a", Some("master-0"), None)
+        .await
+        .unwrap();
+    commands::set_host(&client, None, "master-3", Some("master-3b"), None)
+        .await
+        .unwrap();
+    let hosts = client.hosts(&ie.id).await.unwrap();
+    let h = |id: &str| hosts.iter().find(|h| h.id == id).unwrap();
+    assert_eq!(
+        (
+            h(ids[3]).requested_hostname.as_str(),
+            h(ids[3]).role.as_str()
+        ),
+        ("master-3b", "master")
+    );
+    assert_eq!(h(ids[1]).role, "worker");
+    assert_eq!(h(ids[0]).requested_hostname, "master-0");
+    assert_eq!(h(ids[2]).requested_hostname, "");
+    // The service's refusal: what was being done first.
+    let err = commands::set_host(&client, None, &mac(2), Some("Bad_Name"), None)
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        matches!(&err, Error::Status { status: 400, .. })
+            && text.starts_with(&format!(
+                "updating host {} failed: host_name \"Bad_Name\"",
+                ids[2]
+            ))
+            && text.ends_with("HTTP 400)"),
+        "{text}"
+    );
+    let text = commands::list_hosts(&client, "same").await.unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("master-3b ") && l.contains(&mac(3)) && l.contains(" master ")),
+        "{text}"
+    );
+
+    svc.stop().await;
 }

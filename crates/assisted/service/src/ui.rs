@@ -5,8 +5,11 @@
 //!   host counts, linking to its page;
 //! - `GET /clusters/{id}`: one cluster: its status, its validations
 //!   (failing first, with their messages), its hosts (effective host name,
-//!   role or the suggested one, status, CPUs, memory, the bootstrap mark,
-//!   the progress stage and each host's validations in a `<details>`),
+//!   its id or the shortest prefix of at least 8 characters no other host
+//!   of the cluster shares, the primary interface's MAC and address, the
+//!   installation disk, role or the suggested one, status, CPUs, memory,
+//!   the bootstrap mark, the progress stage and each host's validations in
+//!   a `<details>`),
 //!   host name and role editable per host, an Install button, and its
 //!   events, newest first.
 //!
@@ -345,7 +348,74 @@ struct Facts {
     inventory_name: String,
     cpus: Option<u64>,
     memory: Option<u64>,
+    /// The primary interface's MAC ([`primary_interface`]).
+    mac: Option<String>,
+    /// The primary interface's first IPv4 address (else IPv6), without
+    /// its prefix length.
+    address: Option<String>,
 }
+
+/// The addresses of an interface's `field` (`ipv4_addresses`), not empty.
+fn addresses(i: &Value, field: &str) -> Vec<String> {
+    i[field]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|a| !a.is_empty())
+        .map(|a| a.split('/').next().unwrap_or(a).to_string())
+        .collect()
+}
+
+/// The primary interface of an inventory: the one the IPv4 default route
+/// with the lowest metric leaves by, else the first with an IPv4 address,
+/// else the first with an IPv6 one, else the first with a MAC (the client's
+/// `okd_assisted_client::hosts` picks it by the same rule).
+fn primary_interface(inv: &Value) -> Option<&Value> {
+    let ifaces = inv["interfaces"].as_array()?;
+    let route_dev = inv["routes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["family"].as_i64() == Some(4) && r["destination"].as_str() == Some("0.0.0.0"))
+        .min_by_key(|r| r["metric"].as_i64().unwrap_or(0))
+        .and_then(|r| r["interface"].as_str());
+    route_dev
+        .and_then(|d| {
+            ifaces.iter().find(|i| {
+                i["name"].as_str() == Some(d) && !addresses(i, "ipv4_addresses").is_empty()
+            })
+        })
+        .or_else(|| {
+            ifaces
+                .iter()
+                .find(|i| !addresses(i, "ipv4_addresses").is_empty())
+        })
+        .or_else(|| {
+            ifaces
+                .iter()
+                .find(|i| !addresses(i, "ipv6_addresses").is_empty())
+        })
+        .or_else(|| {
+            ifaces
+                .iter()
+                .find(|i| i["mac_address"].as_str().is_some_and(|m| !m.is_empty()))
+        })
+}
+
+/// The shortest prefix of `id`, at least [`MIN_ID_PREFIX`] characters,
+/// that no other id of `all` starts with (the whole id when no prefix is).
+fn id_prefix(id: &str, all: &[&str]) -> String {
+    (MIN_ID_PREFIX.min(id.len())..id.len())
+        .filter(|n| id.is_char_boundary(*n))
+        .map(|n| &id[..n])
+        .find(|p| !all.iter().any(|o| *o != id && o.starts_with(p)))
+        .unwrap_or(id)
+        .to_string()
+}
+
+/// The shortest host id prefix shown.
+const MIN_ID_PREFIX: usize = 8;
 
 fn facts(h: &Host) -> Facts {
     let inv: Value = serde_json::from_str(&h.inventory).unwrap_or(Value::Null);
@@ -355,11 +425,22 @@ fn facts(h: &Host) -> Facts {
     } else {
         h.requested_hostname.clone()
     };
+    let primary = primary_interface(&inv);
     Facts {
         name,
         inventory_name,
         cpus: inv["cpu"]["count"].as_u64(),
         memory: inv["memory"]["physical_bytes"].as_u64(),
+        mac: primary
+            .and_then(|i| i["mac_address"].as_str())
+            .filter(|m| !m.is_empty())
+            .map(str::to_ascii_lowercase),
+        address: primary.and_then(|i| {
+            addresses(i, "ipv4_addresses")
+                .into_iter()
+                .next()
+                .or_else(|| addresses(i, "ipv6_addresses").into_iter().next())
+        }),
     }
 }
 
@@ -463,7 +544,8 @@ fn clusters_body(clusters: &[Cluster]) -> Markup {
     }
 }
 
-fn host_row(h: &Host) -> Markup {
+/// One host's row; `id_shown` is its id or the unambiguous prefix of it.
+fn host_row(h: &Host, id_shown: &str) -> Markup {
     let f = facts(h);
     let vs = validations(&h.validations_info);
     let failing = vs
@@ -471,7 +553,11 @@ fn host_row(h: &Host) -> Markup {
         .any(|(_, v)| v.status == "failure" || v.status == "error");
     let editable = HOST_EDITABLE.contains(&h.status.as_str());
     let roles = ["auto-assign", "master", "worker"];
-    let short_id = h.id.get(..8).unwrap_or(&h.id);
+    let disk = if h.installation_disk_path.is_empty() {
+        h.installation_disk_id.as_str()
+    } else {
+        h.installation_disk_path.as_str()
+    };
     html! {
         tr class="host" data-host-id=(h.id) data-infra-env-id=(h.infra_env_id) {
             th scope="row" class="name" {
@@ -486,7 +572,17 @@ fn host_row(h: &Host) -> Markup {
                     @if !h.requested_hostname.is_empty() && !f.inventory_name.is_empty() && f.inventory_name != f.name {
                         "was " (f.inventory_name) " · "
                     }
-                    "id " (short_id) "…"
+                    "id " code class="host-id" { (id_shown) }
+                    @if id_shown.len() < h.id.len() { "…" }
+                }
+                div class="sub net" {
+                    "MAC " code class="mac" { (f.mac.as_deref().unwrap_or("—")) }
+                }
+                div class="sub net" {
+                    "address " span class="address" { (f.address.as_deref().unwrap_or("—")) }
+                }
+                @if !disk.is_empty() {
+                    div class="sub disk" title="Installation disk" { "disk " code { (disk) } }
                 }
             }
             td class="role" data-label="Role" {
@@ -549,6 +645,7 @@ fn cluster_body(c: &Cluster, events: &[Event], total_events: usize) -> Markup {
         .partition(|(_, v)| matches!(v.status.as_str(), "success" | "disabled"));
     let mut hosts: Vec<&Host> = c.hosts.iter().collect();
     hosts.sort_by_cached_key(|h| (facts(h).name, h.id.clone()));
+    let ids: Vec<&str> = hosts.iter().map(|h| h.id.as_str()).collect();
     let installable = INSTALLABLE.contains(&c.status.as_str());
     let vips = |v: &[rest::Vip]| {
         v.iter()
@@ -619,12 +716,12 @@ fn cluster_body(c: &Cluster, events: &[Event], total_events: usize) -> Markup {
                 } @else {
                     div class="table-wrap" { table id="hosts" {
                         thead { tr {
-                            th scope="col" { "Host name" } th scope="col" { "Role" }
+                            th scope="col" { "Host" } th scope="col" { "Role" }
                             th scope="col" { "Status" } th scope="col" class="num" { "CPUs" }
                             th scope="col" class="num" { "Memory" } th scope="col" { "Progress" }
                             th scope="col" { span class="visually-hidden" { "Actions" } }
                         } }
-                        tbody { @for h in &hosts { (host_row(h)) } }
+                        tbody { @for h in &hosts { (host_row(h, &id_prefix(&h.id, &ids))) } }
                     } }
                 }
             }
@@ -687,6 +784,8 @@ ul.validations{list-style:none;margin:.4rem 0 0;padding:0}
 .validation .mark{width:1rem;flex:none;text-align:center;font-weight:700}
 .validation .message{flex:1 1 20rem;overflow-wrap:anywhere}
 .validation .vid{font:.78rem ui-monospace,SFMono-Regular,Menlo,monospace;color:#6e7781;align-self:center}
+th.name .sub{max-width:15rem;overflow-wrap:anywhere}
+th.name .sub code{font-size:.95em}
 .validation.failure .mark,.validation.error .mark{color:#b42318}
 .validation.failure .message,.validation.error .message{color:#8c1116;font-weight:500}
 .validation.success .mark{color:#1a7f37}
@@ -960,6 +1059,25 @@ mod tests {
         .into_string();
         assert!(list.contains("x &lt;b&gt;failure&lt;/b&gt;"), "{list}");
         assert!(!list.contains("<b>"), "{list}");
+    }
+
+    #[test]
+    fn host_ids_mac_and_address() {
+        let all = ["0f1e2d3c-aaaa", "0f1e2d3c-bbbb", "71c2a9e4-0000", "short"];
+        assert_eq!(id_prefix(all[0], &all), "0f1e2d3c-a");
+        assert_eq!(id_prefix(all[2], &all), "71c2a9e4");
+        assert_eq!(id_prefix(all[3], &all), "short");
+        let inv = serde_json::json!({
+            "interfaces": [
+                {"name": "ens3", "mac_address": "52:54:00:00:00:01", "ipv4_addresses": ["10.0.0.5/24"]},
+                {"name": "ens4", "mac_address": "52:54:00:00:00:02", "ipv4_addresses": ["192.168.126.10/24"]}
+            ],
+            "routes": [{"interface": "ens4", "destination": "0.0.0.0", "family": 4, "metric": 100}]
+        });
+        let p = primary_interface(&inv).unwrap();
+        assert_eq!(p["name"], "ens4");
+        assert_eq!(addresses(p, "ipv4_addresses"), ["192.168.126.10"]);
+        assert!(primary_interface(&Value::Null).is_none());
     }
 
     #[test]
