@@ -30,7 +30,7 @@ pub(crate) struct AwsStacksOpts {
 }
 
 /// `okd-install create aws-stacks`: writes `D/aws/` (exit 3 when an input
-/// breaks a rule).
+/// breaks a rule, 1 when a file of `create ignition-configs` is missing).
 pub(crate) fn create_aws_stacks(dir: &Path, o: &AwsStacksOpts) -> Result<(), Failure> {
     let opts = okd_aws_upi::generate::Options {
         ami: o.ami.clone(),
@@ -38,14 +38,7 @@ pub(crate) fn create_aws_stacks(dir: &Path, o: &AwsStacksOpts) -> Result<(), Fai
         bucket: o.bucket.clone(),
         bootstrap_ssh_cidr: o.bootstrap_ssh_cidr.clone(),
     };
-    let g = okd_aws_upi::generate::generate(dir, &opts).map_err(|e| {
-        use okd_aws_upi::generate::GenerateError as E;
-        let code = match &e {
-            E::Fs(_) | E::Asset(_) => 1,
-            _ => 3,
-        };
-        (anyhow::Error::new(e), code)
-    })?;
+    let g = okd_aws_upi::generate::generate(dir, &opts).map_err(crate::classified)?;
     for t in &g.templates {
         info!("Wrote {}", g.out_dir.join(t.file).display());
     }
@@ -71,7 +64,7 @@ pub(crate) fn create_aws_stacks(dir: &Path, o: &AwsStacksOpts) -> Result<(), Fai
     }
     info!(
         "Values from earlier stacks are {{{{stack:<name>:<output>}}}} placeholders: `okd-install aws deploy --dir {}` fills them and creates the stacks in order",
-        dir.display()
+        okd_fs::shell_path(dir)
     );
     Ok(())
 }
@@ -112,11 +105,7 @@ impl WaitArgs {
 }
 
 fn stopped(dir: &Path, s: okd_aws_upi::deploy::Stopped) -> Failure {
-    use okd_aws_upi::deploy::DeployError as E;
-    let code = match &s.error {
-        E::Check { .. } | E::File { .. } | E::Generate(_) | E::Plan(_) => 3,
-        _ => 1,
-    };
+    let code = okd_types::exit::ExitClass::exit_class(&s.error).code();
     let mut text = s.error.to_string();
     if !s.made.is_empty() {
         tracing::warn!("What exists now:");
@@ -125,8 +114,8 @@ fn stopped(dir: &Path, s: okd_aws_upi::deploy::Stopped) -> Failure {
         }
         text.push_str(&format!(
             ". What exists is listed above: delete it with `okd-install aws destroy --dir {}`, or fix the cause and run `okd-install aws deploy --dir {}` again (complete stacks are kept)",
-            dir.display(),
-            dir.display()
+            okd_fs::shell_path(dir),
+            okd_fs::shell_path(dir)
         ));
     }
     (anyhow::anyhow!(text), code)

@@ -73,8 +73,5 @@ pub(crate) fn wait_for(dir: &Path, w: &WaitForCmd) -> Result<(), Failure> {
     } else {
         rt.block_on(okd_wait_for::bootstrap_complete(&opts))
     };
-    result.map_err(|e| {
-        let code = e.exit_code();
-        (anyhow::Error::new(e), code)
-    })
+    result.map_err(crate::classified)
 }

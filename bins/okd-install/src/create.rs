@@ -7,7 +7,7 @@ use clap::Subcommand;
 use okd_assets::{AssetDir, Target};
 use tracing::debug;
 
-use crate::release::{ReleaseOpts, release_context};
+use crate::release::{AssetOpts, ReleaseOpts, release_context};
 use crate::{Failure, fail, interactive};
 
 /// `okd-install create`.
@@ -21,11 +21,11 @@ pub(crate) enum CreateCmd {
         release: ReleaseOpts,
     },
     /// Generates the Kubernetes manifests.
-    Manifests(ReleaseOpts),
+    Manifests(AssetOpts),
     /// Generates the Ignition Config asset.
-    IgnitionConfigs(ReleaseOpts),
+    IgnitionConfigs(AssetOpts),
     /// Generates the bootstrap-in-place Ignition config for a single node.
-    SingleNodeIgnitionConfig(ReleaseOpts),
+    SingleNodeIgnitionConfig(AssetOpts),
     /// Writes haproxy, keepalived, dnsmasq, BIND and CoreDNS configs and the
     /// PXE tree for the hosts of agent-config.yaml + bastion-config.yaml.
     BastionConfigs,
@@ -69,13 +69,14 @@ pub(crate) fn run(dir: &Path, c: &CreateCmd) -> Result<(), Failure> {
     let mut source = None;
     let (target, release) = match c {
         CreateCmd::InstallConfig { opts, release } => {
-            interactive::refuse_contradictions(dir, opts).map_err(|e| (e, 3))?;
+            interactive::refuse_contradictions(dir, opts)
+                .map_err(|e| crate::failure(okd_types::exit::Exit::InstallConfig, e))?;
             source = Some(interactive::source((**opts).clone()));
-            (Target::InstallConfig, release)
+            (Target::InstallConfig, AssetOpts::release_only(release))
         }
-        CreateCmd::Manifests(r) => (Target::Manifests, r),
-        CreateCmd::IgnitionConfigs(r) => (Target::IgnitionConfigs, r),
-        CreateCmd::SingleNodeIgnitionConfig(r) => (Target::SingleNodeIgnitionConfig, r),
+        CreateCmd::Manifests(r) => (Target::Manifests, r.clone()),
+        CreateCmd::IgnitionConfigs(r) => (Target::IgnitionConfigs, r.clone()),
+        CreateCmd::SingleNodeIgnitionConfig(r) => (Target::SingleNodeIgnitionConfig, r.clone()),
         CreateCmd::BastionConfigs => {
             return okd_serve::create_bastion_configs(dir).map_err(fail);
         }
@@ -84,18 +85,19 @@ pub(crate) fn run(dir: &Path, c: &CreateCmd) -> Result<(), Failure> {
         }
         CreateCmd::AwsStacks(o) => return crate::aws::create_aws_stacks(dir, o),
     };
-    generate(dir, target, release, source)
+    generate(dir, target, &release, source)
 }
 
-/// Runs the asset graph to `target` in `dir` for `release` (exit code 3 for
-/// install-config errors).
+/// Runs the asset graph to `target` in `dir` for `opts`' release (exit code
+/// 3 for install-config errors).
 pub(crate) fn generate(
     dir: &Path,
     target: Target,
-    release: &ReleaseOpts,
+    opts: &AssetOpts,
     source: Option<okd_assets::installconfig::InstallConfigSource>,
 ) -> Result<(), Failure> {
-    let mut ctx = release_context(dir, release).map_err(fail)?;
+    let mut ctx = release_context(dir, &opts.release).map_err(fail)?;
+    ctx.aws_machine_api = opts.with_machine_api;
     ctx.install_config_source = source;
     if matches!(
         target,
@@ -119,7 +121,7 @@ pub(crate) fn generate(
         .map(|n| n.get())
         .unwrap_or(2);
     okd_assets::create(&AssetDir::new(dir), &mut ctx, target, threads).map_err(|e| {
-        let code = if e.is_install_config_error() { 3 } else { 1 };
+        let code = okd_types::exit::ExitClass::exit_class(&e).code();
         (anyhow::anyhow!(okd_assets::chain(&e)), code)
     })?;
     Ok(())

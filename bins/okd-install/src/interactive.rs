@@ -87,11 +87,9 @@ struct Prompter {
     tty: bool,
 }
 
-/// End of input or Ctrl-C at a prompt: nothing is written.
+/// End of input or Ctrl-C at a prompt: nothing is written (exit code 8).
 fn aborted(what: &str) -> AssetError {
-    AssetError::Invalid(format!(
-        "{what} at the prompt: nothing was written (no install-config.yaml)"
-    ))
+    AssetError::Interrupted(format!("{what} at the prompt: nothing was written"))
 }
 
 impl Prompter {

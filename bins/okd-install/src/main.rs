@@ -1,7 +1,8 @@
 //! `okd-install`: openshift-install's user-provisioned workflow in one binary.
 //!
-//! `main` parses arguments, sets up logging, runs the command and maps errors to
-//! openshift-install's exit codes (3 for install-config errors, 1 otherwise).
+//! `main` parses arguments, sets up logging, runs the command and ends with
+//! the exit code of the error's class (okd-types `exit`: openshift-install's
+//! codes, 3 for install-config errors; the README's "Exit codes" table).
 //! [`run`] calls one function per command, in the module of its family.
 
 mod assisted;
@@ -21,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use okd_types::exit::{Exit, ExitClass};
 use tracing::error;
 
 /// Installs OKD/OpenShift 4 on infrastructure you provision yourself.
@@ -134,13 +136,27 @@ enum Cmd {
     },
 }
 
-/// A failed command: the error and the exit code (3 for install-config
-/// errors, a wait's own code, else 1).
+/// A failed command: the error and its exit code (one of
+/// [`okd_types::exit::Exit`]'s codes, or the node program's 128 + signal).
 type Failure = (anyhow::Error, u8);
 
-/// An error with exit code 1.
+/// An error of class [`Exit::Failed`] (exit code 1).
 pub(crate) fn fail(e: impl Into<anyhow::Error>) -> Failure {
-    (e.into(), 1)
+    (e.into(), Exit::Failed.code())
+}
+
+/// An error with the exit code of its own class (okd-types `exit`).
+pub(crate) fn classified<E>(e: E) -> Failure
+where
+    E: ExitClass + std::error::Error + Send + Sync + 'static,
+{
+    let code = e.exit_class().code();
+    (anyhow::Error::new(e), code)
+}
+
+/// An error of class `class` whatever its type.
+pub(crate) fn failure(class: Exit, e: impl Into<anyhow::Error>) -> Failure {
+    (e.into(), class.code())
 }
 
 /// Runs the command of `cli`: one function per command.
@@ -220,7 +236,7 @@ fn missing_file_hint(dir: &Path, text: &str) -> Option<String> {
         .map(|(file, cmd)| {
             format!(
                 "{file} is made by `okd-install create {cmd} --dir {}`",
-                dir.display()
+                okd_fs::shell_path(dir)
             )
         })
 }
@@ -271,8 +287,15 @@ fn main() -> ExitCode {
         Err((e, code)) => {
             let text = okd_assets::chain(e.as_ref());
             // The node commands run on the nodes, where the asset
-            // directory's files are not made by `create`.
-            let hint = if matches!(cli.cmd, Cmd::Bootstrap(_) | Cmd::Node(_)) {
+            // directory's files are not made by `create`; a stopped prompt
+            // or `create install-config` itself need no advice to run
+            // `create install-config`.
+            let hint = if matches!(cli.cmd, Cmd::Bootstrap(_) | Cmd::Node(_))
+                || code == Exit::Interrupted.code()
+                || matches!(
+                    cli.cmd,
+                    Cmd::Create(create::CreateCmd::InstallConfig { .. })
+                ) {
                 None
             } else {
                 missing_file_hint(&cli.dir, &text)

@@ -255,14 +255,12 @@ impl OutputArgs {
 pub fn command(dir: &Path, cmd: &MirrorCmd) -> Result<(), Failure> {
     let ctx = release_context_lenient(dir);
     run(dir, cmd, ctx.target).map_err(|e| {
-        let code = match e.downcast_ref::<okd_mirror_registry::MirrorError>() {
-            Some(
-                okd_mirror_registry::MirrorError::InstallConfig(_)
-                | okd_mirror_registry::MirrorError::InstallConfigInvalid(_),
-            ) => 3,
-            _ => 1,
-        };
-        (e, code)
+        let class = e
+            .downcast_ref::<okd_mirror_registry::MirrorError>()
+            .map_or(okd_types::exit::Exit::Failed, |m| {
+                okd_types::exit::ExitClass::exit_class(m)
+            });
+        (e, class.code())
     })
 }
 

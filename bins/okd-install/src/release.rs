@@ -25,11 +25,31 @@ pub(crate) struct ReleaseOpts {
     /// Ignition spec to write (3.0.0-3.4.0); default follows the release.
     #[arg(long = "ignition-spec")]
     ignition_spec: Option<String>,
+}
+
+/// The options of the commands that write manifests (`create manifests`,
+/// `ignition-configs`, `single-node-ignition-config`): the release, and
+/// whether platform aws keeps the machine API's manifests. `create
+/// cluster` (libvirt VMs) has only the release.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub(crate) struct AssetOpts {
+    #[command(flatten)]
+    pub(crate) release: ReleaseOpts,
     /// Platform aws: also write the machine API's Machine and MachineSet
     /// manifests (installer-provisioned style). Left out by default, as the
     /// AWS UPI procedure asks: `create aws-stacks` makes the machines.
     #[arg(long = "with-machine-api")]
-    with_machine_api: bool,
+    pub(crate) with_machine_api: bool,
+}
+
+impl AssetOpts {
+    /// The options of a command that offers only the release ones.
+    pub(crate) fn release_only(release: &ReleaseOpts) -> AssetOpts {
+        AssetOpts {
+            release: release.clone(),
+            with_machine_api: false,
+        }
+    }
 }
 
 /// Decides the release image, target and Ignition spec for `dir`: flag, else
@@ -82,7 +102,6 @@ pub(crate) fn release_context(dir: &std::path::Path, opts: &ReleaseOpts) -> anyh
             .unwrap_or_else(|| target.ignition_spec()),
     };
     let mut ctx = GenCtx::new(image, target, spec);
-    ctx.aws_machine_api = opts.with_machine_api;
     if let Ok(inv) = std::env::var("OPENSHIFT_INSTALL_INVOKER")
         && !inv.is_empty()
     {

@@ -10,6 +10,7 @@ use tracing::info;
 
 use crate::release::ReleaseOpts;
 use crate::{Failure, fail};
+use okd_types::exit::Exit;
 
 /// The options of `create cluster`.
 #[derive(clap::Args, Debug, Clone)]
@@ -57,7 +58,7 @@ pub(crate) fn create_cluster(
         return Err(fail(anyhow::anyhow!(
             "{} exists: a cluster was made from this directory already (`okd-install destroy cluster --dir {}` removes it)",
             ClusterState::path(dir).display(),
-            dir.display()
+            okd_fs::shell_path(dir)
         )));
     }
     // A run that failed after the Ignition configs may be repeated (the
@@ -76,7 +77,7 @@ pub(crate) fn create_cluster(
         }
     }
     let params = okd_paramfile::load_with_overrides(&opts.paramfile, &opts.params)
-        .map_err(|e| (e.into(), 3))?;
+        .map_err(|e| crate::failure(Exit::InstallConfig, e))?;
     for (key, why) in params.ignored_keys() {
         tracing::warn!(
             "{}: {key} is accepted for kcli's sake and has no effect here: {why}",
@@ -95,9 +96,11 @@ pub(crate) fn create_cluster(
             overrides: opts.params.clone(),
         },
     )
-    .map_err(|e| (e.into(), 3))?;
-    let pull = okd_vm_cluster::read_pull_secret(&plan).map_err(|e| (e.into(), 3))?;
-    let keys = okd_vm_cluster::read_ssh_keys(&plan).map_err(|e| (e.into(), 3))?;
+    .map_err(|e| crate::failure(Exit::InstallConfig, e))?;
+    let pull = okd_vm_cluster::read_pull_secret(&plan)
+        .map_err(|e| crate::failure(Exit::InstallConfig, e))?;
+    let keys =
+        okd_vm_cluster::read_ssh_keys(&plan).map_err(|e| crate::failure(Exit::InstallConfig, e))?;
     info!(
         "Cluster {}.{}: API VIP {}, ingress VIP {}, network {} ({}), {} VMs",
         plan.params.cluster,
@@ -122,7 +125,12 @@ pub(crate) fn create_cluster(
         0o600,
     )
     .map_err(fail)?;
-    if let Err((e, code)) = crate::create::generate(dir, Target::IgnitionConfigs, release, None) {
+    if let Err((e, code)) = crate::create::generate(
+        dir,
+        Target::IgnitionConfigs,
+        &crate::release::AssetOpts::release_only(release),
+        None,
+    ) {
         // The install-config is ours, made from the parameter file: not left half-way.
         let _ = std::fs::remove_file(dir.join("install-config.yaml"));
         return Err((
@@ -157,7 +165,7 @@ pub(crate) fn create_cluster(
     if !opts.wait {
         println!(
             "Next: okd-install wait-for bootstrap-complete --dir {dir}; okd-install destroy bootstrap --dir {dir} then removes the bootstrap VM; okd-install destroy cluster --dir {dir} removes everything",
-            dir = dir.display()
+            dir = okd_fs::shell_path(dir)
         );
         return Ok(());
     }
@@ -165,11 +173,11 @@ pub(crate) fn create_cluster(
     let rt = crate::runtime().map_err(fail)?;
     let waited = |r: Result<(), okd_wait_for::WaitError>, what: &str| {
         r.map_err(|e| {
-            let code = e.exit_code();
+            let code = okd_types::exit::ExitClass::exit_class(&e).code();
             (
                 anyhow::Error::new(e).context(format!(
                     "the VMs are running; `okd-install {what} --dir {}` waits again",
-                    dir.display()
+                    okd_fs::shell_path(dir)
                 )),
                 code,
             )

@@ -307,7 +307,8 @@ fn faults_are_named_and_nothing_is_made_before_the_checks_pass() {
     let d = install(&other, &[]);
     let out = run(d.path(), &moto, &["aws", "deploy"], &[]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{err}");
+    // The account lacks what the inputs name: infrastructure, exit code 4.
+    assert_eq!(out.status.code(), Some(4), "{err}");
     assert!(
         err.contains(&format!("AMI {other}: not found in region us-east-1"))
             && err.contains("another region"),
@@ -318,7 +319,7 @@ fn faults_are_named_and_nothing_is_made_before_the_checks_pass() {
     let d = install(&ami, &["--zones", "us-east-1a,us-east-1b,us-east-1z"]);
     let out = run(d.path(), &moto, &["aws", "deploy"], &[]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(out.status.code(), Some(4), "{err}");
     assert!(
         err.contains("zone us-east-1z: region us-east-1 offers no such zone"),
         "{err}"
@@ -347,7 +348,8 @@ fn faults_are_named_and_nothing_is_made_before_the_checks_pass() {
     moto.throttle(3);
     let out = run(dir, &moto, &["aws", "deploy", "--poll-interval", "1s"], &[]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    // A stack that rolled back: infrastructure failed, exit code 4.
+    assert_eq!(out.status.code(), Some(4), "{err}");
     assert!(
         err.contains(&format!(
             "stack {infra}-control-plane ended ROLLBACK_COMPLETE"
@@ -365,7 +367,7 @@ fn faults_are_named_and_nothing_is_made_before_the_checks_pass() {
     // Deploying again stops at the rolled-back stack, naming the way out.
     let out = run(dir, &moto, &["aws", "deploy", "--poll-interval", "1s"], &[]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(out.status.code(), Some(4), "{err}");
     assert!(
         err.contains(&format!(
             "stack {infra}-control-plane: it is ROLLBACK_COMPLETE"

@@ -114,15 +114,23 @@ fn aws_stacks_from_the_example_are_lint_clean_and_wired() {
 fn bad_input_is_refused_naming_the_file_or_flag_and_nothing_is_written() {
     // Before create ignition-configs: which command makes what is missing.
     let d = example_dir("aws-upi");
+    // A missing earlier step is exit code 1 (README "Exit codes"), not
+    // an install-config error.
     let out = okd(d.path(), &["create", "aws-stacks"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
         err.contains("metadata.json: missing")
             && err.contains("okd-install create ignition-configs"),
         "{err}"
     );
     ignition_configs(d.path());
+    // `aws deploy` before `create aws-stacks`: the same class, 1, and the
+    // step named (it stops before any AWS call: no endpoint is needed).
+    let out = okd(d.path(), &["aws", "deploy"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("okd-install create aws-stacks"), "{err}");
     let cases: [(&[&str], &str); 4] = [
         (
             &["--zones", "us-east-1a"],

@@ -190,8 +190,14 @@ fn ctrl_c_and_end_of_input_write_nothing() {
             p.key(how);
         }
         let screen = p.wait_for("ECHO=", 1);
-        assert!(!screen.contains("EXIT=0"), "{how}: {screen}");
+        // Stopped by the user: exit code 8 (openshift-install's
+        // "interrupted"), and no advice to run the command just run.
+        assert!(screen.contains("EXIT=8"), "{how}: {screen}");
         assert!(screen.contains("nothing was written"), "{how}: {screen}");
+        assert!(
+            !screen.contains("is made by") && !screen.contains("create install-config --dir"),
+            "{how}: suggests the command just run: {screen}"
+        );
         assert!(
             screen.contains("ECHO=echo"),
             "{how}: terminal left without echo:\n{screen}"

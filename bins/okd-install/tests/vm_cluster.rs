@@ -81,8 +81,10 @@ fn the_readme_example_makes_and_removes_its_vms() {
         )
         .unwrap();
     }
-    let dir = tmp.path().join("c");
+    // A directory with a space: every suggested command quotes it.
+    let dir = tmp.path().join("my cluster");
     let dir_s = dir.to_str().unwrap();
+    let quoted = format!("--dir '{dir_s}'");
     let pub_key = format!("pub_key={}/id.pub", tmp.path().display());
     let common = [
         "--libvirt-uri",
@@ -141,6 +143,11 @@ fn the_readme_example_makes_and_removes_its_vms() {
         assert!(dir.join("vms").join(format!("{vm}.ign")).exists(), "{vm}");
     }
     assert!(said.contains("API VIP 192.168.122.253"), "{said}");
+    assert!(
+        said.contains(&format!("okd-install wait-for bootstrap-complete {quoted}"))
+            && said.contains(&format!("okd-install destroy cluster {quoted}")),
+        "{said}"
+    );
     // The VMs are the install's hosts: the bootstrap approves exactly their CSRs.
     let agent = std::fs::read_to_string(dir.join("agent-config.yaml")).unwrap();
     assert!(
@@ -166,7 +173,11 @@ fn the_readme_example_makes_and_removes_its_vms() {
     // A second create into the same directory is refused.
     let out = okd(&args, tmp.path());
     assert!(!out.status.success());
-    assert!(text(&out).contains("destroy cluster"), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("destroy cluster {quoted}")),
+        "{}",
+        text(&out)
+    );
 
     let out = okd(&["destroy", "cluster", "--dir", dir_s], tmp.path());
     assert!(out.status.success(), "{}", text(&out));

@@ -63,14 +63,26 @@ pub(crate) async fn check_loop(
             } else {
                 failures.store(1, Ordering::Relaxed);
             }
-            tracing::warn!(
-                "backend {} ({}) of frontend {} is {} after its first check: {}",
-                be.name,
-                be.addr,
-                be.frontend,
-                if result.ok { "UP" } else { "DOWN" },
-                result.detail
-            );
+            // Not a warning either way: a host not booted yet is the usual
+            // state at the start of an install. Only a backend that passed
+            // its checks and then failed them is warned about.
+            if result.ok {
+                tracing::info!(
+                    "backend {} ({}) of frontend {} is UP: {}",
+                    be.name,
+                    be.addr,
+                    be.frontend,
+                    result.detail
+                );
+            } else {
+                tracing::info!(
+                    "backend {} ({}) of frontend {} is not serving yet (DOWN until a check passes): {}",
+                    be.name,
+                    be.addr,
+                    be.frontend,
+                    result.detail
+                );
+            }
             *lock(&be.last_check) = Some(result);
             continue;
         }
@@ -82,7 +94,7 @@ pub(crate) async fn check_loop(
             if !up && s >= check.rise {
                 be.up.store(true, Ordering::SeqCst);
                 be.since_unix_ms.store(result.at_unix_ms, Ordering::SeqCst);
-                tracing::warn!(
+                tracing::info!(
                     "backend {} ({}) of frontend {} is UP: {}",
                     be.name,
                     be.addr,

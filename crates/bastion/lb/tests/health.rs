@@ -408,3 +408,72 @@ async fn rejections_are_logged_once_per_state_change() {
     assert_eq!(n, 1, "logged {n} times for 20 closed connections:\n{log}");
     lb.shutdown().await;
 }
+
+/// Issue #42 finding 9: a backend that has not served yet (a host not
+/// booted) is no warning; one that passed its checks and then failed them
+/// is, once.
+#[tokio::test]
+async fn only_a_backend_that_went_down_is_a_warning() {
+    let buf = LogBuf::default();
+    let w = buf.clone();
+    let sub = tracing_subscriber::fmt()
+        .with_writer(move || w.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    let _guard = tracing::subscriber::set_default(sub);
+    let log = || String::from_utf8_lossy(&buf.0.lock().unwrap()).into_owned();
+    let warnings = |log: &str| -> Vec<String> {
+        log.lines()
+            .filter(|l| l.contains("WARN") && l.contains("backend later"))
+            .map(String::from)
+            .collect()
+    };
+    let probe = TcpListener::bind(lo("127.0.0.1")).await.unwrap();
+    let addr = probe.local_addr().unwrap();
+    drop(probe);
+    let mut fe = Frontend::new("api", lo("127.0.0.1"), vec![Backend::new("later", addr)]);
+    fe.check = fast(HealthCheck::tcp());
+    let lb = LoadBalancer::start(vec![fe]).await.unwrap();
+    wait_state(&lb, false).await;
+    let first = log();
+    assert!(first.contains("is not serving yet"), "{first}");
+    assert!(warnings(&first).is_empty(), "{first}");
+
+    // The host boots: UP, still no warning.
+    let server = TcpListener::bind(addr).await.unwrap();
+    let accept = tokio::spawn(async move {
+        loop {
+            if let Ok((s, _)) = server.accept().await {
+                drop(s);
+            }
+        }
+    });
+    wait_state(&lb, true).await;
+    assert!(warnings(&log()).is_empty(), "{}", log());
+
+    // It goes away after serving: one warning.
+    accept.abort();
+    let _ = accept.await;
+    wait_state(&lb, false).await;
+    let w = warnings(&log());
+    assert_eq!(w.len(), 1, "{}", log());
+    assert!(w[0].contains("is DOWN"), "{w:?}");
+    lb.shutdown().await;
+}
+
+/// Waits (10 s at most) until backend `later` of `api` is checked and UP
+/// (`want`) or DOWN.
+async fn wait_state(lb: &LoadBalancer, want: bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // is_up is false before the first check too: wait for a checked state.
+    let checked = || lb.snapshot().frontends[0].backends[0].state != "not checked yet";
+    while lb.is_up("api", "later") != Some(want) || !checked() {
+        assert!(
+            Instant::now() < deadline,
+            "never {}",
+            if want { "UP" } else { "DOWN" }
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

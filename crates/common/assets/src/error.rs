@@ -16,6 +16,16 @@ pub enum AssetError {
     /// install-config.yaml could not be parsed or failed validation (exit code 3).
     #[error("failed to create install config")]
     InstallConfig(#[source] okd_installconfig::LoadError),
+    /// An answer or flag that stands in for install-config.yaml (`create
+    /// install-config`'s prompts and flags) breaks the field's rule, or the
+    /// file it names cannot be read (exit code 3, openshift-install's
+    /// wrapping of its survey's errors).
+    #[error("failed to create install config")]
+    InstallConfigInput(#[source] Box<AssetError>),
+    /// The user stopped a prompt (Ctrl-C, end of input) before every answer
+    /// was given; nothing was written (exit code 8).
+    #[error("{0}")]
+    Interrupted(String),
     /// A file in the asset directory could not be read or written.
     #[error("{action} {}", path.display())]
     Io {
@@ -126,7 +136,7 @@ impl AssetError {
             let this = err
                 .downcast_ref::<AssetError>()
                 .or_else(|| err.downcast_ref::<Box<AssetError>>().map(|b| &**b));
-            if let Some(AssetError::InstallConfig(_)) = this {
+            if let Some(AssetError::InstallConfig(_) | AssetError::InstallConfigInput(_)) = this {
                 return true;
             }
             e = err.source();
@@ -156,6 +166,31 @@ impl AssetError {
             action,
             path: path.into(),
             source,
+        }
+    }
+}
+
+/// The exit-code class of each error (okd-types `exit`): install-config
+/// errors are 3 as in openshift-install, a stopped prompt 8, the wrappers
+/// take their cause's class, everything else (files, keys, state) 1.
+impl okd_types::exit::ExitClass for AssetError {
+    fn exit_class(&self) -> okd_types::exit::Exit {
+        use okd_types::exit::Exit;
+        match self {
+            AssetError::InstallConfig(_) | AssetError::InstallConfigInput(_) => Exit::InstallConfig,
+            AssetError::Interrupted(_) => Exit::Interrupted,
+            AssetError::Step { source, .. }
+            | AssetError::Fetch { source, .. }
+            | AssetError::Persist { source, .. } => source.exit_class(),
+            AssetError::Io { .. }
+            | AssetError::Fs(_)
+            | AssetError::Cycle { .. }
+            | AssetError::BadFile { .. }
+            | AssetError::Decode { .. }
+            | AssetError::Hash(_)
+            | AssetError::Invalid(_)
+            | AssetError::Pki { .. }
+            | AssetError::State { .. } => Exit::Failed,
         }
     }
 }

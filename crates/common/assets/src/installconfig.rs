@@ -73,7 +73,12 @@ impl Asset for InstallConfigAsset {
                 "{INSTALL_CONFIG_FILE} not found in the asset directory: write one, or run `okd-install create install-config --dir <dir>`"
             ))
         })?;
-        let config = src()?;
+        // What the prompts or flags gave breaks a rule: an install-config
+        // error (exit 3), unless the user stopped the prompt.
+        let config = src().map_err(|e| match e {
+            AssetError::Interrupted(_) => e,
+            other => AssetError::InstallConfigInput(Box::new(other)),
+        })?;
         let loaded = okd_installconfig::finish(config, &Self::options(ctx))
             .map_err(AssetError::InstallConfig)?;
         log_outcome(&loaded);

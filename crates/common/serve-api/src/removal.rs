@@ -57,9 +57,10 @@ pub enum RemovalError {
     },
     /// `restore-bootstrap` while a serve runs for the directory.
     #[error(
-        "`okd-install serve` is running for {} ({}): stop it first, then run `okd-install serve restore-bootstrap` and start serve again",
+        "`okd-install serve` is running for {} ({}): stop it first, then run `okd-install serve restore-bootstrap --dir {}` and start serve again",
         dir.display(),
-        socket.display()
+        socket.display(),
+        okd_fs::shell_path(dir)
     )]
     Running {
         /// The asset directory.

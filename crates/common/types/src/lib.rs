@@ -7,9 +7,11 @@
 //!   indented).
 //! * [`dataurl`]: RFC 2397 data URLs with Go's `http.DetectContentType` sniffing.
 //! * [`ignition`]: Ignition config spec 3.0–3.4 types in Go field order.
+//! * [`exit`]: the exit codes of every command, one table.
 
 pub mod control_plane;
 pub mod dataurl;
+pub mod exit;
 pub mod gojson;
 pub mod goyaml;
 pub mod ignition;

@@ -72,6 +72,22 @@ pub enum GenerateError {
     Fs(#[from] okd_fs::FsError),
 }
 
+/// Exit codes (okd-types `exit`): a plan rule or a flag 3 (install-config
+/// errors); a file `create ignition-configs` makes missing or broken 1 (run
+/// that step again).
+impl okd_types::exit::ExitClass for GenerateError {
+    fn exit_class(&self) -> okd_types::exit::Exit {
+        use okd_types::exit::Exit;
+        match self {
+            GenerateError::Plan(_) | GenerateError::Flag { .. } => Exit::InstallConfig,
+            GenerateError::Asset(e) => e.exit_class(),
+            GenerateError::Missing { .. } | GenerateError::Bad { .. } | GenerateError::Fs(_) => {
+                Exit::Failed
+            }
+        }
+    }
+}
+
 /// What was made.
 #[derive(Debug, Clone)]
 pub struct Generated {

@@ -299,7 +299,7 @@ pub fn create_vms(
             message: format!(
                 "cluster {} was made from this directory already; `okd-install destroy cluster --dir {}` removes it",
                 s.cluster,
-                dir.display()
+                okd_fs::shell_path(dir)
             ),
         });
     }
@@ -486,7 +486,7 @@ pub fn destroy(dir: &Path, virsh: &mut Virsh) -> Result<Vec<String>, ClusterErro
             left: format!(
                 ":\n  {}\n(`okd-install destroy cluster --dir {}` tries again; they stay in {})",
                 left.join("\n  "),
-                dir.display(),
+                okd_fs::shell_path(dir),
                 ClusterState::path(dir).display()
             ),
         })

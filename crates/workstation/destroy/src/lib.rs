@@ -447,9 +447,10 @@ fn text(dir: &Path, inv: &Inventory, r: &DestroyReport) -> String {
                 s,
                 "okd-install serve is not running for {}: nothing was taken out of its pools.\n\
                  The removal is recorded in {}: a serve started later neither serves bootstrap.ign\n\
-                 nor balances to the bootstrap (`okd-install serve restore-bootstrap` undoes it).",
+                 nor balances to the bootstrap (`okd-install serve restore-bootstrap --dir {}` undoes it).",
                 dir.display(),
-                dir.join(okd_serve_api::BOOTSTRAP_REMOVED_FILE).display()
+                dir.join(okd_serve_api::BOOTSTRAP_REMOVED_FILE).display(),
+                okd_fs::shell_path(dir)
             );
         }
     }

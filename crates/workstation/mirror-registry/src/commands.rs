@@ -64,8 +64,8 @@ pub fn init(c: &Init, stdout: &mut dyn Write) -> Result<(), MirrorError> {
     if c.start.is_none() {
         info!(
             "Start it with: okd-install mirror registry start --dir {} (or docker-registry serve {})",
-            c.setup.dir.display(),
-            out.config.display()
+            okd_fs::shell_path(&c.setup.dir),
+            okd_fs::shell_path(&out.config)
         );
     }
     info!(
@@ -128,7 +128,7 @@ pub fn start(dir: &Path, output_dir: Option<&Path>, program: &Path) -> Result<()
     }
     info!(
         "Stop it with: okd-install mirror registry stop --dir {}",
-        dir.display()
+        okd_fs::shell_path(dir)
     );
     Ok(())
 }

@@ -56,6 +56,24 @@ pub enum MirrorError {
     InstallConfigInvalid(String),
 }
 
+/// Exit codes (okd-types `exit`): install-config.yaml or its pull secret
+/// wrong 3; everything else 1.
+impl okd_types::exit::ExitClass for MirrorError {
+    fn exit_class(&self) -> okd_types::exit::Exit {
+        use okd_types::exit::Exit;
+        match self {
+            MirrorError::InstallConfig(_)
+            | MirrorError::InstallConfigInvalid(_)
+            | MirrorError::PullSecret(_) => Exit::InstallConfig,
+            MirrorError::Options(_)
+            | MirrorError::Pki(_)
+            | MirrorError::Hash(_)
+            | MirrorError::Io { .. }
+            | MirrorError::Fs(_) => Exit::Failed,
+        }
+    }
+}
+
 impl MirrorError {
     pub(crate) fn io(action: &'static str, path: &std::path::Path, source: std::io::Error) -> Self {
         MirrorError::Io {

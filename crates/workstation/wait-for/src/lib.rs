@@ -26,13 +26,6 @@ use tracing::{debug, error, info};
 
 pub use progress::Snapshot;
 
-/// Exit code of a failed bootstrap (openshift-install `exitCodeBootstrapFailed`).
-pub const EXIT_BOOTSTRAP_FAILED: u8 = 5;
-/// Exit code of a failed install (`exitCodeInstallFailed`).
-pub const EXIT_INSTALL_FAILED: u8 = 6;
-/// Exit code when operators did not settle (`exitCodeOperatorStabilityFailed`).
-pub const EXIT_OPERATORS_UNSTABLE: u8 = 7;
-
 /// The limits of each wait.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Timeouts {
@@ -118,7 +111,7 @@ pub struct Options {
     pub timeouts: Option<String>,
 }
 
-/// Why a wait failed. [`WaitError::exit_code`] gives openshift-install's code.
+/// Why a wait failed; its exit code is its [`okd_types::exit::ExitClass`].
 #[derive(Debug, thiserror::Error)]
 pub enum WaitError {
     /// The install could not be read.
@@ -141,14 +134,19 @@ pub enum WaitError {
     Operators(String),
 }
 
-impl WaitError {
-    /// openshift-install's exit code for this failure (1 for setup errors).
-    pub fn exit_code(&self) -> u8 {
+/// openshift-install's exit codes for a wait (`cmd/openshift-install/
+/// create.go`: 5 bootstrap failed, 6 install failed, 7 operators not
+/// stable); a `--timeouts` that cannot be parsed is a usage error (2); the
+/// install's files or the cluster not reachable 1.
+impl okd_types::exit::ExitClass for WaitError {
+    fn exit_class(&self) -> okd_types::exit::Exit {
+        use okd_types::exit::Exit;
         match self {
-            WaitError::Bootstrap(_) => EXIT_BOOTSTRAP_FAILED,
-            WaitError::Install6(_) => EXIT_INSTALL_FAILED,
-            WaitError::Operators(_) => EXIT_OPERATORS_UNSTABLE,
-            _ => 1,
+            WaitError::Bootstrap(_) => Exit::Bootstrap,
+            WaitError::Install6(_) => Exit::Install,
+            WaitError::Operators(_) => Exit::Operators,
+            WaitError::Timeouts(_) => Exit::Usage,
+            WaitError::Install(_) | WaitError::Cluster(_) => Exit::Failed,
         }
     }
 }

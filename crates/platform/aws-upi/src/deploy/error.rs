@@ -15,10 +15,21 @@ pub enum DeployError {
     /// A failed AWS call.
     #[error(transparent)]
     Aws(#[from] AwsError),
-    /// A check before anything is created.
+    /// A check of the account before anything is created: it lacks or
+    /// does not allow what the inputs name (exit code 4, infrastructure).
     #[error("{what}: {rule}")]
     Check {
-        /// What was checked (`zone us-east-1d`, `AMI ami-…`, a parameter).
+        /// What was checked (`zone us-east-1d`, `AMI ami-…`, `stack …`,
+        /// `hosted zone …`, an install-config field against the account).
+        what: String,
+        /// The rule broken.
+        rule: String,
+    },
+    /// An input alone breaks a rule (a stack parameter file, a value it
+    /// needs and lacks): exit code 3, as install-config errors.
+    #[error("{what}: {rule}")]
+    Input {
+        /// The file and field, e.g. `aws/c-abcde-vpc.parameters.json: X`.
         what: String,
         /// The rule broken.
         rule: String,
@@ -44,7 +55,9 @@ pub enum DeployError {
         /// The limit.
         secs: u64,
     },
-    /// A file of `create aws-stacks` or `create ignition-configs`.
+    /// A file of `create aws-stacks` or `create ignition-configs` (or
+    /// deploy's own record) that is missing or cannot be read: run the step
+    /// that makes it (exit code 1).
     #[error("{}: {rule}", path.display())]
     File {
         /// The file.
@@ -61,6 +74,25 @@ pub enum DeployError {
     /// Writing the state.
     #[error(transparent)]
     Fs(#[from] okd_fs::FsError),
+}
+
+/// Exit codes (okd-types `exit`): the inputs alone wrong 3; the account or
+/// its stacks 4; a missing earlier step, credentials, a failed AWS call 1.
+impl okd_types::exit::ExitClass for DeployError {
+    fn exit_class(&self) -> okd_types::exit::Exit {
+        use okd_types::exit::Exit;
+        match self {
+            DeployError::Input { .. } | DeployError::Plan(_) => Exit::InstallConfig,
+            DeployError::Check { .. }
+            | DeployError::StackFailed { .. }
+            | DeployError::Timeout { .. } => Exit::Infrastructure,
+            DeployError::Generate(e) => e.exit_class(),
+            DeployError::Connect(_)
+            | DeployError::Aws(_)
+            | DeployError::File { .. }
+            | DeployError::Fs(_) => Exit::Failed,
+        }
+    }
 }
 
 /// A deploy that stopped: why, and what exists by then.

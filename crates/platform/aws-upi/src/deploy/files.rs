@@ -58,14 +58,14 @@ impl Files {
                         } else {
                             e.to_string()
                         },
-                        dir.display()
+                        okd_fs::shell_path(dir)
                     ),
                 })
             };
             let template = read(s.template)?;
             let pfile = format!("{}.parameters.json", s.name);
-            let params: Vec<Parameter> = serde_json::from_str(&read(&pfile)?).map_err(|e| DeployError::File {
-                path: aws.join(&pfile),
+            let params: Vec<Parameter> = serde_json::from_str(&read(&pfile)?).map_err(|e| DeployError::Input {
+                what: aws.join(&pfile).display().to_string(),
                 rule: format!("not an AWS CLI parameter file ([{{\"ParameterKey\": …, \"ParameterValue\": …}}]): {e}"),
             })?;
             stacks.push((s.name.clone(), s.template.to_string(), template, params));

@@ -140,7 +140,7 @@ async fn deploy_inner(dir: &Path, wait: WaitOptions, state: &mut State) -> Resul
     let (bucket, key) = location
         .strip_prefix("s3://")
         .and_then(|r| r.split_once('/'))
-        .ok_or_else(|| DeployError::Check {
+        .ok_or_else(|| DeployError::Input {
             what: "BootstrapIgnitionLocation".into(),
             rule: format!("{location:?} is not s3://<bucket>/<key>"),
         })?;
@@ -194,7 +194,7 @@ async fn deploy_inner(dir: &Path, wait: WaitOptions, state: &mut State) -> Resul
                 None => p.value.clone(),
                 Some(Placeholder::HostedZone(_)) => hosted_zone.clone().unwrap_or_default(),
                 Some(Placeholder::Required(what)) => {
-                    return Err(DeployError::Check {
+                    return Err(DeployError::Input {
                         what: format!("{name}.parameters.json: {}", p.key),
                         rule: format!("{what} is needed"),
                     });
@@ -207,7 +207,7 @@ async fn deploy_inner(dir: &Path, wait: WaitOptions, state: &mut State) -> Resul
                     let v = outputs
                         .get(&stack)
                         .and_then(|o| o.get(&output))
-                        .ok_or_else(|| DeployError::Check {
+                        .ok_or_else(|| DeployError::Input {
                             what: format!("{name}.parameters.json: {}", p.key),
                             rule: format!("stack {stack} has no output {output} (is it created before {name}?)"),
                         })?;
@@ -220,7 +220,7 @@ async fn deploy_inner(dir: &Path, wait: WaitOptions, state: &mut State) -> Resul
                             items
                                 .get(i % items.len().max(1))
                                 .map(|x| x.to_string())
-                                .ok_or_else(|| DeployError::Check {
+                                .ok_or_else(|| DeployError::Input {
                                     what: format!("{name}.parameters.json: {}", p.key),
                                     rule: format!(
                                         "output {output} of {stack} ({v}) has no item {i}"
@@ -310,7 +310,7 @@ async fn deploy_inner(dir: &Path, wait: WaitOptions, state: &mut State) -> Resul
     info!(
         "All {} stacks are complete: go on with `okd-install wait-for bootstrap-complete --dir {}` and approve-csr, as on bare metal",
         files.stacks.len(),
-        dir.display()
+        okd_fs::shell_path(dir)
     );
     Ok(())
 }

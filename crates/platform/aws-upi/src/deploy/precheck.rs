@@ -25,7 +25,7 @@ pub(super) async fn precheck(aws: &Clients, files: &Files) -> Result<(), DeployE
                 _ => None,
             })
         {
-            return Err(DeployError::Check {
+            return Err(DeployError::Input {
                 what: format!("aws/{name}.parameters.json: {key}"),
                 rule: format!(
                     "{what} is needed: run `okd-install create aws-stacks --ami ami-…` again, or put it in the file"
