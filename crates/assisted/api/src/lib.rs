@@ -8,6 +8,7 @@
 //! `disk`, `interface` and `route`; stored verbatim by the service as
 //! `host.inventory`, a JSON string).
 
+pub mod identity;
 pub mod rest;
 
 /// Where `okd-install assisted serve` keeps its secrets (and TLS files),

@@ -8,8 +8,8 @@
 use okd_assisted_api::rest::Host;
 use serde_json::Value;
 
-/// The shortest id prefix shown.
-pub const MIN_ID_PREFIX: usize = 8;
+pub use okd_assisted_api::identity::{MIN_ID_PREFIX, id_prefix};
+use okd_assisted_api::identity::{addresses, primary_interface};
 
 /// What a host's line shows of it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -41,59 +41,6 @@ pub fn name(h: &Host) -> String {
         .unwrap_or_else(|| h.id.clone())
 }
 
-/// An address in CIDR form without its prefix length.
-fn bare(a: &str) -> String {
-    a.split('/').next().unwrap_or(a).to_string()
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str())
-                .filter(|x| !x.is_empty())
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The index of the primary interface of an inventory's `interfaces`:
-/// the one the IPv4 default route with the lowest metric leaves by,
-/// else the first with an IPv4 address, else the first with any address,
-/// else the first with a MAC.
-fn primary(inv: &Value) -> Option<usize> {
-    let ifaces = inv["interfaces"].as_array()?;
-    let name_of = |i: &Value| i["name"].as_str().unwrap_or("").to_string();
-    let default_route = inv["routes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|r| r["family"].as_i64() == Some(4) && r["destination"].as_str() == Some("0.0.0.0"))
-        .min_by_key(|r| r["metric"].as_i64().unwrap_or(0))
-        .and_then(|r| r["interface"].as_str().map(str::to_string));
-    if let Some(dev) = default_route
-        && let Some(i) = ifaces
-            .iter()
-            .position(|i| name_of(i) == dev && !strings(&i["ipv4_addresses"]).is_empty())
-    {
-        return Some(i);
-    }
-    ifaces
-        .iter()
-        .position(|i| !strings(&i["ipv4_addresses"]).is_empty())
-        .or_else(|| {
-            ifaces
-                .iter()
-                .position(|i| !strings(&i["ipv6_addresses"]).is_empty())
-        })
-        .or_else(|| {
-            ifaces
-                .iter()
-                .position(|i| i["mac_address"].as_str().is_some_and(|m| !m.is_empty()))
-        })
-}
-
 /// What the host's line shows ([`Facts`]).
 pub fn facts(h: &Host) -> Facts {
     let inv: Value = serde_json::from_str(&h.inventory).unwrap_or(Value::Null);
@@ -115,37 +62,20 @@ pub fn facts(h: &Host) -> Facts {
         if let Some(m) = i["mac_address"].as_str().filter(|m| !m.is_empty()) {
             f.macs.push(m.to_ascii_lowercase());
         }
-        let mut all = strings(&i["ipv4_addresses"]);
-        all.extend(strings(&i["ipv6_addresses"]));
-        f.addresses.extend(all.iter().map(|a| bare(a)));
+        f.addresses.extend(addresses(i, "ipv4_addresses"));
+        f.addresses.extend(addresses(i, "ipv6_addresses"));
     }
-    if let Some(p) = primary(&inv).and_then(|p| ifaces.get(p)) {
+    if let Some(p) = primary_interface(&inv) {
         if let Some(m) = p["mac_address"].as_str().filter(|m| !m.is_empty()) {
             f.mac = m.to_ascii_lowercase();
         }
-        let v4 = strings(&p["ipv4_addresses"]);
-        let v6 = strings(&p["ipv6_addresses"]);
+        let v4 = addresses(p, "ipv4_addresses");
+        let v6 = addresses(p, "ipv6_addresses");
         if let Some(a) = v4.first().or(v6.first()) {
-            f.address = bare(a);
+            f.address = a.clone();
         }
     }
     f
-}
-
-/// The shortest prefix of `id`, at least [`MIN_ID_PREFIX`] characters,
-/// that no other id of `all` starts with (the whole id when another is
-/// a prefix of it, or it is short).
-pub fn id_prefix(id: &str, all: &[&str]) -> String {
-    let others: Vec<&str> = all.iter().copied().filter(|o| *o != id).collect();
-    let mut n = MIN_ID_PREFIX.min(id.len());
-    while n < id.len() {
-        let p = &id[..n];
-        if id.is_char_boundary(n) && !others.iter().any(|o| o.starts_with(p)) {
-            return p.to_string();
-        }
-        n += 1;
-    }
-    id.to_string()
 }
 
 /// A MAC as typed (`52-54-00-AA-00-01` or `52:54:00:aa:00:01`) in the
@@ -172,7 +102,8 @@ pub fn matching<'a>(hosts: &'a [Host], wanted: &str) -> Vec<(&'a Host, &'static 
         return Vec::new();
     }
     let mac = as_mac(w);
-    let addr = bare(w);
+    // An address given with its prefix length (`192.168.126.21/24`).
+    let addr = w.split('/').next().unwrap_or(w);
     let lower = w.to_ascii_lowercase();
     hosts
         .iter()
@@ -220,22 +151,6 @@ mod tests {
             "inventory": if inv.is_null() { String::new() } else { inv.to_string() }
         }))
         .unwrap()
-    }
-
-    #[test]
-    fn prefixes_are_unambiguous_and_at_least_eight() {
-        let all = [
-            "aaaaaaaa-1111-0000-0000-000000000000",
-            "aaaaaaaa-1112-0000-0000-000000000000",
-            "bbbbbbbb-0000-0000-0000-000000000000",
-            "short",
-        ];
-        assert_eq!(id_prefix(all[0], &all), "aaaaaaaa-1111");
-        assert_eq!(id_prefix(all[1], &all), "aaaaaaaa-1112");
-        assert_eq!(id_prefix(all[2], &all), "bbbbbbbb");
-        assert_eq!(id_prefix(all[3], &all), "short");
-        let dup = ["same-id-same-id", "same-id-same-id-2"];
-        assert_eq!(id_prefix(dup[0], &dup), "same-id-same-id");
     }
 
     #[test]

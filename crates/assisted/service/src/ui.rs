@@ -38,6 +38,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use maud::{DOCTYPE, Markup, PreEscaped, html};
+use okd_assisted_api::identity::{addresses, id_prefix, primary_interface};
 use okd_assisted_api::rest::{self, Cluster, Event, Host, ValidationResult};
 use serde_json::Value;
 
@@ -348,74 +349,12 @@ struct Facts {
     inventory_name: String,
     cpus: Option<u64>,
     memory: Option<u64>,
-    /// The primary interface's MAC ([`primary_interface`]).
+    /// The primary interface's MAC (okd-assisted-api `identity`).
     mac: Option<String>,
     /// The primary interface's first IPv4 address (else IPv6), without
     /// its prefix length.
     address: Option<String>,
 }
-
-/// The addresses of an interface's `field` (`ipv4_addresses`), not empty.
-fn addresses(i: &Value, field: &str) -> Vec<String> {
-    i[field]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .filter(|a| !a.is_empty())
-        .map(|a| a.split('/').next().unwrap_or(a).to_string())
-        .collect()
-}
-
-/// The primary interface of an inventory: the one the IPv4 default route
-/// with the lowest metric leaves by, else the first with an IPv4 address,
-/// else the first with an IPv6 one, else the first with a MAC (the client's
-/// `okd_assisted_client::hosts` picks it by the same rule).
-fn primary_interface(inv: &Value) -> Option<&Value> {
-    let ifaces = inv["interfaces"].as_array()?;
-    let route_dev = inv["routes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|r| r["family"].as_i64() == Some(4) && r["destination"].as_str() == Some("0.0.0.0"))
-        .min_by_key(|r| r["metric"].as_i64().unwrap_or(0))
-        .and_then(|r| r["interface"].as_str());
-    route_dev
-        .and_then(|d| {
-            ifaces.iter().find(|i| {
-                i["name"].as_str() == Some(d) && !addresses(i, "ipv4_addresses").is_empty()
-            })
-        })
-        .or_else(|| {
-            ifaces
-                .iter()
-                .find(|i| !addresses(i, "ipv4_addresses").is_empty())
-        })
-        .or_else(|| {
-            ifaces
-                .iter()
-                .find(|i| !addresses(i, "ipv6_addresses").is_empty())
-        })
-        .or_else(|| {
-            ifaces
-                .iter()
-                .find(|i| i["mac_address"].as_str().is_some_and(|m| !m.is_empty()))
-        })
-}
-
-/// The shortest prefix of `id`, at least [`MIN_ID_PREFIX`] characters,
-/// that no other id of `all` starts with (the whole id when no prefix is).
-fn id_prefix(id: &str, all: &[&str]) -> String {
-    (MIN_ID_PREFIX.min(id.len())..id.len())
-        .filter(|n| id.is_char_boundary(*n))
-        .map(|n| &id[..n])
-        .find(|p| !all.iter().any(|o| *o != id && o.starts_with(p)))
-        .unwrap_or(id)
-        .to_string()
-}
-
-/// The shortest host id prefix shown.
-const MIN_ID_PREFIX: usize = 8;
 
 fn facts(h: &Host) -> Facts {
     let inv: Value = serde_json::from_str(&h.inventory).unwrap_or(Value::Null);
@@ -1059,25 +998,6 @@ mod tests {
         .into_string();
         assert!(list.contains("x &lt;b&gt;failure&lt;/b&gt;"), "{list}");
         assert!(!list.contains("<b>"), "{list}");
-    }
-
-    #[test]
-    fn host_ids_mac_and_address() {
-        let all = ["0f1e2d3c-aaaa", "0f1e2d3c-bbbb", "71c2a9e4-0000", "short"];
-        assert_eq!(id_prefix(all[0], &all), "0f1e2d3c-a");
-        assert_eq!(id_prefix(all[2], &all), "71c2a9e4");
-        assert_eq!(id_prefix(all[3], &all), "short");
-        let inv = serde_json::json!({
-            "interfaces": [
-                {"name": "ens3", "mac_address": "52:54:00:00:00:01", "ipv4_addresses": ["10.0.0.5/24"]},
-                {"name": "ens4", "mac_address": "52:54:00:00:00:02", "ipv4_addresses": ["192.168.126.10/24"]}
-            ],
-            "routes": [{"interface": "ens4", "destination": "0.0.0.0", "family": 4, "metric": 100}]
-        });
-        let p = primary_interface(&inv).unwrap();
-        assert_eq!(p["name"], "ens4");
-        assert_eq!(addresses(p, "ipv4_addresses"), ["192.168.126.10"]);
-        assert!(primary_interface(&Value::Null).is_none());
     }
 
     #[test]
