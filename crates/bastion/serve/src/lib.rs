@@ -201,7 +201,10 @@ pub struct ServeOptions {
     pub services: Vec<Service>,
     /// Guard `bootstrap.ign` with a one-time token in its URL
     /// (`--bootstrap-token`): written to `auth/bootstrap-ignition-url` (0600)
-    /// and put into the bootstrap host's PXE scripts.
+    /// and put into the bootstrap host's PXE scripts; valid for retries
+    /// from the bootstrap's address until the load balancer's check passes
+    /// on the bootstrap's machine-config server or API, or
+    /// [`okd_bootserver::BOOTSTRAP_TOKEN_LIMIT`] after its first fetch.
     pub bootstrap_token: bool,
     /// How often the preflight checks run again after the one at start
     /// (`--preflight-every`, default 60 s; zero: only at start). A check
