@@ -220,8 +220,12 @@ fn version(dir: &Path) -> Result<(), Failure> {
 }
 
 /// For an error about a generated file that `dir` lacks, which command makes
-/// it: `bootstrap.ign is made by \`okd-install create ignition-configs --dir D\``.
+/// it: `bootstrap.ign is made by \`okd-install create ignition-configs --dir D\``
+/// (`D` quoted for the shell); none when the error names the step already.
 fn missing_file_hint(dir: &Path, text: &str) -> Option<String> {
+    if text.contains("`okd-install create ") {
+        return None;
+    }
     const MADE_BY: [(&str, &str); 6] = [
         ("install-config.yaml", "install-config"),
         ("bootstrap.ign", "ignition-configs"),

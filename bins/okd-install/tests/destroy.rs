@@ -179,7 +179,10 @@ fn destroy_bootstrap_refuses_other_platforms_and_needs_metadata() {
     let (code, _, err) = destroy(d.path());
     assert_eq!(code, Some(1));
     assert!(
-        err.contains("metadata.json: run `okd-install create ignition-configs`"),
+        err.contains(&format!(
+            "metadata.json: run `okd-install create ignition-configs --dir {}` first",
+            d.path().display()
+        )),
         "{err}"
     );
     std::fs::write(

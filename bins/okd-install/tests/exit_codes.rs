@@ -108,4 +108,21 @@ fn each_family_ends_with_its_class() {
         )),
         "{err}"
     );
+    // The same for `create ignition-configs` without an install-config:
+    // the step named once, with the directory as typed.
+    let out = okd(&spaced, &["create", "ignition-configs"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(Exit::Failed.code())),
+        "{err}"
+    );
+    assert_eq!(err.matches("okd-install create").count(), 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "`okd-install create install-config --dir '{}'`",
+            spaced.display()
+        )),
+        "{err}"
+    );
 }

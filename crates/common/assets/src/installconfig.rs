@@ -70,7 +70,7 @@ impl Asset for InstallConfigAsset {
     fn generate(ctx: &GenCtx, _: &Parents<'_>) -> Result<Self, AssetError> {
         let src = ctx.install_config_source.as_ref().ok_or_else(|| {
             AssetError::Invalid(format!(
-                "{INSTALL_CONFIG_FILE} not found in the asset directory: write one, or run `okd-install create install-config --dir <dir>`"
+                "{INSTALL_CONFIG_FILE} not found in the asset directory: write one, or make it with `create install-config`"
             ))
         })?;
         // What the prompts or flags gave breaks a rule: an install-config

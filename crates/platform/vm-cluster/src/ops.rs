@@ -81,7 +81,10 @@ fn read_config(dir: &Path, name: &str) -> Result<(Vec<u8>, Config), ClusterError
     let path = dir.join(name);
     let bytes = std::fs::read(&path).map_err(|e| ClusterError::File {
         path: path.clone(),
-        message: format!("{e} (made by `okd-install create ignition-configs`)"),
+        message: format!(
+            "{e} (made by `okd-install create ignition-configs --dir {}`)",
+            okd_fs::shell_path(dir)
+        ),
     })?;
     let config =
         Config::from_json(&String::from_utf8_lossy(&bytes)).map_err(|e| ClusterError::File {

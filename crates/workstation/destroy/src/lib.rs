@@ -53,7 +53,11 @@ const OTHER_PLATFORMS: [&str; 10] = [
 #[non_exhaustive]
 pub enum DestroyError {
     /// No readable `metadata.json`.
-    #[error("cannot read {}: run `okd-install create ignition-configs` in this directory first", path.display())]
+    #[error(
+        "cannot read {}: run `okd-install create ignition-configs --dir {}` first",
+        path.display(),
+        okd_fs::shell_path(path.parent().unwrap_or(std::path::Path::new(".")))
+    )]
     NoMetadata {
         /// The file.
         path: PathBuf,
