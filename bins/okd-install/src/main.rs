@@ -56,6 +56,9 @@ enum Cmd {
         /// Serve bootstrap.ign only with a one-time token in its URL (written
         /// to auth/bootstrap-ignition-url and into the bootstrap host's PXE
         /// scripts); it is always served only to the bootstrap host's address.
+        /// The token serves retries until the bootstrap is seen running (its
+        /// machine-config server or API passes the balancer's check) or 30
+        /// minutes after the first fetch; the dashboard says which spent it.
         #[arg(long)]
         bootstrap_token: bool,
         /// How often the preflight checks run again after the one at start
