@@ -285,8 +285,30 @@ fn parse_service_name(s: &str) -> Result<String, String> {
     }
 }
 
-/// Runs an `assisted` command.
+/// Runs an `assisted` command; a command its error suggests carries the
+/// `--dir` it was run with ([`with_dir`]).
 pub fn run(dir: &Path, cmd: &AssistedCmd) -> Result<(), Failure> {
+    run_in(dir, cmd).map_err(|(e, code)| (with_dir(e, dir), code))
+}
+
+/// The client's messages suggest commands as `okd-install assisted …`
+/// (it does not know the directory); run with a `--dir` other than the
+/// current one, the suggestion needs it too, to find the service's token
+/// and CA there: `okd-install --dir '<dir>' assisted …` (the directory
+/// quoted for the shell, okd-fs `shell_path`).
+fn with_dir(e: anyhow::Error, dir: &Path) -> anyhow::Error {
+    const CMD: &str = "`okd-install assisted ";
+    let text = okd_assets::chain(e.as_ref());
+    if dir == Path::new(".") || !text.contains(CMD) {
+        return e;
+    }
+    anyhow::anyhow!(text.replace(
+        CMD,
+        &format!("`okd-install --dir {} assisted ", okd_fs::shell_path(dir))
+    ))
+}
+
+fn run_in(dir: &Path, cmd: &AssistedCmd) -> Result<(), Failure> {
     use okd_assisted_client::commands as cmds;
     let rt = || runtime().map_err(fail);
     let print = |r: Result<String, okd_assisted_client::Error>| -> Result<(), Failure> {

@@ -406,8 +406,12 @@ sshKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOkd test@example
     let words = err
         .find("the credentials of cluster same exist only once its installation has started (cluster status: ")
         .unwrap_or_else(|| panic!("not in words: {err}"));
+    // The suggested command carries the --dir it was run with.
     assert!(
-        err.contains("okd-install assisted install --cluster same"),
+        err.contains(&format!(
+            "`okd-install --dir {} assisted install --cluster same`",
+            svc_dir.display()
+        )),
         "{err}"
     );
     let at = err.find(&https).unwrap_or_else(|| panic!("no URL: {err}"));
