@@ -698,15 +698,18 @@ async fn a_slow_installation_disk_stops_the_preparation() {
 
 /// Sets cluster `cid` installing (started now) and its three hosts
 /// installing as masters, the first the bootstrap host, as the install
-/// action leaves them.
+/// action leaves them: in one transaction, as the install action does, so
+/// the service's monitor never sees the cluster installing with hosts
+/// still `known` (it would fail the cluster: "0 hosts in error").
 async fn installing(url: &str, cid: &str, ids: &[String]) {
     sqlx::any::install_default_drivers();
     let pool = sqlx::AnyPool::connect(url).await.unwrap();
     let now = okd_assisted_service::db::now_ms();
+    let mut tx = pool.begin().await.unwrap();
     sqlx::query("UPDATE clusters SET status = 'installing', status_info = 'Installation in progress', status_updated_at = $1, install_started_at = $1 WHERE id = $2")
         .bind(now)
         .bind(cid)
-        .execute(&pool)
+        .execute(&mut *tx)
         .await
         .unwrap();
     for (i, id) in ids.iter().enumerate() {
@@ -714,10 +717,11 @@ async fn installing(url: &str, cid: &str, ids: &[String]) {
             .bind(i64::from(i == 0))
             .bind(now)
             .bind(id)
-            .execute(&pool)
+            .execute(&mut *tx)
             .await
             .unwrap();
     }
+    tx.commit().await.unwrap();
     pool.close().await;
 }
 
