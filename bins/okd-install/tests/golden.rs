@@ -80,6 +80,10 @@ fn blessing() -> bool {
 
 /// The generation context of one command: the example's release, the
 /// fixed clock and seed, no FIPS host.
+/// What bootstrap.ign carries as the node program in the golden files.
+const NODE_PROGRAM_STAND_IN: &[u8] =
+    b"\x7fELF okd-install golden-file stand-in for the node program\n";
+
 fn context(release: &str) -> GenCtx {
     let target = ReleaseTarget::from_release_image(release).expect("release target");
     let mut ctx = GenCtx::new(release.to_string(), target, target.ignition_spec());
@@ -157,7 +161,14 @@ fn keys_needed(dir: &Path, release: &str, target: Target) -> usize {
 }
 
 /// Runs one step in `dir`, handing out `keys` from `*next` on.
-fn run_step(dir: &Path, ex: &Example, step: Step, keys: &[okd_pki::RsaKey], next: &mut usize) {
+fn run_step(
+    dir: &Path,
+    ex: &Example,
+    step: Step,
+    keys: &[okd_pki::RsaKey],
+    next: &mut usize,
+    cache: &Path,
+) {
     let target = match step {
         Step::Manifests => Target::Manifests,
         Step::IgnitionConfigs => Target::IgnitionConfigs,
@@ -172,6 +183,16 @@ fn run_step(dir: &Path, ex: &Example, step: Step, keys: &[okd_pki::RsaKey], next
     let mut ctx = context(ex.release);
     ctx.use_keys(keys[*next..*next + n].to_vec());
     *next += n;
+    // bootstrap.ign carries a fixed stand-in for the node program, the same
+    // in debug and release builds, through the cache as a real one goes.
+    ctx.cache_dir = Some(cache.to_path_buf());
+    let program = cache.join("okd-install-node");
+    std::fs::write(&program, NODE_PROGRAM_STAND_IN).expect("write the stand-in program");
+    ctx.node_program = Some(okd_assets::node_program::NodeProgramAsset {
+        program: Some(
+            okd_assets::node_program::prepare_file(&program, cache).expect("prepare the program"),
+        ),
+    });
     okd_assets::create(&AssetDir::new(dir), &mut ctx, target, 1)
         .unwrap_or_else(|e| panic!("create {} for {}: {e}", step.dir_name(), ex.name));
 }
@@ -183,9 +204,6 @@ fn check(ex: &Example) {
     for var in [
         "OPENSHIFT_INSTALL_EXPERIMENTAL_CLUSTER_PROFILE",
         "OPENSHIFT_INSTALL_BOOTSTRAP_NODE_IP",
-        // The node program carried in bootstrap.ign (a debug build carries
-        // none without it, so the golden files hold no binary).
-        "OKD_INSTALL_NODE_BINARY",
     ] {
         assert!(
             std::env::var_os(var).is_none(),
@@ -193,6 +211,7 @@ fn check(ex: &Example) {
         );
     }
     let d = tempfile::tempdir().expect("tempdir");
+    let cache = tempfile::tempdir().expect("tempdir");
     let src = common::repo().join("examples").join(ex.name);
     let mut steps = vec![Step::Manifests, Step::IgnitionConfigs];
     for f in [
@@ -231,7 +250,7 @@ fn check(ex: &Example) {
     let mut found: Vec<String> = Vec::new();
     for step in steps {
         let before = snapshot(d.path());
-        run_step(d.path(), ex, step, &keys, &mut next);
+        run_step(d.path(), ex, step, &keys, &mut next, cache.path());
         let views = step_views(&before, &snapshot(d.path()));
         let golden = example_golden.join(step.dir_name());
         if blessing() {

@@ -58,9 +58,12 @@ fn look(path: &Path, before: Option<&Seen>) -> Seen {
     {
         return b.clone();
     }
-    let sha256 = std::fs::read(path)
-        .ok()
-        .map(|bytes| Sha256::digest(&bytes).into());
+    // As a stream: bootstrap.ign carries the node program (tens of MB).
+    let sha256 = std::fs::File::open(path).ok().and_then(|mut f| {
+        let mut h = Sha256::new();
+        std::io::copy(&mut f, &mut h).ok()?;
+        Some(h.finalize().into())
+    });
     Seen { meta, sha256 }
 }
 

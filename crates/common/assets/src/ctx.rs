@@ -63,6 +63,16 @@ pub struct GenCtx {
     /// [`crate::node_identities::NodeIdentitiesAsset`], so a change makes
     /// bootstrap.ign again.
     pub node_identities: Option<okd_types::node_identities::NodeIdentities>,
+    /// The okd-install program bootstrap.ign carries. `None`: not decided
+    /// yet, [`crate::create`] prepares it for the targets that write a
+    /// bootstrap config ([`crate::node_program::prepare`]). Enters the graph
+    /// as [`crate::node_program::NodeProgramAsset`], so a changed program
+    /// makes bootstrap.ign again.
+    pub node_program: Option<crate::node_program::NodeProgramAsset>,
+    /// The cache of the large files Ignition configs embed
+    /// ([`crate::blobs`]); `None`: the default one
+    /// ([`crate::blobs::cache_dir`]). Tests give their own.
+    pub cache_dir: Option<std::path::PathBuf>,
     /// Platform aws: write the machine API's Machine, MachineSet and
     /// ControlPlaneMachineSet manifests (openshift-install's IPI output).
     /// `false` (the default) leaves them out, as the AWS UPI procedure asks
@@ -97,6 +107,8 @@ impl GenCtx {
                 .unwrap_or(false),
             install_config_source: None,
             node_identities: None,
+            node_program: None,
+            cache_dir: None,
             aws_machine_api: false,
             fail_generating: None,
             keys: None,

@@ -22,6 +22,7 @@ use crate::kubeconfig::{AdminInternalClient, Kubelet, LoopbackClient};
 use crate::machines::{MasterMachines, OpenshiftInstallManifests, WorkerMachines};
 use crate::manifests::{CommonManifests, OpenshiftManifests, no_proxy_status};
 use crate::node_identities::NodeIdentitiesAsset;
+use crate::node_program::NodeProgramAsset;
 use crate::pointer::IgnitionAsset;
 use crate::store::{Asset, Dep, Parents, dep};
 use crate::tls::{BootstrapSshKeyPair, RootCa, bootstrap_tls_deps, bootstrap_tls_files};
@@ -40,6 +41,7 @@ fn bootstrap_deps() -> Vec<Dep> {
         dep::<OpenshiftInstallManifests>(),
         dep::<ReleaseImage>(),
         dep::<NodeIdentitiesAsset>(),
+        dep::<NodeProgramAsset>(),
     ];
     v.extend(bootstrap_tls_deps());
     v
@@ -101,8 +103,8 @@ fn bootstrap_config(ctx: &GenCtx, p: &Parents<'_>, in_place: bool) -> Result<Con
             json.as_bytes(),
         ));
     }
-    if let Some(program) = crate::node_program::read()? {
-        files.push(crate::node_program::file(&program));
+    if let Some(program) = &p.get::<NodeProgramAsset>().program {
+        files.push(program.file(&crate::blobs::cache_dir(ctx.cache_dir.as_deref())?)?);
     }
     cfg.storage.files = files;
     cfg.systemd
@@ -301,6 +303,42 @@ fn check_expiry(path: &str, cfg: &Value, now: time::OffsetDateTime) -> Result<()
     })
 }
 
+/// The program bootstrap.ign carries ([`crate::node_program`]), an input
+/// given by the command: a changed program makes bootstrap.ign again.
+impl Asset for NodeProgramAsset {
+    const NAME: &'static str = "Node Program";
+    const STATE_KEY: &'static str = "*okdinstall.NodeProgram";
+
+    fn dependencies() -> Vec<Dep> {
+        Vec::new()
+    }
+
+    fn generate(ctx: &GenCtx, _: &Parents<'_>) -> Result<Self, AssetError> {
+        Ok(ctx.node_program.clone().unwrap_or_default())
+    }
+
+    fn given(ctx: &GenCtx) -> Option<Self> {
+        Some(ctx.node_program.clone().unwrap_or_default())
+    }
+
+    fn same_as(&self, other: &Self) -> bool {
+        self == other
+    }
+
+    fn describe_change(&self, old: &Self) -> String {
+        let name = |a: &Self| {
+            a.program
+                .as_ref()
+                .map_or("none".to_string(), crate::node_program::NodeProgram::short)
+        };
+        format!(
+            "the okd-install program for the bootstrap node changed from {} to {}",
+            name(old),
+            name(self)
+        )
+    }
+}
+
 /// `bootstrap.ign` (`*bootstrap.Bootstrap`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -327,7 +365,7 @@ impl Asset for BootstrapIgnition {
     }
 
     fn load(dir: &AssetDir, ctx: &GenCtx) -> Result<Option<Self>, AssetError> {
-        let Some(a) = IgnitionAsset::load(dir, "bootstrap.ign")? else {
+        let Some(a) = IgnitionAsset::load(dir, "bootstrap.ign", ctx)? else {
             return Ok(None);
         };
         check_expiry("bootstrap.ign", &a.config, ctx.now)?;
@@ -378,7 +416,7 @@ impl Asset for SingleNodeBootstrapInPlace {
     }
 
     fn load(dir: &AssetDir, ctx: &GenCtx) -> Result<Option<Self>, AssetError> {
-        let Some(a) = IgnitionAsset::load(dir, BIP_FILE)? else {
+        let Some(a) = IgnitionAsset::load(dir, BIP_FILE, ctx)? else {
             return Ok(None);
         };
         check_expiry(BIP_FILE, &a.config, ctx.now)?;
@@ -394,7 +432,13 @@ mod tests {
     fn unreadable_ignition_names_file_and_keeps_the_cause_in_the_source() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("bootstrap.ign"), b"{not json").unwrap();
-        let e = IgnitionAsset::load(&AssetDir::new(d.path()), "bootstrap.ign").unwrap_err();
+        let target = okd_types::release::ReleaseTarget::default_target();
+        let ctx = GenCtx::new(
+            "registry.example/release:4.15".to_string(),
+            target,
+            target.ignition_spec(),
+        );
+        let e = IgnitionAsset::load(&AssetDir::new(d.path()), "bootstrap.ign", &ctx).unwrap_err();
         let cause = std::error::Error::source(&e)
             .expect("the JSON error is the source")
             .to_string();

@@ -20,6 +20,7 @@
 //! key pool in [`ctx::GenCtx`], which generates keys on background threads
 //! while the graph is walked.
 
+pub mod blobs;
 pub mod ctx;
 pub mod cvo;
 pub mod dir;

@@ -50,8 +50,15 @@ impl IgnitionAsset {
         })
     }
 
-    pub(crate) fn load(dir: &AssetDir, path: &str) -> Result<Option<Self>, AssetError> {
-        let Some(data) = dir.read(path)? else {
+    /// Reads `path` of `dir`, its embedded files over 1 MiB held as
+    /// placeholders in the cache of `ctx` ([`crate::blobs::read_config`]).
+    pub(crate) fn load(
+        dir: &AssetDir,
+        path: &str,
+        ctx: &GenCtx,
+    ) -> Result<Option<Self>, AssetError> {
+        let Some(data) = crate::blobs::read_config(&dir.path(path), ctx.cache_dir.as_deref())?
+        else {
             return Ok(None);
         };
         let config: Value = serde_json::from_slice(&data)
@@ -123,8 +130,8 @@ macro_rules! pointer_asset {
             fn files(&self) -> Vec<AssetFile> {
                 vec![self.0.file.clone()]
             }
-            fn load(dir: &AssetDir, _: &GenCtx) -> Result<Option<Self>, AssetError> {
-                Ok(IgnitionAsset::load(dir, $file)?.map($ty))
+            fn load(dir: &AssetDir, ctx: &GenCtx) -> Result<Option<Self>, AssetError> {
+                Ok(IgnitionAsset::load(dir, $file, ctx)?.map($ty))
             }
         }
     };

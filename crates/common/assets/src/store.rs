@@ -292,12 +292,17 @@ impl<'c> Store<'c> {
         let a = e.asset.as_ref().expect("persist after fetch");
         let mut names = Vec::new();
         for f in (e.files)(a.as_ref()) {
-            self.dir
-                .write(&f.filename, &f.data, FILE_MODE)
-                .map_err(|err| AssetError::Persist {
-                    name: e.name,
-                    source: Box::new(err),
-                })?;
+            // Embedded files held as placeholders go in here (crate::blobs).
+            crate::blobs::write(
+                &self.dir.path(&f.filename),
+                &f.data,
+                FILE_MODE,
+                self.ctx.cache_dir.as_deref(),
+            )
+            .map_err(|err| AssetError::Persist {
+                name: e.name,
+                source: Box::new(err),
+            })?;
             names.push(f.filename);
         }
         Ok(names)

@@ -106,6 +106,13 @@ pub fn create(
 ) -> Result<Vec<String>, AssetError> {
     let _lock = dir.lock()?;
     let targets = target.assets();
+    if matches!(
+        target,
+        Target::IgnitionConfigs | Target::SingleNodeIgnitionConfig
+    ) && ctx.node_program.is_none()
+    {
+        ctx.node_program = Some(crate::node_program::prepare(ctx.cache_dir.as_deref())?);
+    }
     {
         let probe = Store::open(dir.clone(), ctx)?;
         let n = probe.keys_needed(&targets);

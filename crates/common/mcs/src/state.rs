@@ -278,12 +278,20 @@ impl McsState {
     /// files, [`McsError::MissingFile`] when `bootstrap.ign` lacks one of the
     /// four files, [`McsError::MachineConfig`] from rendering.
     pub fn from_asset_dir(dir: &Path) -> Result<McsState, McsError> {
+        use okd_types::large_strings::{DropDataUrls, ElideLarge};
         let ign_path = dir.join("bootstrap.ign");
-        let text = std::fs::read_to_string(&ign_path).map_err(|source| McsError::Read {
+        let file = std::fs::File::open(&ign_path).map_err(|source| McsError::Read {
             path: ign_path.clone(),
             source,
         })?;
-        let ign: Value = serde_json::from_str(&text).map_err(|e| McsError::Parse {
+        // As a stream, its data URLs over 4 MiB dropped unread: the node
+        // program it carries is tens of MB; what is read here is a few KiB.
+        let reader = ElideLarge::new(
+            std::io::BufReader::with_capacity(256 * 1024, file),
+            4 << 20,
+            DropDataUrls,
+        );
+        let ign: Value = serde_json::from_reader(reader).map_err(|e| McsError::Parse {
             path: ign_path.clone(),
             reason: e.to_string(),
         })?;

@@ -8,6 +8,8 @@
 //! * [`dataurl`]: RFC 2397 data URLs with Go's `http.DetectContentType` sniffing.
 //! * [`ignition`]: Ignition config spec 3.0–3.4 types in Go field order.
 //! * [`exit`]: the exit codes of every command, one table.
+//! * [`large_strings`]: reading JSON without holding its very large strings
+//!   (an Ignition config's embedded files).
 
 pub mod control_plane;
 pub mod dataurl;
@@ -15,5 +17,6 @@ pub mod exit;
 pub mod gojson;
 pub mod goyaml;
 pub mod ignition;
+pub mod large_strings;
 pub mod node_identities;
 pub mod release;

@@ -47,10 +47,18 @@ pub(crate) fn until(t: OffsetDateTime, now: OffsetDateTime) -> String {
 
 /// The first to expire of the short-lived (at most 25 hours) certificates
 /// of `bootstrap.ign`, or `None` when the file is missing or has none.
+/// Read as a stream with its data URLs over 64 KiB dropped unread (the
+/// node program is tens of MB; certificates are a few KiB), so memory
+/// stays bounded whatever the file's size.
 pub(crate) fn short_lived(bootstrap_ign: &std::path::Path) -> Option<Certificates> {
-    let cfg = std::fs::read(bootstrap_ign)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())?;
+    use okd_types::large_strings::{DropDataUrls, ElideLarge};
+    let file = std::fs::File::open(bootstrap_ign).ok()?;
+    let reader = ElideLarge::new(
+        std::io::BufReader::with_capacity(256 * 1024, file),
+        64 * 1024,
+        DropDataUrls,
+    );
+    let cfg = serde_json::from_reader::<_, serde_json::Value>(reader).ok()?;
     okd_assets::ignition::bootstrap_cert_validity(&cfg)
         .into_iter()
         .filter(|(_, nb, na)| (*na - *nb).whole_hours() <= 25)
