@@ -14,8 +14,10 @@ Usage (AWS_ENDPOINT_URL and credentials from the environment):
                                        data), target groups and their targets,
                                        buckets and objects, VPCs, subnets,
                                        zones and records
+  account.py object BUCKET/KEY         JSON: the object's size and SHA-256
 """
 import base64
+import hashlib
 import json
 import os
 import sys
@@ -120,10 +122,19 @@ def state(region):
     print(json.dumps(out, indent=1, sort_keys=True))
 
 
+def s3_object(path):
+    bucket, key = path.split("/", 1)
+    h, size = hashlib.sha256(), 0
+    for chunk in client("s3").get_object(Bucket=bucket, Key=key)["Body"].iter_chunks(1 << 20):
+        h.update(chunk)
+        size += len(chunk)
+    print(json.dumps({"size": size, "sha256": h.hexdigest()}))
+
+
 def main():
     cmd, arg = sys.argv[1], sys.argv[2]
     {"seed-zone": seed_zone, "register-ami": register_ami, "seed-vpc": seed_vpc,
-     "subnet-tags": subnet_tags, "state": state}[cmd](arg)
+     "subnet-tags": subnet_tags, "state": state, "object": s3_object}[cmd](arg)
 
 
 if __name__ == "__main__":

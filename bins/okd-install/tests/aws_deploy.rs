@@ -47,14 +47,44 @@ fn infra_id(dir: &Path) -> String {
     meta["infraID"].as_str().unwrap().to_string()
 }
 
-/// The example with Ignition configs and aws/ for `ami` (and `extra`
-/// flags of create aws-stacks).
+/// A stand-in for the node program bootstrap.ign carries: an ELF header
+/// and 1.5 MiB that gzip cannot shrink, so its data URL is over the 1 MiB
+/// that okd-install keeps out of memory and streams into the file.
+fn node_program_stand_in(path: &Path) {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut bytes = b"\x7fELF".to_vec();
+    bytes.extend((0..3 << 19).map(|_| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x as u8
+    }));
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// The example with Ignition configs (bootstrap.ign carrying
+/// [`node_program_stand_in`]) and aws/ for `ami` (and `extra` flags of
+/// create aws-stacks).
 fn install(ami: &str, extra: &[&str]) -> tempfile::TempDir {
     let d = example_dir("aws-upi");
-    okd_ok(
-        d.path(),
-        &["create", "ignition-configs", "--release-image", OKD_45],
-    );
+    let stand_in = d.path().join("node-program-test");
+    std::fs::create_dir(&stand_in).unwrap();
+    node_program_stand_in(&stand_in.join("okd-install"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_okd-install"))
+        .args([
+            "create",
+            "ignition-configs",
+            "--release-image",
+            OKD_45,
+            "--dir",
+        ])
+        .arg(d.path())
+        .env("OKD_INSTALL_NODE_BINARY", stand_in.join("okd-install"))
+        .env("OKD_INSTALL_CACHE_DIR", stand_in.join("cache"))
+        .env_remove("OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "create ignition-configs: {out:?}");
     let mut args = vec!["create", "aws-stacks", "--ami", ami];
     args.extend_from_slice(extra);
     okd_ok(d.path(), &args);
@@ -154,6 +184,40 @@ fn deploy_wires_the_stacks_and_destroy_leaves_nothing() {
         serde_json::json!({"ignition": {"config": {"replace": {"source": format!("s3://{bucket}/bootstrap.ign")}}, "version": "3.0.0"}})
     );
     assert_eq!(s["buckets"][&bucket], serde_json::json!(["bootstrap.ign"]));
+    // The object is bootstrap.ign as made, node program included.
+    let local = std::fs::read(dir.join("bootstrap.ign")).unwrap();
+    let object: Value =
+        serde_json::from_str(&moto.inspect(&["object", &format!("{bucket}/bootstrap.ign")]))
+            .unwrap();
+    let sha: String = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, &local)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        object,
+        serde_json::json!({"size": local.len(), "sha256": sha})
+    );
+    let ign: Value = serde_json::from_slice(&local).unwrap();
+    let program = ign["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "/usr/local/bin/okd-install")
+        .expect("bootstrap.ign carries the node program");
+    let want: String = aws_lc_rs::digest::digest(
+        &aws_lc_rs::digest::SHA512,
+        &std::fs::read(dir.join("node-program-test/okd-install")).unwrap(),
+    )
+    .as_ref()
+    .iter()
+    .map(|b| format!("{b:02x}"))
+    .collect();
+    assert_eq!(
+        program["contents"]["verification"]["hash"],
+        format!("sha512-{want}")
+    );
+    assert!(program["contents"]["source"].as_str().unwrap().len() > 2 << 20);
     // The masters: one per private subnet, no public address, master.ign as
     // user data; the workers: worker.ign.
     let master_ign: Value =

@@ -137,6 +137,10 @@ fn flooded_serve(
         &serve_log,
     );
     wait_ready(&serve_log);
+    println!(
+        "serve ready: peak memory (VmHWM) {:.1} MiB",
+        okd_test_utils::proc_status_kib(serve_pid, "VmHWM") as f64 / 1024.0
+    );
     let attacker = lab.nodes[2].ns.clone();
     let flood_log = d.join("flood.log");
     lab.spawn(

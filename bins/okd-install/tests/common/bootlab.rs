@@ -341,6 +341,8 @@ impl BootLab {
                 p.release_image(),
             )
             .env("OKD_INSTALL_NODE_BINARY", &node_program)
+            // The compressed program stays in the lab, not in ~/.cache.
+            .env("OKD_INSTALL_CACHE_DIR", t.join("cache"))
             .output()
             .unwrap();
         ok(&out, target);

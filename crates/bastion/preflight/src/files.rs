@@ -338,18 +338,22 @@ fn sha256_uncached(path: &Path) -> std::io::Result<String> {
 pub(crate) fn certificates(dir: &Path, boot_within: Duration, now: OffsetDateTime) -> Check {
     let id = "certificates";
     let path = dir.join("bootstrap.ign");
-    let Ok(bytes) = std::fs::read(&path) else {
-        return Check::skip(
-            id,
-            "no bootstrap.ign yet: `okd-install create ignition-configs` makes it and its 24-hour certificates",
-        );
-    };
-    let Ok(cfg) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
-        return Check::fail(
-            id,
-            "bootstrap.ign is not JSON",
-            "create the Ignition configs again: okd-install create ignition-configs",
-        );
+    // As a stream, the node program it carries dropped unread.
+    let cfg = match okd_assets::ignition::read_small_parts(&path) {
+        Ok(cfg) => cfg,
+        Err(okd_assets::ignition::ReadSmallError::Open(_)) => {
+            return Check::skip(
+                id,
+                "no bootstrap.ign yet: `okd-install create ignition-configs` makes it and its 24-hour certificates",
+            );
+        }
+        Err(okd_assets::ignition::ReadSmallError::Json(_)) => {
+            return Check::fail(
+                id,
+                "bootstrap.ign is not JSON",
+                "create the Ignition configs again: okd-install create ignition-configs",
+            );
+        }
     };
     let certs: Vec<_> = okd_assets::ignition::bootstrap_cert_validity(&cfg)
         .into_iter()

@@ -47,18 +47,11 @@ pub(crate) fn until(t: OffsetDateTime, now: OffsetDateTime) -> String {
 
 /// The first to expire of the short-lived (at most 25 hours) certificates
 /// of `bootstrap.ign`, or `None` when the file is missing or has none.
-/// Read as a stream with its data URLs over 64 KiB dropped unread (the
-/// node program is tens of MB; certificates are a few KiB), so memory
-/// stays bounded whatever the file's size.
+/// Read as a stream with its large data URLs dropped unread
+/// ([`okd_assets::ignition::read_small_parts`]: the node program is tens
+/// of MB, certificates a few KiB).
 pub(crate) fn short_lived(bootstrap_ign: &std::path::Path) -> Option<Certificates> {
-    use okd_types::large_strings::{DropDataUrls, ElideLarge};
-    let file = std::fs::File::open(bootstrap_ign).ok()?;
-    let reader = ElideLarge::new(
-        std::io::BufReader::with_capacity(256 * 1024, file),
-        64 * 1024,
-        DropDataUrls,
-    );
-    let cfg = serde_json::from_reader::<_, serde_json::Value>(reader).ok()?;
+    let cfg = okd_assets::ignition::read_small_parts(bootstrap_ign).ok()?;
     okd_assets::ignition::bootstrap_cert_validity(&cfg)
         .into_iter()
         .filter(|(_, nb, na)| (*na - *nb).whole_hours() <= 25)
