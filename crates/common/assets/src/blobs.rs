@@ -125,7 +125,7 @@ pub(crate) fn evict(cache: &Path) {
         .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
         .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
         .collect();
-    blobs.sort_by(|a, b| b.0.cmp(&a.0));
+    blobs.sort_by_key(|b| std::cmp::Reverse(b.0));
     for (_, p) in blobs.into_iter().skip(KEEP) {
         let _ = std::fs::remove_file(p);
     }
