@@ -13,7 +13,7 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{OKD_45, example_dir, okd_ok, repo};
+use common::{NODE_PROGRAM_STAND_IN, OKD_45, create_carrying_a_program, example_dir, okd_ok, repo};
 use okd_test_utils::moto::Moto;
 use serde_json::Value;
 
@@ -47,44 +47,12 @@ fn infra_id(dir: &Path) -> String {
     meta["infraID"].as_str().unwrap().to_string()
 }
 
-/// A stand-in for the node program bootstrap.ign carries: an ELF header
-/// and 1.5 MiB that gzip cannot shrink, so its data URL is over the 1 MiB
-/// that okd-install keeps out of memory and streams into the file.
-fn node_program_stand_in(path: &Path) {
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut bytes = b"\x7fELF".to_vec();
-    bytes.extend((0..3 << 19).map(|_| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x as u8
-    }));
-    std::fs::write(path, bytes).unwrap();
-}
-
 /// The example with Ignition configs (bootstrap.ign carrying
-/// [`node_program_stand_in`]) and aws/ for `ami` (and `extra` flags of
+/// [`create_carrying_a_program`]'s stand-in) and aws/ for `ami` (and `extra` flags of
 /// create aws-stacks).
 fn install(ami: &str, extra: &[&str]) -> tempfile::TempDir {
     let d = example_dir("aws-upi");
-    let stand_in = d.path().join("node-program-test");
-    std::fs::create_dir(&stand_in).unwrap();
-    node_program_stand_in(&stand_in.join("okd-install"));
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_okd-install"))
-        .args([
-            "create",
-            "ignition-configs",
-            "--release-image",
-            OKD_45,
-            "--dir",
-        ])
-        .arg(d.path())
-        .env("OKD_INSTALL_NODE_BINARY", stand_in.join("okd-install"))
-        .env("OKD_INSTALL_CACHE_DIR", stand_in.join("cache"))
-        .env_remove("OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "create ignition-configs: {out:?}");
+    create_carrying_a_program(d.path(), &["--release-image", OKD_45]);
     let mut args = vec!["create", "aws-stacks", "--ami", ami];
     args.extend_from_slice(extra);
     okd_ok(d.path(), &args);
@@ -207,7 +175,7 @@ fn deploy_wires_the_stacks_and_destroy_leaves_nothing() {
         .expect("bootstrap.ign carries the node program");
     let want: String = aws_lc_rs::digest::digest(
         &aws_lc_rs::digest::SHA512,
-        &std::fs::read(dir.join("node-program-test/okd-install")).unwrap(),
+        &std::fs::read(dir.join(NODE_PROGRAM_STAND_IN)).unwrap(),
     )
     .as_ref()
     .iter()

@@ -50,6 +50,50 @@ pub fn example_dir(name: &str) -> tempfile::TempDir {
     d
 }
 
+/// A stand-in for the node program bootstrap.ign carries: an ELF header
+/// and 1.5 MiB that gzip cannot shrink, so its data URL is over the 1 MiB
+/// that okd-install keeps out of memory and streams into the file.
+pub fn node_program_stand_in(path: &Path) {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut bytes = b"\x7fELF".to_vec();
+    bytes.extend((0..3 << 19).map(|_| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x as u8
+    }));
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Where [`create_carrying_a_program`] keeps the stand-in program, under
+/// the asset directory (its cache is beside it).
+pub const NODE_PROGRAM_STAND_IN: &str = ".node-program-test/okd-install";
+
+/// `okd-install create ignition-configs` (plus `args`) in `dir`, with
+/// bootstrap.ign carrying [`node_program_stand_in`] as a release build
+/// carries itself (streamed in from a cache), so what reads bootstrap.ign
+/// reads a file with a data URL over 1 MiB.
+pub fn create_carrying_a_program(dir: &Path, args: &[&str]) {
+    let program = dir.join(NODE_PROGRAM_STAND_IN);
+    std::fs::create_dir_all(program.parent().unwrap()).unwrap();
+    node_program_stand_in(&program);
+    let out = Command::new(env!("CARGO_BIN_EXE_okd-install"))
+        .args(["create", "ignition-configs"])
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .env("OKD_INSTALL_NODE_BINARY", &program)
+        .env("OKD_INSTALL_CACHE_DIR", program.with_file_name("cache"))
+        .env_remove("OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE")
+        .output()
+        .expect("run okd-install");
+    assert!(
+        out.status.success(),
+        "create ignition-configs: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Runs okd-install with `args` plus `--dir dir`.
 pub fn okd(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_okd-install"))

@@ -10,7 +10,9 @@ use super::*;
 
 /// An asset directory with the single-master example's install-config,
 /// agent-config and bastion-config (upstream resolvers removed: no traffic
-/// leaves the namespaces), after `create ignition-configs`.
+/// leaves the namespaces), after `create ignition-configs`, its
+/// bootstrap.ign carrying a node program over 1 MiB as a release build's
+/// does (on a release build of the tests, the program itself).
 pub fn served_dir() -> tempfile::TempDir {
     let d = example_dir("baremetal-single-master");
     let ex = repo().join("examples/baremetal-single-master");
@@ -24,7 +26,11 @@ pub fn served_dir() -> tempfile::TempDir {
         .replace("  - 8.8.8.8\n", "");
     let bastion = bastion.replace("upstreamResolvers:\n", "upstreamResolvers: []\n");
     std::fs::write(d.path().join("bastion-config.yaml"), bastion).unwrap();
-    okd_ok(d.path(), &["create", "ignition-configs"]);
+    if cfg!(debug_assertions) {
+        create_carrying_a_program(d.path(), &[]);
+    } else {
+        okd_ok(d.path(), &["create", "ignition-configs"]);
+    }
     d
 }
 
