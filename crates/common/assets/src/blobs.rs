@@ -41,6 +41,10 @@ pub const ELIDE_LIMIT: usize = 1 << 20;
 /// How many blobs the cache keeps (the most recently used).
 pub const KEEP: usize = 4;
 
+/// A temporary file in the cache untouched this long was left by a run
+/// that was stopped (Ctrl-C while compressing), and is removed.
+pub const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// Every placeholder starts with this; 64 hex digits follow.
 const PLACEHOLDER_PREFIX: &str = "data:,okd-install-blob-sha256-";
 
@@ -115,16 +119,33 @@ pub(crate) fn has_blob(cache: &Path, sha256_hex: &str, len: u64) -> bool {
     }
 }
 
-/// Removes all but the [`KEEP`] most recently used blobs of `cache`.
+/// Removes all but the [`KEEP`] most recently used blobs of `cache`, and
+/// the temporary files of runs stopped part way ([`okd_fs::TEMP_PREFIX`],
+/// untouched for [`STALE_TEMP`]: a running compression writes to its own
+/// continuously).
 pub(crate) fn evict(cache: &Path) {
     let Ok(entries) = std::fs::read_dir(cache.join("blobs")) else {
         return;
     };
-    let mut blobs: Vec<(std::time::SystemTime, PathBuf)> = entries
-        .flatten()
-        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-        .collect();
+    let now = std::time::SystemTime::now();
+    let mut blobs: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
+    for e in entries.flatten() {
+        let Some(modified) = e.metadata().ok().and_then(|m| m.modified().ok()) else {
+            continue;
+        };
+        if !e
+            .file_name()
+            .to_string_lossy()
+            .starts_with(okd_fs::TEMP_PREFIX)
+        {
+            blobs.push((modified, e.path()));
+        } else if now
+            .duration_since(modified)
+            .is_ok_and(|age| age > STALE_TEMP)
+        {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
     blobs.sort_by_key(|b| std::cmp::Reverse(b.0));
     for (_, p) in blobs.into_iter().skip(KEEP) {
         let _ = std::fs::remove_file(p);
@@ -442,7 +463,26 @@ mod tests {
                 .unwrap();
             shas.push(sha);
         }
+        // A stopped run's temporary file, and a running one's.
+        let stale = d
+            .path()
+            .join("blobs")
+            .join(format!("{}stopped", okd_fs::TEMP_PREFIX));
+        let running = d
+            .path()
+            .join("blobs")
+            .join(format!("{}running", okd_fs::TEMP_PREFIX));
+        for p in [&stale, &running] {
+            std::fs::write(p, b"part").unwrap();
+        }
+        File::options()
+            .append(true)
+            .open(&stale)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - STALE_TEMP * 2)
+            .unwrap();
         evict(d.path());
+        assert!(!stale.exists() && running.exists());
         let kept: Vec<bool> = shas
             .iter()
             .map(|s| blob_path(d.path(), s).exists())
