@@ -21,9 +21,10 @@ const REST_LIMIT: u64 = 1 << 20;
 /// The state file: at most this many bytes (it holds a placeholder, not
 /// the program; openshift-install's state shape keeps the whole config).
 const STATE_LIMIT: u64 = 2 << 20;
-/// The program's data URL (gzip, base64): at most this fraction of the
-/// program's size.
-const DATA_URL_RATIO: f64 = 0.5;
+/// The program's data URL (gzip level 1, base64): at most this fraction of
+/// the program's size (measured 0.49 for the stripped debug build, 0.62 for
+/// a release build; base64 without compression would be 1.33).
+const DATA_URL_RATIO: f64 = 0.7;
 
 fn create(dir: &Path, program: &Path, cache: &Path) -> (Output, String) {
     let out = Command::new(BIN)

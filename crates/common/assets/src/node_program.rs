@@ -42,8 +42,10 @@ pub const NODE_BINARY_ENV: &str = "OKD_INSTALL_NODE_BINARY";
 /// Where the program lands on the bootstrap node.
 pub const NODE_PATH: &str = "/usr/local/bin/okd-install";
 
-/// gzip level of the carried program (flate2's default, as `gzip -6`).
-const LEVEL: u32 = 6;
+/// gzip level of the carried program: 1, the fastest (on a 65 MB release
+/// build about three times faster than level 6, for a data URL 10% larger),
+/// so that even the first run of a build stays near its key generation.
+const LEVEL: u32 = 1;
 
 /// The program bootstrap.ign carries, by digest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

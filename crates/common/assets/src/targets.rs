@@ -106,17 +106,19 @@ pub fn create(
 ) -> Result<Vec<String>, AssetError> {
     let _lock = dir.lock()?;
     let targets = target.assets();
+    {
+        let probe = Store::open(dir.clone(), ctx)?;
+        let n = probe.keys_needed(&targets);
+        ctx.start_key_pool(n, key_threads);
+    }
+    // While the key pool generates the keys: the first run of a build
+    // compresses the node program here, once.
     if matches!(
         target,
         Target::IgnitionConfigs | Target::SingleNodeIgnitionConfig
     ) && ctx.node_program.is_none()
     {
         ctx.node_program = Some(crate::node_program::prepare(ctx.cache_dir.as_deref())?);
-    }
-    {
-        let probe = Store::open(dir.clone(), ctx)?;
-        let n = probe.keys_needed(&targets);
-        ctx.start_key_pool(n, key_threads);
     }
     let mut store = Store::open(dir.clone(), ctx)?;
     let mut written = Vec::new();
