@@ -41,9 +41,9 @@ pub const ELIDE_LIMIT: usize = 1 << 20;
 /// How many blobs the cache keeps (the most recently used).
 pub const KEEP: usize = 4;
 
-/// A temporary file in the cache untouched this long was left by a run
-/// that was stopped (Ctrl-C while compressing), and is removed.
-pub const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(600);
+/// The lock a run holds on `<cache>` while it stores a blob
+/// ([`okd_fs::DirLock`]).
+const LOCK: &str = "blobs.lock";
 
 /// Every placeholder starts with this; 64 hex digits follow.
 const PLACEHOLDER_PREFIX: &str = "data:,okd-install-blob-sha256-";
@@ -119,33 +119,16 @@ pub(crate) fn has_blob(cache: &Path, sha256_hex: &str, len: u64) -> bool {
     }
 }
 
-/// Removes all but the [`KEEP`] most recently used blobs of `cache`, and
-/// the temporary files of runs stopped part way ([`okd_fs::TEMP_PREFIX`],
-/// untouched for [`STALE_TEMP`]: a running compression writes to its own
-/// continuously).
+/// Removes all but the [`KEEP`] most recently used blobs of `cache`.
 pub(crate) fn evict(cache: &Path) {
     let Ok(entries) = std::fs::read_dir(cache.join("blobs")) else {
         return;
     };
-    let now = std::time::SystemTime::now();
-    let mut blobs: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
-    for e in entries.flatten() {
-        let Some(modified) = e.metadata().ok().and_then(|m| m.modified().ok()) else {
-            continue;
-        };
-        if !e
-            .file_name()
-            .to_string_lossy()
-            .starts_with(okd_fs::TEMP_PREFIX)
-        {
-            blobs.push((modified, e.path()));
-        } else if now
-            .duration_since(modified)
-            .is_ok_and(|age| age > STALE_TEMP)
-        {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
+    let mut blobs: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
     blobs.sort_by_key(|b| std::cmp::Reverse(b.0));
     for (_, p) in blobs.into_iter().skip(KEEP) {
         let _ = std::fs::remove_file(p);
@@ -183,7 +166,9 @@ impl<W: Write> Write for Sha256Writer<W> {
 
 /// Stores what `fill` writes as a blob of `cache`: written to a temporary
 /// file in `<cache>/blobs`, then renamed to its SHA-256. Returns the hex
-/// digest and the length.
+/// digest and the length. Holding the cache's lock, it first removes the
+/// temporary files of runs stopped part way (Ctrl-C while compressing);
+/// when another run holds the lock, it leaves them and goes on without.
 ///
 /// # Errors
 /// `fill`'s error, or [`AssetError::BadFile`] naming the cache.
@@ -193,6 +178,11 @@ where
 {
     let dir = cache.join("blobs");
     okd_fs::create_dir_all(&dir, 0o700)?;
+    let _lock = okd_fs::DirLock::acquire_file(cache, LOCK)
+        .ok()
+        .inspect(|_| {
+            let _ = okd_fs::sweep_temp_files(&dir, &[okd_fs::TEMP_PREFIX], 0);
+        });
     let tmp = tempfile::Builder::new()
         .prefix(okd_fs::TEMP_PREFIX)
         .tempfile_in(&dir)
@@ -463,30 +453,24 @@ mod tests {
                 .unwrap();
             shas.push(sha);
         }
-        // A stopped run's temporary file, and a running one's.
-        let stale = d
+        // A stopped run's temporary file goes with the next blob stored.
+        let stopped = d
             .path()
             .join("blobs")
             .join(format!("{}stopped", okd_fs::TEMP_PREFIX));
-        let running = d
-            .path()
-            .join("blobs")
-            .join(format!("{}running", okd_fs::TEMP_PREFIX));
-        for p in [&stale, &running] {
-            std::fs::write(p, b"part").unwrap();
-        }
-        File::options()
-            .append(true)
-            .open(&stale)
-            .unwrap()
-            .set_modified(std::time::SystemTime::now() - STALE_TEMP * 2)
-            .unwrap();
+        std::fs::write(&stopped, b"part").unwrap();
+        store_blob(d.path(), |w| {
+            w.write_all(b"one more").unwrap();
+            Ok(())
+        })
+        .unwrap();
+        assert!(!stopped.exists());
         evict(d.path());
-        assert!(!stale.exists() && running.exists());
         let kept: Vec<bool> = shas
             .iter()
             .map(|s| blob_path(d.path(), s).exists())
             .collect();
-        assert_eq!(kept, [false, false, true, true, true, true]);
+        // "one more", stored last, is the newest of the four kept.
+        assert_eq!(kept, [false, false, false, true, true, true]);
     }
 }
