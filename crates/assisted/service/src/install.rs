@@ -282,6 +282,11 @@ pub fn generate(
         okd_assets::GenCtx::new(release_image.to_string(), target, target.ignition_spec());
     ctx.invoker = "assisted-installer".into();
     ctx.node_identities = Some(identities(plan, base_domain, cluster));
+    // The hosts run the discovery agent from /usr/local/bin/okd-install,
+    // where bootstrap.ign would put the node program: it is there already,
+    // so bootstrap.ign carries none (not 40 MB more per cluster in the
+    // database; docs/differences.md).
+    ctx.node_program = Some(okd_assets::node_program::NodeProgramAsset::default());
     okd_assets::create(
         &okd_assets::AssetDir::new(dir),
         &mut ctx,
