@@ -341,13 +341,13 @@ pub(crate) fn certificates(dir: &Path, boot_within: Duration, now: OffsetDateTim
     // As a stream, the node program it carries dropped unread.
     let cfg = match okd_assets::ignition::read_small_parts(&path) {
         Ok(cfg) => cfg,
-        Err(okd_assets::ignition::ReadSmallError::Open(_)) => {
+        Err(okd_types::large_strings::ReadJsonError::Open(_)) => {
             return Check::skip(
                 id,
                 "no bootstrap.ign yet: `okd-install create ignition-configs` makes it and its 24-hour certificates",
             );
         }
-        Err(okd_assets::ignition::ReadSmallError::Json(_)) => {
+        Err(okd_types::large_strings::ReadJsonError::Json(_)) => {
             return Check::fail(
                 id,
                 "bootstrap.ign is not JSON",

@@ -305,33 +305,16 @@ fn check_expiry(path: &str, cfg: &Value, now: time::OffsetDateTime) -> Result<()
 
 /// Reads the Ignition config at `path` as a stream, each data URL over
 /// 64 KiB replaced by the empty `data:,` unread
-/// ([`okd_types::large_strings::DropDataUrls`]): for readers of its small
-/// files (certificates, units), in bounded memory whatever the program
-/// bootstrap.ign carries.
+/// ([`okd_types::large_strings::read_json_dropping_data_urls`]): for
+/// readers of its small files (certificates, units), in bounded memory
+/// whatever the program bootstrap.ign carries.
 ///
 /// # Errors
-/// [`ReadSmallError::Open`] when the file cannot be opened,
-/// [`ReadSmallError::Json`] when it cannot be read or is not JSON.
-pub fn read_small_parts(path: &std::path::Path) -> Result<Value, ReadSmallError> {
-    use okd_types::large_strings::{DropDataUrls, ElideLarge};
-    let file = std::fs::File::open(path).map_err(ReadSmallError::Open)?;
-    let reader = ElideLarge::new(
-        std::io::BufReader::with_capacity(256 * 1024, file),
-        64 * 1024,
-        DropDataUrls,
-    );
-    serde_json::from_reader(reader).map_err(ReadSmallError::Json)
-}
-
-/// Why [`read_small_parts`] failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ReadSmallError {
-    /// The file cannot be opened (`NotFound` when there is none).
-    #[error("cannot open: {0}")]
-    Open(#[source] std::io::Error),
-    /// It cannot be read, or is not JSON.
-    #[error("not JSON: {0}")]
-    Json(#[source] serde_json::Error),
+/// As [`okd_types::large_strings::read_json_dropping_data_urls`].
+pub fn read_small_parts(
+    path: &std::path::Path,
+) -> Result<Value, okd_types::large_strings::ReadJsonError> {
+    okd_types::large_strings::read_json_dropping_data_urls(path, 64 * 1024)
 }
 
 /// The program bootstrap.ign carries ([`crate::node_program`]), an input

@@ -278,22 +278,19 @@ impl McsState {
     /// files, [`McsError::MissingFile`] when `bootstrap.ign` lacks one of the
     /// four files, [`McsError::MachineConfig`] from rendering.
     pub fn from_asset_dir(dir: &Path) -> Result<McsState, McsError> {
-        use okd_types::large_strings::{DropDataUrls, ElideLarge};
+        use okd_types::large_strings::{ReadJsonError, read_json_dropping_data_urls};
         let ign_path = dir.join("bootstrap.ign");
-        let file = std::fs::File::open(&ign_path).map_err(|source| McsError::Read {
-            path: ign_path.clone(),
-            source,
-        })?;
         // As a stream, its data URLs over 4 MiB dropped unread: the node
         // program it carries is tens of MB; what is read here is a few KiB.
-        let reader = ElideLarge::new(
-            std::io::BufReader::with_capacity(256 * 1024, file),
-            4 << 20,
-            DropDataUrls,
-        );
-        let ign: Value = serde_json::from_reader(reader).map_err(|e| McsError::Parse {
-            path: ign_path.clone(),
-            reason: e.to_string(),
+        let ign: Value = read_json_dropping_data_urls(&ign_path, 4 << 20).map_err(|e| match e {
+            ReadJsonError::Open(source) => McsError::Read {
+                path: ign_path.clone(),
+                source,
+            },
+            ReadJsonError::Json(e) => McsError::Parse {
+                path: ign_path.clone(),
+                reason: e.to_string(),
+            },
         })?;
         let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
         for f in ign

@@ -19,6 +19,7 @@
 //! reads its output does.
 
 use std::io::{self, Read};
+use std::path::Path;
 
 /// What to do with the string literals longer than [`ElideLarge`]'s limit.
 pub trait LargeStrings {
@@ -52,6 +53,38 @@ impl LargeStrings for DropDataUrls {
     fn end(&mut self, _len: u64) -> String {
         "data:,".to_string()
     }
+}
+
+/// Why [`read_json_dropping_data_urls`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadJsonError {
+    /// The file cannot be opened (`NotFound` when there is none).
+    #[error("cannot open: {0}")]
+    Open(#[source] io::Error),
+    /// It cannot be read, or is not JSON.
+    #[error("not JSON: {0}")]
+    Json(#[source] serde_json::Error),
+}
+
+/// Reads the JSON document at `path` as a stream, each string over `limit`
+/// bytes that starts with `data:` replaced by the empty data URL `data:,`
+/// unread ([`DropDataUrls`]): for readers of an Ignition config's small
+/// files, in memory bounded by `limit` whatever the files it embeds.
+///
+/// # Errors
+/// [`ReadJsonError::Open`] when the file cannot be opened,
+/// [`ReadJsonError::Json`] when it cannot be read or is not JSON.
+pub fn read_json_dropping_data_urls(
+    path: &Path,
+    limit: usize,
+) -> Result<serde_json::Value, ReadJsonError> {
+    let file = std::fs::File::open(path).map_err(ReadJsonError::Open)?;
+    let reader = ElideLarge::new(
+        io::BufReader::with_capacity(256 * 1024, file),
+        limit,
+        DropDataUrls,
+    );
+    serde_json::from_reader(reader).map_err(ReadJsonError::Json)
 }
 
 /// Where the adapter is in the JSON text.
